@@ -1,0 +1,43 @@
+# `make demo` and `make test` work on a fresh clone with only Python 3.11 and Java 17.
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-$(shell cat pyproject.toml constraints.txt | cksum | cut -d' ' -f1)
+export DAGSTER_HOME := $(CURDIR)/.lumos/dagster
+TODAY := $(shell date -u +%F)
+QUIET_LOGS := '{"loggers": {"console": {"config": {"log_level": "INFO"}}}}'
+
+.PHONY: install demo test ui lite bench clean
+
+$(STAMP): pyproject.toml constraints.txt
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[test]'
+	rm -f $(VENV)/.installed-* && touch $@
+
+install: $(STAMP)
+
+## build the sample lake, discover it, snapshot every dataset for today, print a summary
+demo: $(STAMP)
+	@mkdir -p $(DAGSTER_HOME)
+	$(BIN)/lumos demo-lake
+	$(BIN)/lumos discover
+	$(BIN)/dagster asset materialize -m lumos_dagster.definitions --select '*' \
+		--partition $(TODAY) --config-json $(QUIET_LOGS)
+	$(BIN)/lumos summary
+
+## the whole test suite
+test: $(STAMP)
+	$(BIN)/pytest $(PYTEST_ARGS)
+
+## the Dagster UI on http://127.0.0.1:3000 (after `make demo`)
+ui: $(STAMP)
+	@mkdir -p $(DAGSTER_HOME)
+	$(BIN)/dagster dev
+
+## DataHub's own CLI on the demo's catalog, e.g. make lite ARGS='ls /data_platforms/file'
+lite: $(STAMP)
+	$(BIN)/lumos lite $(ARGS)
+
+clean:
+	rm -rf .lumos

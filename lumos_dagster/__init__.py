@@ -1,0 +1,1 @@
+"""Lumos: metadata automation as a Dagster code location."""

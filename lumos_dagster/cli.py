@@ -1,0 +1,179 @@
+"""The `lumos` command line."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+import click
+
+from lumos_dagster.config import CONFIG_ENV, LumosConfig, load_config
+from lumos_dagster.errors import LumosError, SchemaReadError
+from lumos_dagster.formats import read_file_schema, sniff_format
+from lumos_dagster.model import schema_to_json, type_str
+from lumos_dagster.report import ScanReport
+from lumos_dagster.store import SnapshotStore
+
+config_option = click.option(
+    "--config",
+    "-c",
+    "config_file",
+    default=None,
+    envvar=CONFIG_ENV,
+    help=f"lumos.yaml to use (default: ${CONFIG_ENV} or ./lumos.yaml).",
+)
+
+
+def _load(config_file: str | None) -> LumosConfig:
+    try:
+        return load_config(config_file)
+    except LumosError as exc:
+        raise click.ClickException(str(exc)) from None
+
+
+@click.group()
+def main() -> None:
+    """Lumos keeps your catalog true: snapshots of your datasets' metadata, versioned."""
+
+
+@main.command()
+@click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.option("--flat", is_flag=True, help="Print flat `a.b.c: type` lines instead of JSON.")
+def schema(files: tuple[str, ...], flat: bool) -> None:
+    """Print the canonical schema of each FILE (Parquet, ORC, Avro, CSV/TSV, JSON)."""
+    out, failed = {}, 0
+    for path in files:
+        try:
+            fs = read_file_schema(path)
+        except SchemaReadError as exc:
+            click.echo(f"error: {exc}", err=True)
+            failed += 1
+            continue
+        if flat:
+            click.echo(f"# {path}")
+            for p, f in fs.schema.flatten():
+                click.echo(f"{p}: {type_str(f.type)}{'' if f.nullable else ' not null'}")
+        else:
+            out[path] = {"format": sniff_format(path), "row_count": fs.row_count, "fields": schema_to_json(fs.schema)}
+    if out:
+        click.echo(json.dumps(out if len(files) > 1 else next(iter(out.values())), indent=2, default=str))
+    if failed:
+        sys.exit(1)
+
+
+@main.command()
+@config_option
+def discover(config_file: str | None) -> None:
+    """Scan the configured sources and record the datasets found in the registry."""
+    from lumos_dagster.sources import build_sources, discover as discover_sources
+
+    config = _load(config_file)
+    report = ScanReport()
+    records = discover_sources(build_sources(config), report, progress=lambda msg: click.echo(msg, err=True))
+    store = SnapshotStore(config.store_url)
+    try:
+        store.upsert_datasets(records)
+    finally:
+        store.close()
+    for r in sorted(records, key=lambda r: r.name):
+        part = f"partitioned by {r.time_partition_key}" if r.time_partition_key else "not partitioned"
+        click.echo(f"  {r.name:<40} {r.format:<8} {r.file_count:>6} files  {part}")
+    click.echo(report.render())
+    if not report.ok:
+        sys.exit(1)
+
+
+@main.command("demo-lake")
+@config_option
+@click.option("--root", default=None, help="Where to write (default: the first source's root).")
+def demo_lake(config_file: str | None, root: str | None) -> None:
+    """Write the sample lake used by `make demo`."""
+    from lumos_dagster.demo import build_demo_lake
+
+    if root is None:
+        config = _load(config_file)
+        if not config.sources:
+            raise click.ClickException(f"{config.source_file}: sources: no source to write the demo lake into")
+        root = config.resolve(config.sources[0].root)
+    files = build_demo_lake(root)
+    click.echo(f"wrote {len(files)} files under {root}")
+
+
+@main.command()
+@config_option
+@click.option("--partition", default=None, help="Partition key (default: each dataset's newest).")
+def summary(config_file: str | None, partition: str | None) -> None:
+    """Print what the store holds for every dataset, and what the catalog received."""
+    config = _load(config_file)
+    store = SnapshotStore(config.store_url)
+    rows, problems = [], []
+    try:
+        for rec in store.datasets():
+            s = store.latest(rec.urn, partition)
+            if s is None:
+                rows.append((rec.name, "-", "-", "-", "-", "-", "not materialized"))
+                continue
+            rows.append(
+                (
+                    rec.name,
+                    s.partition_key or "",
+                    s.version or "-",
+                    str(len(s.schema.flatten())),
+                    str(s.stats.file_count),
+                    "?" if s.stats.row_count is None else str(s.stats.row_count),
+                    f"{len(s.errors)} unreadable file(s)" if s.errors else "ok",
+                )
+            )
+            problems += [f"{e.path}: {e.reason}" for e in s.errors]
+            problems += [f"{rec.name}: field {c.path}: {c.resolution}" for c in s.conflicts]
+        header = ("dataset", "partition", "version", "fields", "files", "rows", "status")
+        widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+        for r in [header, *rows]:
+            click.echo("  ".join(c.ljust(w) for c, w in zip(r, widths)))
+        for p in problems:
+            click.echo(f"  ! {p}")
+        if config.catalog.type == "datahub-lite":
+            from lumos_dagster.catalog.datahub_lite import open_lite
+
+            path = config.resolve(config.catalog.path)
+            if os.path.exists(path):
+                lite = open_lite(path, read_only=True)
+                try:
+                    urns = [u for u in lite.list_ids() if u.startswith("urn:li:dataset:")]
+                finally:
+                    lite.close()
+                click.echo(f"DataHub Lite {path}: {len(urns)} datasets (try: make lite ARGS='ls /')")
+    finally:
+        store.close()
+
+
+@main.command(context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
+@config_option
+@click.argument("args", nargs=-1, type=click.UNPROCESSED)
+def lite(config_file: str | None, args: tuple[str, ...]) -> None:
+    """Run `datahub lite ARGS…` against this project's DataHub Lite file.
+
+    The datahub CLI reads its Lite location from ~/.datahubenv; this runs it with a
+    private HOME whose .datahubenv points at lumos.yaml's catalog.path, leaving yours alone.
+    """
+    import yaml
+
+    from lumos_dagster.catalog.datahub_lite import lite_config
+
+    config = _load(config_file)
+    path = config.resolve(config.catalog.path)
+    with tempfile.TemporaryDirectory(prefix="lumos-datahub-") as home:
+        with open(os.path.join(home, ".datahubenv"), "w") as fh:
+            # the CLI insists on a gms section even for Lite; nothing contacts it
+            yaml.safe_dump({"gms": {"server": "http://localhost:8080"}, "lite": lite_config(path, read_only=True)}, fh)
+        datahub = os.path.join(os.path.dirname(sys.executable), "datahub")
+        env = {**os.environ, "HOME": home, "DATAHUB_TELEMETRY_ENABLED": "false"}
+        code = subprocess.call([datahub, "lite", *args], env=env)
+    sys.exit(code)
+
+
+if __name__ == "__main__":
+    main()

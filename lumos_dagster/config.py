@@ -1,0 +1,286 @@
+"""lumos.yaml: a documented, validated configuration file.
+
+Strings may use `${VAR}` or `${VAR:-default}` (environment interpolation; `$$` is a
+literal `$`). Relative paths are relative to the directory of the file. Every error
+names the file and the key, e.g. `lumos.yaml: sources[0].root: Field required`.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import re
+import zoneinfo
+from datetime import date
+from pathlib import Path
+from typing import Annotated, Any, Literal, Union, get_args
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError, field_validator, model_validator
+
+from lumos_dagster.discovery import PathTemplate
+from lumos_dagster.errors import ConfigError
+from lumos_dagster.formats import FORMATS
+from lumos_dagster.model import OWNERSHIP_TYPES
+
+DEFAULT_CONFIG = "lumos.yaml"
+CONFIG_ENV = "LUMOS_CONFIG"
+
+Format = Literal[FORMATS]  # type: ignore[valid-type]
+Cadence = Literal["hourly", "daily", "weekly", "monthly"]
+OwnershipType = Literal[OWNERSHIP_TYPES]  # type: ignore[valid-type]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class OwnerConfig(_Model):
+    id: str = Field(description="User or group id, e.g. `alice@acme.com` or `data-eng`.")
+    kind: Literal["user", "group"] = Field("user", description="Whether `id` is a user or a group.")
+    type: OwnershipType = Field("DATAOWNER", description="DataHub ownership type.")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_string(cls, value: Any) -> Any:
+        # shorthand: "alice@acme.com" or "group:data-eng"
+        if isinstance(value, str):
+            kind, sep, rest = value.partition(":")
+            return {"id": rest, "kind": kind} if sep and kind in ("user", "group") else {"id": value}
+        return value
+
+
+class LocalSourceConfig(_Model):
+    type: Literal["local"] = "local"
+    name: str = Field("local", description="Unique source name; shown in reports and asset metadata.")
+    root: str = Field(description="Folder to scan; relative paths are relative to lumos.yaml.")
+    template: str | None = Field(
+        None,
+        description="Path template such as `{domain}/{dataset}/dt={date}/*`; "
+        "without one, datasets are auto-detected.",
+    )
+    formats: list[Format] | None = Field(None, description="Only these formats (default: all supported).")
+    exclude: list[str] = Field(default_factory=list, description="Glob patterns of paths to ignore.")
+    platform: str = Field("file", description="Catalog platform of the datasets found here.")
+
+    @field_validator("template")
+    @classmethod
+    def _template_compiles(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                PathTemplate(value)
+            except ConfigError as exc:
+                raise ValueError(str(exc)) from None
+        return value
+
+
+def _tagged(default: str) -> Discriminator:
+    """Discriminate on `type:`, which may be left out for the default kind."""
+    return Discriminator(lambda v: v.get("type", default) if isinstance(v, dict) else getattr(v, "type", None))
+
+
+Source = Annotated[Union[Annotated[LocalSourceConfig, Tag("local")]], _tagged("local")]
+
+
+class DatasetDecl(_Model):
+    """Declarations enrich or override what discovery found (matched by name)."""
+
+    name: str = Field(description="Dataset name as discovered, e.g. `sales/orders`.")
+    description: str | None = None
+    domain: str | None = None
+    owners: list[OwnerConfig] = Field(default_factory=list)
+    tags: list[str] = Field(default_factory=list)
+    upstream: list[str] = Field(default_factory=list, description="Names of the datasets this one is built from.")
+    cadence: Cadence | None = Field(None, description="Partition cadence (default: partitions.cadence).")
+
+
+class DataHubLiteCatalogConfig(_Model):
+    type: Literal["datahub-lite"] = "datahub-lite"
+    path: str = Field(".lumos/catalog.db", description="DataHub Lite (SQLite) file.")
+    env: str = Field("PROD", description="DataHub environment (fabric) of dataset URNs.")
+
+
+Catalog = Annotated[Union[Annotated[DataHubLiteCatalogConfig, Tag("datahub-lite")]], _tagged("datahub-lite")]
+
+
+class StoreConfig(_Model):
+    path: str = Field(".lumos/store.db", description="SQLite file of the snapshot store.")
+    url: str | None = Field(None, description="SQLAlchemy URL; overrides `path` (e.g. postgresql+psycopg://…).")
+
+
+def _default_start() -> date:
+    return date(date.today().year, 1, 1)
+
+
+class PartitionsConfig(_Model):
+    start: date = Field(default_factory=_default_start, description="First partition (default: 1 January this year).")
+    cadence: Cadence = "daily"
+    timezone: str = "UTC"
+
+    @field_validator("timezone")
+    @classmethod
+    def _known_zone(cls, value: str) -> str:
+        try:
+            zoneinfo.ZoneInfo(value)
+        except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+            raise ValueError(f"unknown time zone {value!r} (use an IANA name such as Europe/Paris)") from None
+        return value
+
+
+class SparkConfig(_Model):
+    master: str = Field("local[*]", description="Spark master URL.")
+    conf: dict[str, str] = Field(default_factory=dict, description="Extra Spark configuration.")
+
+
+class LumosConfig(_Model):
+    sources: list[Source] = Field(default_factory=list)
+    datasets: list[DatasetDecl] = Field(default_factory=list)
+    catalog: Catalog = Field(default_factory=DataHubLiteCatalogConfig)
+    store: StoreConfig = Field(default_factory=StoreConfig)
+    partitions: PartitionsConfig = Field(default_factory=PartitionsConfig)
+    spark: SparkConfig = Field(default_factory=SparkConfig)
+    # directory relative paths are resolved against, and the file it came from
+    base_dir: str = Field(".", exclude=True)
+    source_file: str = Field("<memory>", exclude=True)
+
+    @model_validator(mode="after")
+    def _unique_names(self) -> "LumosConfig":
+        for what, names in (("sources", [s.name for s in self.sources]), ("datasets", [d.name for d in self.datasets])):
+            dupes = sorted({n for n in names if names.count(n) > 1})
+            if dupes:
+                raise ValueError(f"{what}: names must be unique, repeated: {', '.join(dupes)}")
+        return self
+
+    def resolve(self, path: str) -> str:
+        return str((Path(self.base_dir) / os.path.expanduser(path)).resolve())
+
+    @property
+    def store_url(self) -> str:
+        return self.store.url or f"sqlite:///{self.resolve(self.store.path)}"
+
+    def declaration(self, name: str) -> DatasetDecl | None:
+        return next((d for d in self.datasets if d.name == name), None)
+
+
+# ------------------------------------------------------------------ loading
+
+_ENV = re.compile(r"\$\$|\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+
+
+def _union_tags(annotation: Any) -> set[str]:
+    """The `type:` tags of discriminated unions; pydantic puts them in error locations."""
+    found = {m.tag for m in getattr(annotation, "__metadata__", ()) if isinstance(m, Tag)}
+    for arg in get_args(annotation):
+        found |= _union_tags(arg)
+    return found
+
+
+_TAGS = frozenset(_union_tags(Source) | _union_tags(Catalog))
+
+
+def _loc(parts: tuple) -> str:
+    out = ""
+    for p in parts:
+        if isinstance(p, int):
+            out += f"[{p}]"
+        elif p not in _TAGS:
+            out += f".{p}" if out else str(p)
+    return out or "(top level)"
+
+
+def _interpolate(value: Any, where: tuple, file: str, env: dict[str, str]) -> Any:
+    if isinstance(value, dict):
+        return {k: _interpolate(v, where + (k,), file, env) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_interpolate(v, where + (i,), file, env) for i, v in enumerate(value)]
+    if not isinstance(value, str):
+        return value
+
+    def sub(m: re.Match) -> str:
+        if m.group(0) == "$$":
+            return "$"
+        name, default = m.group(1), m.group(2)
+        if name in env:
+            return env[name]
+        if default is not None:
+            return default
+        raise ConfigError(
+            f"{file}: {_loc(where)}: environment variable {name} is not set "
+            f"(set it, or write ${{{name}:-default}})"
+        )
+
+    return _ENV.sub(sub, value)
+
+
+def _explain(err: dict, model: type[BaseModel]) -> str:
+    loc = _loc(err["loc"])
+    if err["type"] == "extra_forbidden":
+        known = _known_keys(model, err["loc"][:-1])
+        hint = difflib.get_close_matches(str(err["loc"][-1]), known, n=1)
+        suggestion = f" (did you mean {hint[0]!r}?)" if hint else f" (known keys: {', '.join(sorted(known))})"
+        return f"{loc}: unknown key{suggestion}"
+    if err["type"] == "union_tag_invalid":
+        return f"{loc}.type: unknown type {err['ctx']['tag']!r} (known: {err['ctx']['expected_tags']})"
+    return f"{loc}: {err['msg'].removeprefix('Value error, ')}"
+
+
+def _known_keys(model: type[BaseModel], loc: tuple) -> list[str]:
+    """Field names of the model found at `loc` (best effort, for suggestions)."""
+    current: Any = model
+    for part in loc:
+        if isinstance(part, int) or not (isinstance(current, type) and issubclass(current, BaseModel)):
+            continue
+        if part not in current.model_fields:
+            continue
+        annotation = current.model_fields[part].annotation
+        current = _model_in(annotation)
+    if isinstance(current, type) and issubclass(current, BaseModel):
+        return [k for k, f in current.model_fields.items() if not f.exclude]
+    return []
+
+
+def _model_in(annotation: Any) -> Any:
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for arg in getattr(annotation, "__args__", ()):
+        found = _model_in(arg)
+        if found is not None:
+            return found
+    for meta in getattr(annotation, "__metadata__", ()):
+        found = _model_in(meta)
+        if found is not None:
+            return found
+    return None
+
+
+def parse_config(data: Any, file: str = "<memory>", base_dir: str = ".", env: dict[str, str] | None = None) -> LumosConfig:
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{file}: the top level must be a mapping of keys (sources, datasets, …)")
+    data = _interpolate(data, (), file, dict(os.environ) if env is None else env)
+    try:
+        return LumosConfig.model_validate({**data, "base_dir": base_dir, "source_file": file})
+    except ValidationError as exc:
+        problems = [_explain(e, LumosConfig) for e in exc.errors()]
+        raise ConfigError(f"{file}: invalid configuration:\n  " + "\n  ".join(problems)) from None
+
+
+def config_path(path: str | None = None) -> str:
+    return path or os.environ.get(CONFIG_ENV) or DEFAULT_CONFIG
+
+
+def load_config(path: str | None = None) -> LumosConfig:
+    path = config_path(path)
+    try:
+        with open(path) as fh:
+            data = yaml.safe_load(fh)
+    except FileNotFoundError:
+        raise ConfigError(
+            f"{path}: configuration file not found (create it, or point {CONFIG_ENV} at one)"
+        ) from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        raise ConfigError(f"{path}:{where}: not valid YAML: {getattr(exc, 'problem', exc)}") from None
+    return parse_config(data, file=path, base_dir=str(Path(path).resolve().parent))

@@ -1,0 +1,197 @@
+"""Avro: the writer schema from the container header (fastavro), the row count from
+block headers — blocks are skipped with seeks, never decoded."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, BinaryIO
+
+import fastavro
+from fastavro.read import HEADER_SCHEMA, MAGIC
+
+from lumos_dagster.formats.base import FileSchema
+from lumos_dagster.model import (
+    NO_DEFAULT,
+    Array,
+    DataType,
+    Decimal,
+    Enum,
+    Field,
+    Fixed,
+    Map,
+    Primitive,
+    Schema,
+    Struct,
+    Time,
+    Timestamp,
+    UnionType,
+)
+
+_PRIMITIVES = {
+    "null": "null",
+    "boolean": "boolean",
+    "int": "int32",
+    "long": "int64",
+    "float": "float32",
+    "double": "float64",
+    "bytes": "binary",
+    "string": "string",
+}
+_TIMESTAMPS = {
+    "timestamp-millis": ("ms", "UTC"),
+    "timestamp-micros": ("us", "UTC"),
+    "timestamp-nanos": ("ns", "UTC"),
+    "local-timestamp-millis": ("ms", None),
+    "local-timestamp-micros": ("us", None),
+    "local-timestamp-nanos": ("ns", None),
+}
+
+
+class _Converter:
+    """Walks an Avro schema, resolving named-type references; recursion becomes `unknown`."""
+
+    def __init__(self) -> None:
+        self.named: dict[str, Any] = {}
+        self.expanding: set[str] = set()
+
+    def _full_name(self, schema: dict, namespace: str | None) -> str:
+        name = schema["name"]
+        ns = schema.get("namespace", namespace)
+        return name if "." in name or not ns else f"{ns}.{name}"
+
+    def type_of(self, schema: Any, namespace: str | None = None) -> tuple[DataType, bool]:
+        """Canonical type of an Avro schema, and whether it admits null."""
+        if isinstance(schema, list):
+            branches = [b for b in schema if b != "null"]
+            nullable = len(branches) < len(schema)
+            if len(branches) == 1:
+                return self.type_of(branches[0], namespace)[0], nullable
+            if not branches:
+                return Primitive("null"), True
+            return UnionType(tuple(self.type_of(b, namespace)[0] for b in branches)), nullable
+        if isinstance(schema, str):
+            if schema in _PRIMITIVES:
+                return Primitive(_PRIMITIVES[schema]), schema == "null"
+            full = schema if "." in schema or not namespace else f"{namespace}.{schema}"
+            target = self.named.get(full, self.named.get(schema))
+            if target is None or full in self.expanding or schema in self.expanding:
+                return Primitive("unknown"), False
+            return self.type_of(target, namespace)
+        t = schema["type"]
+        logical = schema.get("logicalType")
+        if logical == "decimal":
+            return Decimal(int(schema["precision"]), int(schema.get("scale", 0))), False
+        if logical == "uuid":
+            return Primitive("uuid"), False
+        if logical == "date":
+            return Primitive("date"), False
+        if logical in ("time-millis", "time-micros"):
+            return Time("ms" if logical == "time-millis" else "us"), False
+        if logical in _TIMESTAMPS:
+            unit, tz = _TIMESTAMPS[logical]
+            return Timestamp(unit, tz), False
+        if logical == "duration":
+            return Primitive("interval"), False
+        if t in ("record", "error", "enum", "fixed"):
+            full = self._full_name(schema, namespace)
+            self.named[full] = schema
+            ns = full.rsplit(".", 1)[0] if "." in full else None
+            if t == "enum":
+                return Enum(tuple(schema["symbols"]), full), False
+            if t == "fixed":
+                return Fixed(int(schema["size"])), False
+            self.expanding.add(full)
+            try:
+                return Struct(tuple(self.field(f, ns) for f in schema["fields"])), False
+            finally:
+                self.expanding.discard(full)
+        if t == "array":
+            element, nullable = self.type_of(schema["items"], namespace)
+            return Array(element, nullable), False
+        if t == "map":
+            value, nullable = self.type_of(schema["values"], namespace)
+            return Map(Primitive("string"), value, nullable), False
+        # {"type": "long"} and friends, possibly with an unknown logicalType
+        return self.type_of(t, namespace)
+
+    def field(self, f: dict, namespace: str | None) -> Field:
+        dtype, nullable = self.type_of(f["type"], namespace)
+        return Field(
+            name=f["name"],
+            type=dtype,
+            nullable=nullable,
+            default=f.get("default", NO_DEFAULT),
+            description=f.get("doc"),
+            native_type=_native(f["type"]),
+            field_id=f.get("field-id"),
+            aliases=tuple(f.get("aliases", ())),
+        )
+
+
+def _native(schema: Any) -> str:
+    if isinstance(schema, list):
+        return "union[" + ",".join(_native(b) for b in schema) + "]"
+    if isinstance(schema, str):
+        return schema
+    t = schema["type"]
+    if "logicalType" in schema:
+        return f"{_native(t)}({schema['logicalType']})"
+    if t in ("record", "error", "enum", "fixed"):
+        return f"{t} {schema['name']}"
+    if t == "array":
+        return f"array<{_native(schema['items'])}>"
+    if t == "map":
+        return f"map<{_native(schema['values'])}>"
+    return _native(t)
+
+
+def from_avro_schema(schema: Any) -> Schema:
+    """Canonical schema of an Avro record schema (a parsed .avsc or a file's writer schema)."""
+    conv = _Converter()
+    dtype, _ = conv.type_of(schema)
+    if isinstance(dtype, Struct):
+        return Schema(dtype.fields)
+    # a non-record top level (rare): one field named after the type
+    return Schema((Field(name="value", type=dtype, nullable=False, native_type=_native(schema)),))
+
+
+def _read_long(fh: BinaryIO) -> int | None:
+    shift = result = 0
+    while True:
+        b = fh.read(1)
+        if not b:
+            return None
+        byte = b[0]
+        result |= (byte & 0x7F) << shift
+        if not byte & 0x80:
+            return (result >> 1) ^ -(result & 1)
+        shift += 7
+
+
+def _count_records(fh: BinaryIO, sync: bytes) -> int:
+    """Sum of block record counts, seeking over each block's data."""
+    total = 0
+    while True:
+        count = _read_long(fh)
+        if count is None:
+            return total
+        size = _read_long(fh)
+        if size is None or count < 0 or size < 0:
+            raise ValueError("truncated Avro block header")
+        fh.seek(size, 1)
+        if fh.read(16) != sync:
+            raise ValueError("Avro block sync marker mismatch (corrupt or truncated file)")
+        total += count
+
+
+def read_avro(path: str) -> FileSchema:
+    with open(path, "rb") as fh:
+        # The header is itself an Avro record; decoding it with fastavro's own header
+        # schema keeps metadata values as bytes (fastavro.reader insists they are UTF-8,
+        # which the spec does not promise: see avro/data/syncInMeta.avro).
+        header = fastavro.schemaless_reader(fh, HEADER_SCHEMA)
+        if header["magic"] != MAGIC:
+            raise ValueError(f"not an Avro object container file (magic {header['magic']!r})")
+        writer_schema = json.loads(header["meta"]["avro.schema"])
+        schema = from_avro_schema(writer_schema)
+        return FileSchema(schema=schema, row_count=_count_records(fh, header["sync"]))

@@ -1,0 +1,41 @@
+"""Parquet: the schema and row count come from the footer alone."""
+
+from __future__ import annotations
+
+import json
+
+import pyarrow.parquet as pq
+
+from lumos_dagster.formats.arrow import from_arrow_schema
+from lumos_dagster.formats.base import FileSchema
+
+
+# flags Arrow adds to a logical type's description that are not part of the file's type
+_INTERNAL = ("is_from_converted_type", "force_set_converted_type")
+
+
+def _logical(col) -> str | None:
+    desc = json.loads(col.logical_type.to_json())
+    name = desc.pop("Type", "None")
+    if name in ("None", "Unknown"):
+        return None
+    params = ", ".join(f"{k}={json.dumps(v)}" for k, v in desc.items() if k not in _INTERNAL)
+    return f"{name}({params})" if params else name
+
+
+def _native_types(parquet_schema: pq.ParquetSchema) -> dict[str, str]:
+    """Leaf column path → Parquet's own spelling, e.g. `INT64 Timestamp(isAdjustedToUTC=true, timeUnit="micros")`."""
+    out = {}
+    for i in range(len(parquet_schema)):
+        col = parquet_schema.column(i)
+        logical = _logical(col)
+        out[col.path] = f"{col.physical_type} {logical}" if logical else col.physical_type
+    return out
+
+
+def read_parquet(path: str) -> FileSchema:
+    with open(path, "rb") as fh:
+        pf = pq.ParquetFile(fh)
+        natives = _native_types(pf.schema)
+        schema = from_arrow_schema(pf.schema_arrow, natives.get)
+        return FileSchema(schema=schema, row_count=pf.metadata.num_rows)

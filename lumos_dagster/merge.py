@@ -1,0 +1,147 @@
+"""Merging the schemas of a dataset's files into the dataset's schema.
+
+Fields are united by name, in first-seen order; a field missing from some files is
+nullable. Where files disagree on a type, the type is widened when a safe promotion
+exists (int32→int64, float32→float64, int→float64, decimal widening, a finer
+timestamp unit) and otherwise the type most files use wins. Either way the
+disagreement is reported as a `SchemaConflict` naming the files.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Sequence
+
+from lumos_dagster.model import (
+    NO_DEFAULT,
+    Array,
+    ConflictVariant,
+    DataType,
+    Decimal,
+    Field,
+    Map,
+    Primitive,
+    Schema,
+    SchemaConflict,
+    Struct,
+    Timestamp,
+    type_str,
+)
+
+MAX_CONFLICT_FILES = 5
+_SIGNED = ("int8", "int16", "int32", "int64")
+_UNSIGNED = ("uint8", "uint16", "uint32", "uint64")
+_FLOATS = ("float16", "float32", "float64")
+_UNITS = ("s", "ms", "us", "ns")
+
+
+def widen(a: DataType, b: DataType) -> DataType | None:
+    """The narrowest type both values fit in, or None when there is none."""
+    if a == b:
+        return a
+    if a == Primitive("null"):
+        return b
+    if b == Primitive("null"):
+        return a
+    if isinstance(a, Primitive) and isinstance(b, Primitive):
+        for family in (_SIGNED, _UNSIGNED, _FLOATS):
+            if a.kind in family and b.kind in family:
+                return Primitive(max(a.kind, b.kind, key=family.index))
+        numeric = _SIGNED + _UNSIGNED + _FLOATS
+        if a.kind in numeric and b.kind in numeric:
+            if a.kind in _FLOATS or b.kind in _FLOATS:
+                return Primitive("float64")
+            # signed and unsigned: int64 holds every unsigned type but uint64
+            return Primitive("int64") if "uint64" not in (a.kind, b.kind) else None
+        return None
+    if isinstance(a, Decimal) and isinstance(b, Decimal):
+        scale = max(a.scale, b.scale)
+        integer = max(a.precision - a.scale, b.precision - b.scale)
+        return Decimal(integer + scale, scale) if integer + scale <= 38 else None
+    if isinstance(a, Timestamp) and isinstance(b, Timestamp) and a.tz == b.tz:
+        return Timestamp(max(a.unit, b.unit, key=_UNITS.index), a.tz)
+    return None
+
+
+class _Merger:
+    def __init__(self) -> None:
+        self.conflicts: list[SchemaConflict] = []
+
+    def fields(self, prefix: str, per_file: Sequence[tuple[str, Sequence[Field]]]) -> tuple[Field, ...]:
+        order: list[str] = []
+        found: dict[str, list[tuple[str, Field]]] = {}
+        for path, fields in per_file:
+            for f in fields:
+                if f.name not in found:
+                    order.append(f.name)
+                    found[f.name] = []
+                found[f.name].append((path, f))
+        return tuple(self.field(prefix, found[name], len(per_file)) for name in order)
+
+    def field(self, prefix: str, variants: list[tuple[str, Field]], file_count: int) -> Field:
+        first = variants[0][1]
+        fields = [f for _, f in variants]
+        dtype = self.type(f"{prefix}{first.name}", [(p, f.type) for p, f in variants])
+        same = lambda attr: all(getattr(f, attr) == getattr(first, attr) for f in fields)  # noqa: E731
+        return Field(
+            name=first.name,
+            type=dtype,
+            nullable=len(variants) < file_count or any(f.nullable for f in fields),
+            default=first.default if same("default") else NO_DEFAULT,
+            description=next((f.description for f in fields if f.description), None),
+            native_type=first.native_type if same("native_type") else None,
+            field_id=first.field_id if same("field_id") else None,
+            aliases=first.aliases if same("aliases") else (),
+        )
+
+    def type(self, path: str, variants: list[tuple[str, DataType]]) -> DataType:
+        types = [t for _, t in variants]
+        first = types[0]
+        if all(t == first for t in types):
+            return first
+        if all(isinstance(t, Struct) for t in types):
+            return Struct(self.fields(path + ".", [(p, t.fields) for p, t in variants]))
+        if all(isinstance(t, Array) for t in types):
+            element = self.type(path, [(p, t.element) for p, t in variants])
+            return Array(element, any(t.element_nullable for t in types))
+        if all(isinstance(t, Map) for t in types):
+            key = self.type(path, [(p, t.key) for p, t in variants])
+            value = self.type(path, [(p, t.value) for p, t in variants])
+            return Map(key, value, any(t.value_nullable for t in types))
+        widened: DataType | None = first
+        for t in types[1:]:
+            widened = widen(widened, t) if widened is not None else None
+        real = [(p, t) for p, t in variants if t != Primitive("null")]
+        if widened is not None:
+            if len({t for _, t in real}) > 1:  # an all-null column is not a disagreement
+                self._report(path, real, f"widened to {type_str(widened)}")
+            return widened
+        counts = Counter(t for t in types)
+        winner = max(counts, key=lambda t: (counts[t], -types.index(t)))
+        self._report(
+            path,
+            variants,
+            f"incompatible types; kept {type_str(winner)} (used by {counts[winner]} of {len(types)} files)",
+        )
+        return winner
+
+    def _report(self, path: str, variants: list[tuple[str, DataType]], resolution: str) -> None:
+        by_type: dict[str, list[str]] = {}
+        for file, t in variants:
+            by_type.setdefault(type_str(t), []).append(file)
+        self.conflicts.append(
+            SchemaConflict(
+                path=path,
+                variants=tuple(
+                    ConflictVariant(t, tuple(files[:MAX_CONFLICT_FILES]), len(files)) for t, files in by_type.items()
+                ),
+                resolution=resolution,
+            )
+        )
+
+
+def merge_schemas(files: Sequence[tuple[str, Schema]]) -> tuple[Schema, tuple[SchemaConflict, ...]]:
+    """Merge (file path, schema) pairs, given in a stable order, into one schema."""
+    merger = _Merger()
+    fields = merger.fields("", [(path, schema.fields) for path, schema in files])
+    return Schema(fields), tuple(merger.conflicts)

@@ -1,0 +1,496 @@
+"""The canonical, portable metadata model.
+
+Every source maps into these types and every catalog adapter maps out of them, so
+metadata can leave any catalog. Pure Python: no Dagster, no Spark, no DataHub.
+
+A `Snapshot` serializes to a JSON document (`SNAPSHOT_FORMAT`), described by
+`snapshot.schema.json` next to this module; `from_json(to_json(x)) == x` exactly.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Iterator, Union
+
+SNAPSHOT_FORMAT = "lumos.snapshot/1"
+
+PRIMITIVE_KINDS = frozenset(
+    {
+        "null", "boolean",
+        "int8", "int16", "int32", "int64",
+        "uint8", "uint16", "uint32", "uint64",
+        "float16", "float32", "float64",
+        "string", "binary", "date", "uuid", "json", "interval",
+        # a type the source reported that Lumos has no mapping for; native_type says what
+        "unknown",
+    }
+)
+TIME_UNITS = ("s", "ms", "us", "ns")
+
+
+class _NoDefault:
+    """Marks a field without a default (distinct from a default of null)."""
+
+    _instance = None
+
+    def __new__(cls):
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "NO_DEFAULT"
+
+    def __reduce__(self):
+        return (_NoDefault, ())
+
+
+NO_DEFAULT: Any = _NoDefault()
+
+
+# ---------------------------------------------------------------- types
+
+
+@dataclass(frozen=True)
+class Primitive:
+    kind: str
+
+    def __post_init__(self):
+        if self.kind not in PRIMITIVE_KINDS:
+            raise ValueError(f"unknown primitive type {self.kind!r}")
+
+
+@dataclass(frozen=True)
+class Decimal:
+    precision: int
+    scale: int
+
+
+@dataclass(frozen=True)
+class Timestamp:
+    """`tz` None is a timestamp without time zone (local/naive); else the zone, e.g. UTC."""
+
+    unit: str = "us"
+    tz: str | None = None
+
+
+@dataclass(frozen=True)
+class Time:
+    unit: str = "us"
+
+
+@dataclass(frozen=True)
+class Fixed:
+    size: int
+
+
+@dataclass(frozen=True)
+class Enum:
+    symbols: tuple[str, ...]
+    name: str | None = None
+
+
+@dataclass(frozen=True)
+class Struct:
+    fields: tuple["Field", ...]
+
+
+@dataclass(frozen=True)
+class Array:
+    element: "DataType"
+    element_nullable: bool = True
+
+
+@dataclass(frozen=True)
+class Map:
+    key: "DataType"
+    value: "DataType"
+    value_nullable: bool = True
+
+
+@dataclass(frozen=True)
+class UnionType:
+    """A union beyond the plain nullable case (that one is `Field.nullable`)."""
+
+    branches: tuple["DataType", ...]
+
+
+DataType = Union[Primitive, Decimal, Timestamp, Time, Fixed, Enum, Struct, Array, Map, UnionType]
+
+
+@dataclass(frozen=True)
+class Field:
+    name: str
+    type: DataType
+    nullable: bool = True
+    # any JSON value; NO_DEFAULT when the source declares none (Avro tells the two apart)
+    default: Any = field(default=NO_DEFAULT, hash=False)
+    description: str | None = None
+    native_type: str | None = None
+    field_id: int | None = None
+    aliases: tuple[str, ...] = ()
+
+    @property
+    def has_default(self) -> bool:
+        return self.default is not NO_DEFAULT
+
+
+@dataclass(frozen=True)
+class Schema:
+    fields: tuple[Field, ...] = ()
+
+    def fingerprint(self) -> str:
+        """Stable hash of what readers depend on: names, types, nullability, defaults.
+
+        Descriptions and native type spellings are left out: changing them is not a
+        schema change for anyone reading the data.
+        """
+        payload = json.dumps(_without(schema_to_json(self), _NOT_STRUCTURE), sort_keys=True)
+        return hashlib.sha256(payload.encode()).hexdigest()[:16]
+
+    def flatten(self) -> list[tuple[str, Field]]:
+        """Every field, nested ones included, with its flat `a.b.c` path.
+
+        Arrays and maps are looked through, so `items: array<struct<sku>>` gives
+        `items` and `items.sku` (DataHub's simple-path convention).
+        """
+        return list(_flatten(self.fields, ""))
+
+    def field(self, name: str) -> Field | None:
+        return next((f for f in self.fields if f.name == name), None)
+
+
+_NOT_STRUCTURE = frozenset({"description", "native_type"})
+
+
+def _without(value: Any, keys: frozenset[str]) -> Any:
+    if isinstance(value, dict):
+        return {k: _without(v, keys) for k, v in value.items() if k not in keys}
+    if isinstance(value, list):
+        return [_without(v, keys) for v in value]
+    return value
+
+
+def _flatten(fields: tuple[Field, ...], prefix: str) -> Iterator[tuple[str, Field]]:
+    for f in fields:
+        path = f"{prefix}{f.name}"
+        yield path, f
+        inner = _struct_inside(f.type)
+        if inner is not None:
+            yield from _flatten(inner.fields, path + ".")
+
+
+def _struct_inside(t: DataType) -> Struct | None:
+    while isinstance(t, (Array, Map)):
+        t = t.element if isinstance(t, Array) else t.value
+    return t if isinstance(t, Struct) else None
+
+
+def type_str(t: DataType) -> str:
+    """Human-readable type, e.g. `map<string, array<decimal(10,2)>>`."""
+    if isinstance(t, Primitive):
+        return t.kind
+    if isinstance(t, Decimal):
+        return f"decimal({t.precision},{t.scale})"
+    if isinstance(t, Timestamp):
+        return f"timestamp({t.unit}, tz={t.tz})" if t.tz else f"timestamp({t.unit})"
+    if isinstance(t, Time):
+        return f"time({t.unit})"
+    if isinstance(t, Fixed):
+        return f"fixed({t.size})"
+    if isinstance(t, Enum):
+        return f"enum<{', '.join(t.symbols)}>"
+    if isinstance(t, Struct):
+        return "struct<" + ", ".join(f"{f.name}: {type_str(f.type)}" for f in t.fields) + ">"
+    if isinstance(t, Array):
+        return f"array<{type_str(t.element)}>"
+    if isinstance(t, Map):
+        return f"map<{type_str(t.key)}, {type_str(t.value)}>"
+    if isinstance(t, UnionType):
+        return "union<" + ", ".join(type_str(b) for b in t.branches) + ">"
+    raise TypeError(f"not a canonical type: {t!r}")
+
+
+# ------------------------------------------------------------ type JSON
+
+
+def type_to_json(t: DataType) -> Any:
+    if isinstance(t, Primitive):
+        return t.kind
+    if isinstance(t, Decimal):
+        return {"kind": "decimal", "precision": t.precision, "scale": t.scale}
+    if isinstance(t, Timestamp):
+        return {"kind": "timestamp", "unit": t.unit, "tz": t.tz}
+    if isinstance(t, Time):
+        return {"kind": "time", "unit": t.unit}
+    if isinstance(t, Fixed):
+        return {"kind": "fixed", "size": t.size}
+    if isinstance(t, Enum):
+        return {"kind": "enum", "symbols": list(t.symbols), "name": t.name}
+    if isinstance(t, Struct):
+        return {"kind": "struct", "fields": [field_to_json(f) for f in t.fields]}
+    if isinstance(t, Array):
+        return {"kind": "array", "element": type_to_json(t.element), "element_nullable": t.element_nullable}
+    if isinstance(t, Map):
+        return {
+            "kind": "map",
+            "key": type_to_json(t.key),
+            "value": type_to_json(t.value),
+            "value_nullable": t.value_nullable,
+        }
+    if isinstance(t, UnionType):
+        return {"kind": "union", "branches": [type_to_json(b) for b in t.branches]}
+    raise TypeError(f"not a canonical type: {t!r}")
+
+
+def type_from_json(j: Any) -> DataType:
+    if isinstance(j, str):
+        return Primitive(j)
+    kind = j["kind"]
+    if kind == "decimal":
+        return Decimal(j["precision"], j["scale"])
+    if kind == "timestamp":
+        return Timestamp(j["unit"], j["tz"])
+    if kind == "time":
+        return Time(j["unit"])
+    if kind == "fixed":
+        return Fixed(j["size"])
+    if kind == "enum":
+        return Enum(tuple(j["symbols"]), j["name"])
+    if kind == "struct":
+        return Struct(tuple(field_from_json(f) for f in j["fields"]))
+    if kind == "array":
+        return Array(type_from_json(j["element"]), j["element_nullable"])
+    if kind == "map":
+        return Map(type_from_json(j["key"]), type_from_json(j["value"]), j["value_nullable"])
+    if kind == "union":
+        return UnionType(tuple(type_from_json(b) for b in j["branches"]))
+    raise ValueError(f"unknown type kind {kind!r}")
+
+
+def field_to_json(f: Field) -> dict:
+    out: dict[str, Any] = {"name": f.name, "type": type_to_json(f.type), "nullable": f.nullable}
+    if f.has_default:
+        out["default"] = f.default
+    for key in ("description", "native_type", "field_id"):
+        value = getattr(f, key)
+        if value is not None:
+            out[key] = value
+    if f.aliases:
+        out["aliases"] = list(f.aliases)
+    return out
+
+
+def field_from_json(j: dict) -> Field:
+    return Field(
+        name=j["name"],
+        type=type_from_json(j["type"]),
+        nullable=j["nullable"],
+        default=j.get("default", NO_DEFAULT),
+        description=j.get("description"),
+        native_type=j.get("native_type"),
+        field_id=j.get("field_id"),
+        aliases=tuple(j.get("aliases", ())),
+    )
+
+
+def schema_to_json(s: Schema) -> list[dict]:
+    return [field_to_json(f) for f in s.fields]
+
+
+def schema_from_json(j: list[dict]) -> Schema:
+    return Schema(tuple(field_from_json(f) for f in j))
+
+
+# ------------------------------------------------------------ dataset level
+
+OWNER_KINDS = ("user", "group")
+OWNERSHIP_TYPES = ("DATAOWNER", "TECHNICAL_OWNER", "BUSINESS_OWNER", "DATA_STEWARD", "NONE")
+
+
+def dataset_urn(platform: str, name: str) -> str:
+    """Lumos' own stable identity of a dataset: platform + name."""
+    return f"urn:lumos:dataset:{platform}:{name}"
+
+
+@dataclass(frozen=True)
+class DatasetRef:
+    platform: str
+    name: str
+    location: str
+    format: str | None = None
+
+    @property
+    def urn(self) -> str:
+        return dataset_urn(self.platform, self.name)
+
+
+@dataclass(frozen=True)
+class Owner:
+    id: str
+    kind: str = "user"
+    type: str = "DATAOWNER"
+
+
+@dataclass(frozen=True)
+class LineageEdge:
+    """`upstream` feeds the snapshot's dataset; both are dataset names on `platform`."""
+
+    upstream: DatasetRef
+
+
+@dataclass
+class OperationalStats:
+    file_count: int = 0
+    total_bytes: int = 0
+    row_count: int | None = None
+    last_modified: datetime | None = None
+    partition_values: dict[str, list[str]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class FileError:
+    path: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class ConflictVariant:
+    type: str
+    files: tuple[str, ...]  # a sample, at most MAX_CONFLICT_FILES
+    file_count: int
+
+
+@dataclass(frozen=True)
+class SchemaConflict:
+    path: str
+    variants: tuple[ConflictVariant, ...]
+    resolution: str
+
+
+@dataclass
+class Snapshot:
+    """Everything Lumos knows about one dataset at one partition, captured at one time."""
+
+    dataset: DatasetRef
+    partition_key: str | None
+    captured_at: datetime
+    schema: Schema = field(default_factory=Schema)
+    stats: OperationalStats = field(default_factory=OperationalStats)
+    description: str | None = None
+    domain: str | None = None
+    owners: tuple[Owner, ...] = ()
+    tags: tuple[str, ...] = ()
+    upstream: tuple[LineageEdge, ...] = ()
+    version: str | None = None
+    errors: tuple[FileError, ...] = ()
+    conflicts: tuple[SchemaConflict, ...] = ()
+
+    @property
+    def fingerprint(self) -> str:
+        return self.schema.fingerprint()
+
+    @property
+    def readable(self) -> bool:
+        """At least one file gave a schema (a dataset can be partly unreadable)."""
+        return bool(self.schema.fields)
+
+
+def _dt_to_json(d: datetime | None) -> str | None:
+    return None if d is None else d.isoformat()
+
+
+def _dt_from_json(s: str | None) -> datetime | None:
+    return None if s is None else datetime.fromisoformat(s)
+
+
+def _ref_to_json(r: DatasetRef) -> dict:
+    return {"urn": r.urn, "platform": r.platform, "name": r.name, "location": r.location, "format": r.format}
+
+
+def _ref_from_json(j: dict) -> DatasetRef:
+    return DatasetRef(platform=j["platform"], name=j["name"], location=j["location"], format=j["format"])
+
+
+def snapshot_to_json(s: Snapshot) -> dict:
+    return {
+        "format_version": SNAPSHOT_FORMAT,
+        "dataset": _ref_to_json(s.dataset),
+        "partition_key": s.partition_key,
+        "captured_at": _dt_to_json(s.captured_at),
+        "version": s.version,
+        "fingerprint": s.fingerprint,
+        "schema": schema_to_json(s.schema),
+        "stats": {
+            "file_count": s.stats.file_count,
+            "total_bytes": s.stats.total_bytes,
+            "row_count": s.stats.row_count,
+            "last_modified": _dt_to_json(s.stats.last_modified),
+            "partition_values": s.stats.partition_values,
+        },
+        "description": s.description,
+        "domain": s.domain,
+        "owners": [{"id": o.id, "kind": o.kind, "type": o.type} for o in s.owners],
+        "tags": list(s.tags),
+        "upstream": [{"upstream": _ref_to_json(e.upstream)} for e in s.upstream],
+        "errors": [{"path": e.path, "reason": e.reason} for e in s.errors],
+        "conflicts": [
+            {
+                "path": c.path,
+                "resolution": c.resolution,
+                "variants": [
+                    {"type": v.type, "files": list(v.files), "file_count": v.file_count} for v in c.variants
+                ],
+            }
+            for c in s.conflicts
+        ],
+    }
+
+
+def snapshot_from_json(j: dict) -> Snapshot:
+    if j.get("format_version") != SNAPSHOT_FORMAT:
+        raise ValueError(
+            f"unsupported snapshot format {j.get('format_version')!r}; this Lumos reads {SNAPSHOT_FORMAT!r}"
+        )
+    st = j["stats"]
+    return Snapshot(
+        dataset=_ref_from_json(j["dataset"]),
+        partition_key=j["partition_key"],
+        captured_at=_dt_from_json(j["captured_at"]),
+        version=j["version"],
+        schema=schema_from_json(j["schema"]),
+        stats=OperationalStats(
+            file_count=st["file_count"],
+            total_bytes=st["total_bytes"],
+            row_count=st["row_count"],
+            last_modified=_dt_from_json(st["last_modified"]),
+            partition_values={k: list(v) for k, v in st["partition_values"].items()},
+        ),
+        description=j["description"],
+        domain=j["domain"],
+        owners=tuple(Owner(o["id"], o["kind"], o["type"]) for o in j["owners"]),
+        tags=tuple(j["tags"]),
+        upstream=tuple(LineageEdge(_ref_from_json(e["upstream"])) for e in j["upstream"]),
+        errors=tuple(FileError(e["path"], e["reason"]) for e in j["errors"]),
+        conflicts=tuple(
+            SchemaConflict(
+                path=c["path"],
+                resolution=c["resolution"],
+                variants=tuple(
+                    ConflictVariant(v["type"], tuple(v["files"]), v["file_count"]) for v in c["variants"]
+                ),
+            )
+            for c in j["conflicts"]
+        ),
+    )
+
+
+def snapshot_dumps(s: Snapshot) -> str:
+    return json.dumps(snapshot_to_json(s), sort_keys=True, separators=(",", ":"))
+
+
+def snapshot_loads(text: str) -> Snapshot:
+    return snapshot_from_json(json.loads(text))

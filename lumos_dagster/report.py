@@ -1,0 +1,45 @@
+"""What a scan did: counted, printed at the end, attached to the materialization."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+SAMPLES = 5
+
+
+@dataclass
+class ScanReport:
+    files_listed: int = 0
+    files_read: int = 0
+    datasets_found: int = 0
+    datasets_failed: int = 0
+    skipped: Counter = field(default_factory=Counter)  # reason → count
+    skipped_samples: dict[str, list[str]] = field(default_factory=dict)
+    failures: list[tuple[str, str]] = field(default_factory=list)  # (path or source, reason)
+
+    def skip(self, path: str, reason: str) -> None:
+        self.skipped[reason] += 1
+        samples = self.skipped_samples.setdefault(reason, [])
+        if len(samples) < SAMPLES:
+            samples.append(path)
+
+    def fail(self, where: str, reason: str) -> None:
+        self.failures.append((where, reason))
+
+    @property
+    def ok(self) -> bool:
+        return not self.failures
+
+    def render(self) -> str:
+        lines = [
+            f"files listed    {self.files_listed}",
+            f"files read      {self.files_read}",
+            f"datasets found  {self.datasets_found}",
+            f"datasets failed {self.datasets_failed}",
+        ]
+        for reason, n in self.skipped.most_common():
+            lines.append(f"skipped {n:>6}  {reason} (e.g. {', '.join(self.skipped_samples[reason][:2])})")
+        for where, reason in self.failures:
+            lines.append(f"FAILED  {where}: {reason}")
+        return "\n".join(lines)

@@ -1,0 +1,94 @@
+"""Assembling a dataset partition's snapshot from its files' read results (pure)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from typing import Mapping, Sequence
+
+from lumos_dagster.discovery import DatasetFile, DiscoveredDataset
+from lumos_dagster.formats import FileResult
+from lumos_dagster.merge import merge_schemas
+from lumos_dagster.model import (
+    DatasetRef,
+    FileError,
+    LineageEdge,
+    OperationalStats,
+    Owner,
+    Snapshot,
+)
+from lumos_dagster.versioning import next_version
+
+
+@dataclass(frozen=True)
+class Enrichment:
+    """What declarations add to what the files say."""
+
+    description: str | None = None
+    domain: str | None = None
+    owners: tuple[Owner, ...] = ()
+    tags: tuple[str, ...] = ()
+    upstream: tuple[DatasetRef, ...] = ()
+
+
+def files_in_window(ds: DiscoveredDataset, start: datetime | None, end: datetime | None) -> list[DatasetFile]:
+    """The files of a time window [start, end): those whose partition date falls in it.
+
+    A dataset without a time partition has no history in storage: every window
+    sees all its current files.
+    """
+    if ds.time_partition_key is None or start is None or end is None:
+        return list(ds.files)
+    first, last = start.date(), (end - timedelta(microseconds=1)).date()
+    return [f for f in ds.files if (d := ds.file_date(f)) is not None and first <= d <= last]
+
+
+def build_snapshot(
+    ref: DatasetRef,
+    partition_key: str | None,
+    captured_at: datetime,
+    files: Sequence[tuple[str, DatasetFile]],
+    results: Mapping[str, FileResult],
+    enrichment: Enrichment,
+    previous: Snapshot | None,
+    extra_errors: Sequence[FileError] = (),
+) -> Snapshot:
+    """`files` are (absolute path, file) pairs in a stable order; `results` is keyed by path."""
+    errors = list(extra_errors)
+    readable = []
+    for path, _ in files:
+        r = results[path]
+        if r.error is not None:
+            errors.append(FileError(path, r.error))
+        else:
+            readable.append(r)
+    schema, conflicts = merge_schemas([(r.path, r.schema) for r in readable])
+    counts = [r.row_count for r in readable]
+    partition_values: dict[str, set[str]] = {}
+    for _, f in files:
+        for key, value in f.partition:
+            partition_values.setdefault(key, set()).add(value)
+    mtimes = [f.entry.mtime for _, f in files]
+    snapshot = Snapshot(
+        dataset=ref,
+        partition_key=partition_key,
+        captured_at=captured_at,
+        schema=schema,
+        stats=OperationalStats(
+            file_count=len(files),
+            total_bytes=sum(f.entry.size for _, f in files),
+            # a partial count would mislead: known only when every file gave one
+            row_count=sum(counts) if counts and not errors and None not in counts else None,
+            last_modified=datetime.fromtimestamp(max(mtimes), timezone.utc) if mtimes else None,
+            partition_values={k: sorted(v) for k, v in partition_values.items()},
+        ),
+        description=enrichment.description,
+        domain=enrichment.domain,
+        owners=enrichment.owners,
+        tags=enrichment.tags,
+        upstream=tuple(LineageEdge(u) for u in enrichment.upstream),
+        errors=tuple(errors),
+        conflicts=conflicts,
+    )
+    snapshot.version = next_version(previous, snapshot)
+    return snapshot

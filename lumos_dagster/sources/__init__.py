@@ -1,0 +1,52 @@
+"""Sources: where datasets live. Each is a config, a scanner and a report."""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from lumos_dagster.config import LocalSourceConfig, LumosConfig
+from lumos_dagster.report import ScanReport
+from lumos_dagster.sources.local import LocalSource
+from lumos_dagster.store import DatasetRecord
+
+Source = LocalSource
+
+
+def build_sources(config: LumosConfig) -> dict[str, Source]:
+    out: dict[str, Source] = {}
+    for cfg in config.sources:
+        if isinstance(cfg, LocalSourceConfig):
+            out[cfg.name] = LocalSource(cfg, config.resolve(cfg.root))
+    return out
+
+
+def discover(
+    sources: dict[str, Source], report: ScanReport, progress: Callable[[str], None] = lambda _: None
+) -> list[DatasetRecord]:
+    """Every dataset the sources hold, as registry records. A name found in two
+    sources is a failure in the report, and neither is recorded."""
+    records: list[DatasetRecord] = []
+    for source in sources.values():
+        progress(f"scanning {source.name} ({source.root})")
+        found = source.discover(report, progress=lambda n: progress(f"  listed {n} files"))
+        records += [
+            DatasetRecord(
+                name=ds.name,
+                platform=source.platform,
+                source=source.name,
+                location=ds.location,
+                format=ds.format,
+                domain=ds.domain,
+                partition_keys=ds.partition_keys,
+                time_partition_key=ds.time_partition_key,
+                time_format=ds.time_format,
+                file_count=len(ds.files),
+                total_bytes=sum(f.entry.size for f in ds.files),
+            )
+            for ds in found.values()
+        ]
+    names = [r.name for r in records]
+    duplicated = {n for n in names if names.count(n) > 1}
+    for name in sorted(duplicated):
+        report.fail(name, "found in more than one source; give the sources distinct templates or roots")
+    return [r for r in records if r.name not in duplicated]

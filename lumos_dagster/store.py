@@ -1,0 +1,279 @@
+"""The snapshot store: dataset registry, snapshot history and the catalog outbox.
+
+SQLAlchemy Core over SQLite (default, WAL mode) or PostgreSQL, so the same code serves
+a laptop and a deployment. Snapshots are kept as their portable JSON document, with the
+columns needed to find them (dataset, partition, capture order) alongside.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass
+from datetime import datetime, timezone
+from typing import Iterable, Sequence
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Engine
+
+from lumos_dagster.errors import StoreError
+from lumos_dagster.model import Snapshot, dataset_urn, snapshot_dumps, snapshot_loads
+
+metadata = sa.MetaData()
+
+datasets_table = sa.Table(
+    "lumos_datasets",
+    metadata,
+    sa.Column("urn", sa.String(1024), primary_key=True),
+    sa.Column("name", sa.String(1024), nullable=False),
+    sa.Column("platform", sa.String(128), nullable=False),
+    sa.Column("source", sa.String(256), nullable=False),
+    sa.Column("location", sa.Text, nullable=False),
+    sa.Column("format", sa.String(32)),
+    sa.Column("domain", sa.String(256)),
+    sa.Column("info", sa.Text, nullable=False),  # JSON: partitioning, counts
+    sa.Column("first_seen", sa.DateTime(timezone=True), nullable=False),
+    sa.Column("last_seen", sa.DateTime(timezone=True), nullable=False),
+)
+
+snapshots_table = sa.Table(
+    "lumos_snapshots",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("urn", sa.String(1024), nullable=False),
+    sa.Column("partition_key", sa.String(64), nullable=False),  # '' when unpartitioned
+    sa.Column("captured_at", sa.DateTime(timezone=True), nullable=False),
+    sa.Column("version", sa.String(64)),
+    sa.Column("fingerprint", sa.String(64), nullable=False),
+    sa.Column("document", sa.Text, nullable=False),
+    sa.Index("ix_lumos_snapshots_urn_partition", "urn", "partition_key", "id"),
+)
+
+outbox_table = sa.Table(
+    "lumos_outbox",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("snapshot_id", sa.Integer, sa.ForeignKey("lumos_snapshots.id"), nullable=False),
+    sa.Column("catalog", sa.String(256), nullable=False),
+    sa.Column("urn", sa.String(1024), nullable=False),
+    sa.Column("partition_key", sa.String(64), nullable=False),
+    sa.Column("status", sa.String(16), nullable=False),  # pending | delivered | superseded
+    sa.Column("attempts", sa.Integer, nullable=False, default=0),
+    sa.Column("last_error", sa.Text),
+    sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+    sa.Column("delivered_at", sa.DateTime(timezone=True)),
+    sa.Index("ix_lumos_outbox_pending", "catalog", "status"),
+)
+
+
+@dataclass(frozen=True)
+class DatasetRecord:
+    """A dataset in the registry: what discovery found, enough to rebuild its asset."""
+
+    name: str
+    platform: str
+    source: str
+    location: str
+    format: str | None
+    domain: str | None = None
+    partition_keys: tuple[str, ...] = ()
+    time_partition_key: str | None = None
+    time_format: str | None = None
+    file_count: int = 0
+    total_bytes: int = 0
+
+    @property
+    def urn(self) -> str:
+        return dataset_urn(self.platform, self.name)
+
+    def info(self) -> dict:
+        keys = ("partition_keys", "time_partition_key", "time_format", "file_count", "total_bytes")
+        out = {k: v for k, v in asdict(self).items() if k in keys}
+        out["partition_keys"] = list(self.partition_keys)
+        return out
+
+
+@dataclass
+class Delivery:
+    outbox_id: int
+    snapshot: Snapshot
+
+
+def _now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def _engine(url: str) -> Engine:
+    if url.startswith("sqlite:///"):
+        path = url[len("sqlite:///") :]
+        if path and path != ":memory:":
+            os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+        engine = sa.create_engine(url, connect_args={"timeout": 60})
+
+        @sa.event.listens_for(engine, "connect")
+        def _pragmas(conn, _record):  # WAL: readers never block the writer, two runs can share it
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA busy_timeout=60000")
+
+        return engine
+    return sa.create_engine(url, pool_pre_ping=True)
+
+
+class SnapshotStore:
+    def __init__(self, url: str):
+        self.url = url
+        try:
+            self.engine = _engine(url)
+            metadata.create_all(self.engine)
+        except sa.exc.SQLAlchemyError as exc:
+            raise StoreError(f"cannot open the snapshot store at {url}: {exc.__class__.__name__}: {exc}") from exc
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    # ------------------------------------------------------------ registry
+
+    def upsert_datasets(self, records: Iterable[DatasetRecord]) -> int:
+        now = _now()
+        n = 0
+        with self.engine.begin() as conn:
+            existing = {r.urn for r in conn.execute(sa.select(datasets_table.c.urn))}
+            for rec in records:
+                values = dict(
+                    name=rec.name,
+                    platform=rec.platform,
+                    source=rec.source,
+                    location=rec.location,
+                    format=rec.format,
+                    domain=rec.domain,
+                    info=json.dumps(rec.info(), sort_keys=True),
+                    last_seen=now,
+                )
+                if rec.urn in existing:
+                    conn.execute(datasets_table.update().where(datasets_table.c.urn == rec.urn).values(**values))
+                else:
+                    conn.execute(datasets_table.insert().values(urn=rec.urn, first_seen=now, **values))
+                n += 1
+        return n
+
+    def datasets(self) -> list[DatasetRecord]:
+        with self.engine.connect() as conn:
+            rows = conn.execute(sa.select(datasets_table).order_by(datasets_table.c.name)).mappings().all()
+        out = []
+        for r in rows:
+            info = json.loads(r["info"])
+            out.append(
+                DatasetRecord(
+                    name=r["name"],
+                    platform=r["platform"],
+                    source=r["source"],
+                    location=r["location"],
+                    format=r["format"],
+                    domain=r["domain"],
+                    partition_keys=tuple(info.get("partition_keys", ())),
+                    time_partition_key=info.get("time_partition_key"),
+                    time_format=info.get("time_format"),
+                    file_count=info.get("file_count", 0),
+                    total_bytes=info.get("total_bytes", 0),
+                )
+            )
+        return out
+
+    # ----------------------------------------------------------- snapshots
+
+    def put(self, snapshots: Sequence[Snapshot], catalog: str | None = None) -> list[int]:
+        """Store snapshots and, in the same transaction, queue them for `catalog`."""
+        ids = []
+        now = _now()
+        with self.engine.begin() as conn:
+            for s in snapshots:
+                pk = s.partition_key or ""
+                sid = conn.execute(
+                    snapshots_table.insert().values(
+                        urn=s.dataset.urn,
+                        partition_key=pk,
+                        captured_at=s.captured_at,
+                        version=s.version,
+                        fingerprint=s.fingerprint,
+                        document=snapshot_dumps(s),
+                    )
+                ).inserted_primary_key[0]
+                ids.append(sid)
+                if catalog:
+                    conn.execute(
+                        outbox_table.insert().values(
+                            snapshot_id=sid,
+                            catalog=catalog,
+                            urn=s.dataset.urn,
+                            partition_key=pk,
+                            status="pending",
+                            attempts=0,
+                            created_at=now,
+                        )
+                    )
+        return ids
+
+    def _one(self, query) -> Snapshot | None:
+        with self.engine.connect() as conn:
+            row = conn.execute(query.limit(1)).first()
+        return snapshot_loads(row[0]) if row else None
+
+    def previous(self, urn: str, partition_key: str | None) -> Snapshot | None:
+        """The latest capture of this dataset at or before `partition_key`."""
+        t = snapshots_table
+        q = sa.select(t.c.document).where(t.c.urn == urn, t.c.partition_key <= (partition_key or ""))
+        return self._one(q.order_by(t.c.partition_key.desc(), t.c.id.desc()))
+
+    def latest(self, urn: str, partition_key: str | None = None) -> Snapshot | None:
+        """The latest capture of a partition, or of the newest partition when None."""
+        t = snapshots_table
+        q = sa.select(t.c.document).where(t.c.urn == urn)
+        if partition_key is not None:
+            q = q.where(t.c.partition_key == partition_key)
+        return self._one(q.order_by(t.c.partition_key.desc(), t.c.id.desc()))
+
+    def history(self, urn: str) -> list[Snapshot]:
+        t = snapshots_table
+        with self.engine.connect() as conn:
+            rows = conn.execute(sa.select(t.c.document).where(t.c.urn == urn).order_by(t.c.partition_key, t.c.id))
+            return [snapshot_loads(r[0]) for r in rows]
+
+    # -------------------------------------------------------------- outbox
+
+    def pending(self, catalog: str) -> list[Delivery]:
+        o, s = outbox_table, snapshots_table
+        q = (
+            sa.select(o.c.id, s.c.document)
+            .join(s, s.c.id == o.c.snapshot_id)
+            .where(o.c.catalog == catalog, o.c.status == "pending")
+            .order_by(o.c.id)
+        )
+        with self.engine.connect() as conn:
+            return [Delivery(r[0], snapshot_loads(r[1])) for r in conn.execute(q)]
+
+    def delivered_partitions(self, catalog: str) -> dict[str, str]:
+        """urn → newest partition already in the catalog."""
+        o = outbox_table
+        q = (
+            sa.select(o.c.urn, sa.func.max(o.c.partition_key))
+            .where(o.c.catalog == catalog, o.c.status == "delivered")
+            .group_by(o.c.urn)
+        )
+        with self.engine.connect() as conn:
+            return dict(conn.execute(q).all())
+
+    def mark(self, outbox_ids: Sequence[int], status: str, error: str | None = None) -> None:
+        if not outbox_ids:
+            return
+        o = outbox_table
+        values: dict = {"status": status, "attempts": o.c.attempts + 1, "last_error": error}
+        if status != "pending":
+            values["delivered_at"] = _now()
+        with self.engine.begin() as conn:
+            conn.execute(o.update().where(o.c.id.in_(list(outbox_ids))).values(**values))
+
+    def outbox_counts(self, catalog: str) -> dict[str, int]:
+        o = outbox_table
+        q = sa.select(o.c.status, sa.func.count()).where(o.c.catalog == catalog).group_by(o.c.status)
+        with self.engine.connect() as conn:
+            return dict(conn.execute(q).all())

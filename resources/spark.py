@@ -1,0 +1,31 @@
+"""The Spark resource: dagster-pyspark's, started lazily so runs that need no Spark
+(and code-location loads) never pay for a JVM."""
+
+import os
+import sys
+
+from dagster_pyspark import LazyPySparkResource
+
+from lumos_dagster.config import SparkConfig
+
+PYTHON_CONF = "spark.pyspark.python"
+DEFAULT_CONF = {
+    # executors' Python workers must be this interpreter to import pyarrow, fastavro, lumos
+    PYTHON_CONF: sys.executable,
+    "spark.sql.session.timeZone": "UTC",
+    "spark.app.name": "lumos",
+}
+
+
+class LumosSparkResource(LazyPySparkResource):
+    """dagster-pyspark's lazy session, with the Python workers pinned to this interpreter."""
+
+    def _init_session(self) -> None:
+        # PySpark launches workers with $PYSPARK_PYTHON (default `python3`); the
+        # spark.pyspark.python conf alone only reaches spark-submit.
+        os.environ.setdefault("PYSPARK_PYTHON", self.spark_config.get(PYTHON_CONF, sys.executable))
+        super()._init_session()
+
+
+def spark_resource(config: SparkConfig) -> LumosSparkResource:
+    return LumosSparkResource(spark_config={**DEFAULT_CONF, "spark.master": config.master, **config.conf})

@@ -1,0 +1,107 @@
+"""The `lumos` command line, and the demo path `make demo` runs, end to end."""
+
+import json
+import os
+import subprocess
+import sys
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pyarrow as pa
+import yaml
+from click.testing import CliRunner
+
+from lumos_dagster.catalog.datahub_lite import DataHubLiteCatalog
+from lumos_dagster.cli import main
+from lumos_dagster.model import DatasetRef, Field, Primitive, Schema, Snapshot
+from tests.lake import partitioned_lake, write_parquet
+
+ROOT = Path(__file__).resolve().parents[1]
+BIN = Path(sys.executable).parent
+
+
+def test_schema_prints_the_canonical_schema_as_json(tmp_path):
+    path = write_parquet(tmp_path / "a.parquet", pa.table({"id": [1, 2], "tags": [["x"], []]}))
+    result = CliRunner().invoke(main, ["schema", path])
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    assert doc["format"] == "parquet" and doc["row_count"] == 2
+    assert [f["name"] for f in doc["fields"]] == ["id", "tags"]
+    assert doc["fields"][1]["type"] == {"kind": "array", "element": "string", "element_nullable": True}
+
+
+def test_schema_flat_and_errors_name_the_file(tmp_path):
+    good = write_parquet(tmp_path / "a.parquet", pa.table({"u": [{"name": "x"}]}))
+    bad = tmp_path / "b.parquet"
+    bad.write_bytes(b"nope")
+    result = CliRunner().invoke(main, ["schema", "--flat", good, str(bad)])
+    assert result.exit_code == 1
+    assert "u.name: string" in result.stdout
+    assert f"error: {bad}: " in result.stderr
+
+
+def test_discover_records_datasets_and_reports(tmp_path):
+    partitioned_lake(tmp_path / "lake", "sales/orders", days=2)
+    (tmp_path / "lake" / "notes.txt").write_text("hello")
+    (tmp_path / "lumos.yaml").write_text(yaml.safe_dump({"sources": [{"root": "lake"}], "store": {"path": "s.db"}}))
+    result = CliRunner().invoke(main, ["discover", "-c", str(tmp_path / "lumos.yaml")])
+    assert result.exit_code == 0, result.output
+    assert "sales/orders" in result.stdout and "partitioned by dt" in result.stdout
+    assert "skipped      1  unrecognised format" in result.stdout
+    assert "scanning local" in result.stderr
+
+
+def test_discover_fails_when_a_root_is_missing(tmp_path):
+    (tmp_path / "lumos.yaml").write_text(yaml.safe_dump({"sources": [{"root": "nowhere"}], "store": {"path": "s.db"}}))
+    result = CliRunner().invoke(main, ["discover", "-c", str(tmp_path / "lumos.yaml")])
+    assert result.exit_code == 1
+    assert f"root folder {tmp_path}/nowhere does not exist" in result.stdout
+
+
+def test_a_bad_config_is_a_clean_error(tmp_path):
+    (tmp_path / "lumos.yaml").write_text("sources:\n  - rooot: lake\n")
+    result = CliRunner().invoke(main, ["discover", "-c", str(tmp_path / "lumos.yaml")])
+    assert result.exit_code == 1
+    assert "sources[0].rooot: unknown key (did you mean 'root'?)" in result.output
+    assert "Traceback" not in result.output
+
+
+def test_lite_runs_datahubs_own_cli_on_the_projects_catalog(tmp_path):
+    catalog = tmp_path / "catalog.db"
+    snapshot = Snapshot(DatasetRef("file", "raw/x", "/x", "csv"), "2026-11-25", datetime.now(timezone.utc),
+                        schema=Schema((Field("id", Primitive("int64")),)), version="1.0.0")
+    DataHubLiteCatalog(str(catalog)).emit([snapshot])
+    (tmp_path / "lumos.yaml").write_text(yaml.safe_dump({"catalog": {"path": "catalog.db"}}))
+    out = subprocess.run(
+        [BIN / "lumos", "lite", "-c", str(tmp_path / "lumos.yaml"), "get", "--urn",
+         "urn:li:dataset:(urn:li:dataPlatform:file,raw/x,PROD)"],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert out.returncode == 0, out.stderr
+    doc = json.loads(out.stdout)
+    assert doc["datasetProperties"]["customProperties"]["lumos.version"] == "1.0.0"
+
+
+def test_the_demo_path_from_the_makefile(tmp_path):
+    """What `make demo` runs: demo lake, discover, `dagster asset materialize`, summary."""
+    config = yaml.safe_load((ROOT / "lumos.yaml").read_text())
+    config["store"], config["catalog"]["path"] = {"path": "store.db"}, "catalog.db"
+    config["sources"][0]["root"] = "lake"
+    (tmp_path / "lumos.yaml").write_text(yaml.safe_dump(config))
+    env = {**os.environ, "LUMOS_CONFIG": str(tmp_path / "lumos.yaml"), "DAGSTER_HOME": str(tmp_path / "dagster")}
+    os.makedirs(env["DAGSTER_HOME"])
+    today = datetime.now(timezone.utc).strftime("%Y-%m-%d")
+
+    def run(*args):
+        out = subprocess.run([str(a) for a in args], capture_output=True, text=True, env=env, cwd=ROOT, timeout=300)
+        assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+        return out.stdout
+
+    run(BIN / "lumos", "demo-lake")
+    run(BIN / "lumos", "discover")
+    run(BIN / "dagster", "asset", "materialize", "-m", "lumos_dagster.definitions", "--select", "*", "--partition", today)
+    summary = run(BIN / "lumos", "summary")
+    lines = {line.split()[0]: line.split() for line in summary.splitlines() if line and not line.startswith(" ")}
+    assert lines["raw/events"][1:4] == [today, "1.0.0", "8"]
+    assert "1 unreadable file(s)" in summary and "widened to int64" in summary
+    assert "DataHub Lite" in summary and ": 8 datasets" in summary

@@ -1,0 +1,131 @@
+"""Snapshot → DataHub aspects, checked with DataHub's own classes and golden-file helpers."""
+
+from datetime import datetime, timezone
+from pathlib import Path
+
+from datahub.emitter.mcp import MetadataChangeProposalWrapper
+from datahub.ingestion.sink.file import write_metadata_file
+from datahub.metadata.schema_classes import (
+    ArrayTypeClass,
+    MapTypeClass,
+    NumberTypeClass,
+    OwnershipClass,
+    RecordTypeClass,
+    SchemaMetadataClass,
+    UnionTypeClass,
+    UpstreamLineageClass,
+)
+from datahub.testing.mce_helpers import check_golden_file
+from datahub.utilities.urns.field_paths import get_simple_field_path_from_v2_field_path
+
+from lumos_dagster.catalog.datahub import schema_fields, snapshot_aspects
+from lumos_dagster.model import (
+    Array,
+    DatasetRef,
+    Decimal,
+    Enum,
+    Field,
+    FileError,
+    LineageEdge,
+    Map,
+    OperationalStats,
+    Owner,
+    Primitive,
+    Schema,
+    Snapshot,
+    Struct,
+    Timestamp,
+    UnionType,
+)
+
+GOLDEN = Path(__file__).parent / "golden"
+ITEM = Struct((Field("sku", Primitive("string")), Field("qty", Primitive("int32"), nullable=False)))
+SCHEMA = Schema(
+    (
+        Field("order_id", Primitive("int64"), nullable=False, description="Unique order number", native_type="long"),
+        Field("amount", Decimal(10, 2)),
+        Field("placed_at", Timestamp("ms", "UTC")),
+        Field("status", Enum(("NEW", "PAID"), "Status")),
+        Field("customer", Struct((Field("id", Primitive("int64")), Field("address", Struct((Field("city", Primitive("string")),)))))),
+        Field("items", Array(ITEM)),
+        Field("attrs", Map(Primitive("string"), Struct((Field("v", Primitive("float64")),)))),
+        Field("code", UnionType((Primitive("int32"), Primitive("string")))),
+    )
+)
+
+
+def snapshot(**changes) -> Snapshot:
+    base = dict(
+        dataset=DatasetRef("file", "sales/orders", "/lake/sales/orders", "avro"),
+        partition_key="2026-11-25",
+        captured_at=datetime(2026, 11, 25, 6, 0, tzinfo=timezone.utc),
+        schema=SCHEMA,
+        stats=OperationalStats(3, 12345, 1000, datetime(2026, 11, 25, 5, 0, tzinfo=timezone.utc), {"dt": ["2026-11-25"]}),
+        description="Orders as checkout writes them.",
+        domain="sales",
+        owners=(Owner("ann@example.com"), Owner("data-eng", "group", "TECHNICAL_OWNER")),
+        tags=("pii",),
+        upstream=(LineageEdge(DatasetRef("file", "raw/orders", "/lake/raw/orders", "avro")),),
+        version="1.2.0",
+        errors=(FileError("/lake/sales/orders/dt=2026-11-25/bad.avro", "cannot read avro: truncated"),),
+    )
+    return Snapshot(**{**base, **changes})
+
+
+def test_aspects_match_the_golden_file(pytestconfig, tmp_path):
+    out = tmp_path / "aspects.json"
+    write_metadata_file(out, snapshot_aspects(snapshot()))
+    check_golden_file(pytestconfig, out, GOLDEN / "sales_orders_aspects.json")
+
+
+def test_every_aspect_survives_datahubs_own_serialization():
+    for mcp in snapshot_aspects(snapshot()):
+        assert mcp.validate(), mcp
+        assert MetadataChangeProposalWrapper.from_obj(mcp.to_obj()) == mcp
+
+
+def test_v2_field_paths_give_back_the_flat_paths():
+    fields = schema_fields(SCHEMA)
+    assert [get_simple_field_path_from_v2_field_path(f.fieldPath) for f in fields] == [p for p, _ in SCHEMA.flatten()]
+    by_flat = {get_simple_field_path_from_v2_field_path(f.fieldPath): f for f in fields}
+    assert by_flat["items.sku"].fieldPath == "[version=2.0].[type=struct].[type=array].[type=struct].items.[type=string].sku"
+    assert isinstance(by_flat["items"].type.type, ArrayTypeClass)
+    assert isinstance(by_flat["attrs"].type.type, MapTypeClass)
+    assert isinstance(by_flat["customer.address"].type.type, RecordTypeClass)
+    assert isinstance(by_flat["code"].type.type, UnionTypeClass)
+    assert isinstance(by_flat["amount"].type.type, NumberTypeClass)
+    assert by_flat["order_id"].nativeDataType == "long" and by_flat["order_id"].nullable is False
+    assert by_flat["order_id"].description == "Unique order number"
+    assert by_flat["items.qty"].nullable is False
+
+
+def _aspects(s: Snapshot) -> dict:
+    urn = "urn:li:dataset:(urn:li:dataPlatform:file,sales/orders,PROD)"
+    return {m.aspectName: m.aspect for m in snapshot_aspects(s) if m.entityUrn == urn}
+
+
+def test_lineage_ownership_and_properties():
+    aspects = _aspects(snapshot())
+    lineage: UpstreamLineageClass = aspects["upstreamLineage"]
+    assert [u.dataset for u in lineage.upstreams] == ["urn:li:dataset:(urn:li:dataPlatform:file,raw/orders,PROD)"]
+    owners: OwnershipClass = aspects["ownership"]
+    assert [(o.owner, o.type) for o in owners.owners] == [
+        ("urn:li:corpuser:ann@example.com", "DATAOWNER"),
+        ("urn:li:corpGroup:data-eng", "TECHNICAL_OWNER"),
+    ]
+    props = aspects["datasetProperties"].customProperties
+    assert props["lumos.version"] == "1.2.0" and props["lumos.rows"] == "1000" and props["lumos.errors"] == "1"
+    assert aspects["container"].container.startswith("urn:li:container:")
+
+
+def test_unreadable_and_undeclared_parts_are_not_sent():
+    aspects = _aspects(snapshot(schema=Schema(), owners=(), tags=(), domain=None, upstream=()))
+    assert "schemaMetadata" not in aspects  # an unreadable partition must not blank the catalog's schema
+    assert not {"ownership", "globalTags", "domains"} & set(aspects)
+    assert aspects["upstreamLineage"].upstreams == []  # lineage removal does reach the catalog
+
+
+def test_schema_hash_is_the_fingerprint():
+    s = snapshot()
+    schema: SchemaMetadataClass = _aspects(s)["schemaMetadata"]
+    assert schema.hash == s.fingerprint

@@ -1,0 +1,131 @@
+"""The code location: lumos.yaml + registry → assets whose graph is the lineage graph."""
+
+import os
+import subprocess
+import sys
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pytest
+import yaml
+from dagster import AssetKey, BackfillPolicy
+
+from lumos_dagster.config import load_config
+from lumos_dagster.definitions import build_definitions
+from lumos_dagster.errors import ConfigError
+from lumos_dagster.report import ScanReport
+from lumos_dagster.sources import build_sources, discover
+from lumos_dagster.store import SnapshotStore
+from tests.lake import partitioned_lake
+
+ROOT = Path(__file__).resolve().parents[1]
+LINEAGE = {
+    "raw/orders": [],
+    "raw/users": [],
+    "clean/orders": ["raw/orders"],
+    "marts/revenue": ["clean/orders", "raw/users"],
+    "marts/kpis": ["marts/revenue", "clean/orders"],
+}
+
+
+def make_project(tmp_path, datasets, lineage=LINEAGE, extra=None) -> str:
+    for name in datasets:
+        partitioned_lake(tmp_path / "lake", name, days=1, files_per_day=1)
+    config = {
+        "sources": [{"name": "lake", "root": "lake"}],
+        "datasets": [{"name": n, "upstream": ups, "owners": ["ann@example.com", "group:data-eng"], "tags": ["core"]}
+                     for n, ups in lineage.items()] + (extra or []),
+        "catalog": {"path": "catalog.db"},
+        "store": {"path": "store.db"},
+        "partitions": {"start": "2026-01-01"},
+    }
+    path = tmp_path / "lumos.yaml"
+    path.write_text(yaml.safe_dump(config))
+    cfg = load_config(str(path))
+    store = SnapshotStore(cfg.store_url)
+    store.upsert_datasets(discover(build_sources(cfg), ScanReport()))
+    store.close()
+    return str(path)
+
+
+def key(name: str) -> AssetKey:
+    return AssetKey(name.split("/"))
+
+
+def test_the_asset_graph_is_the_declared_lineage(tmp_path):
+    defs = build_definitions(load_config(make_project(tmp_path, LINEAGE)))
+    graph = defs.resolve_asset_graph()
+    for name, ups in LINEAGE.items():
+        assert graph.get(key(name)).parent_keys == {key(u) for u in ups}, name
+    assert graph.get_all_asset_keys() == {key(n) for n in LINEAGE}
+
+
+def test_dataset_assets_carry_their_groups_kinds_owners_checks_and_partitions(tmp_path):
+    defs = build_definitions(load_config(make_project(tmp_path, LINEAGE)))
+    graph = defs.resolve_asset_graph()
+    node = graph.get(key("clean/orders"))
+    assert node.group_name == "clean"
+    assert node.kinds == {"parquet", "file"}
+    assert node.owners == ["ann@example.com", "team:data_eng"]
+    assert node.metadata["lumos/urn"] == "urn:lumos:dataset:file:clean/orders"
+    assert {c.name for c in node.check_keys} == {"files_readable"}
+    assert node.backfill_policy == BackfillPolicy.single_run()
+    partitions = node.partitions_def
+    today = datetime.now(timezone.utc).strftime("%Y-%m-%d")
+    assert partitions.get_first_partition_key() == "2026-01-01"
+    assert partitions.get_last_partition_key() == today  # today's snapshot can be taken today
+    assert len(defs.resolve_all_job_defs()) >= 1
+    schedule = defs.resolve_schedule_def("lumos_daily_snapshots_schedule")
+    assert schedule.cron_schedule == "0 0 * * *"
+
+
+def test_datasets_with_another_cadence_get_their_own_partitions(tmp_path):
+    lineage = {"raw/orders": [], "raw/users": []}
+    path = make_project(tmp_path, lineage, lineage, extra=[{"name": "raw/clicks", "cadence": "hourly"}])
+    partitioned_lake(tmp_path / "lake", "raw/clicks", days=1)
+    defs = build_definitions(load_config(path))
+    graph = defs.resolve_asset_graph()
+    assert graph.get(key("raw/clicks")).partitions_def.cron_schedule == "0 * * * *"
+    assert graph.get(key("raw/orders")).partitions_def.cron_schedule == "0 0 * * *"
+
+
+def test_an_upstream_nobody_has_is_shown_not_invented(tmp_path):
+    lineage = {"raw/orders": ["ext/partner_api"], "raw/users": []}
+    defs = build_definitions(load_config(make_project(tmp_path, ["raw/orders", "raw/users"], lineage)))
+    graph = defs.resolve_asset_graph()
+    missing = graph.get(key("ext/partner_api"))
+    assert not missing.is_materializable and missing.group_name == "missing"
+    assert key("ext/partner_api") in graph.get(key("raw/orders")).parent_keys
+
+
+def test_a_lineage_cycle_is_a_config_error_naming_the_cycle(tmp_path):
+    lineage = {"raw/orders": ["raw/users"], "raw/users": ["raw/orders"]}
+    path = make_project(tmp_path, ["raw/orders", "raw/users"], lineage)
+    with pytest.raises(ConfigError, match=r"lumos.yaml: datasets\[\].upstream: lineage has a cycle: raw/"):
+        build_definitions(load_config(path))
+
+
+def test_odd_names_get_distinct_valid_keys(tmp_path):
+    names = ["raw/a-b", "raw/a_b", "raw/v1.2"]
+    defs = build_definitions(load_config(make_project(tmp_path, names, {})))
+    keys = defs.resolve_asset_graph().get_all_asset_keys()
+    assert len(keys) == 3 and AssetKey(["raw", "v1_2"]) in keys
+    assert all(part.replace("_", "").isalnum() for k in keys for part in k.path)
+
+
+def test_the_module_loads_from_lumos_config_and_validates_with_dagsters_cli(tmp_path):
+    path = make_project(tmp_path, LINEAGE)
+    env = {**os.environ, "LUMOS_CONFIG": path, "DAGSTER_HOME": str(tmp_path / "dagster")}
+    os.makedirs(env["DAGSTER_HOME"])
+    out = subprocess.run(
+        [os.path.join(os.path.dirname(sys.executable), "dagster"), "definitions", "validate", "-m", "lumos_dagster.definitions"],
+        capture_output=True, text=True, cwd=ROOT, env=env, timeout=120,
+    )
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "Validation successful" in out.stdout + out.stderr
+
+
+def test_the_repository_workspace_points_at_the_code_location():
+    workspace = yaml.safe_load((ROOT / "workspace.yaml").read_text())
+    assert workspace["load_from"][0]["python_module"] == {
+        "module_name": "lumos_dagster.definitions", "working_directory": "."}

@@ -1,0 +1,45 @@
+import pytest
+
+from lumos_dagster.discovery import FileEntry, PathTemplate, group_files
+from lumos_dagster.errors import ConfigError
+from tests.cases import load_cases
+
+
+@pytest.mark.parametrize("case", load_cases("discovery.yaml"), ids=lambda c: c["title"])
+def test_grouping(case):
+    entries = [FileEntry(p, 100, 1_700_000_000.0) for p in case["paths"]]
+    formats = frozenset(case["formats"]) if "formats" in case else None
+    grouping = group_files(entries, case.get("template"), formats)
+    got = {
+        name: {
+            "location": ds.location,
+            "format": ds.format,
+            "domain": ds.domain,
+            "partition_keys": list(ds.partition_keys),
+            "time_key": ds.time_partition_key,
+            "files": len(ds.files),
+        }
+        for name, ds in grouping.datasets.items()
+    }
+    assert got == case["datasets"]
+    assert dict(grouping.skipped) == case.get("skipped", {})
+
+
+def test_every_listed_file_is_either_in_a_dataset_or_skipped():
+    paths = [c for case in load_cases("discovery.yaml") for c in case["paths"]]
+    grouping = group_files([FileEntry(p, 1, 0.0) for p in paths])
+    placed = [f.entry.path for ds in grouping.datasets.values() for f in ds.files]
+    assert sorted(placed + [p for p, _ in grouping.skipped]) == sorted(paths)
+
+
+def test_file_dates_follow_the_time_partition_format():
+    grouping = group_files([FileEntry("a/b/day=20260105/x.csv", 1, 0.0)])
+    ds = grouping.datasets["a/b"]
+    assert ds.time_format == "%Y%m%d"
+    assert str(ds.file_date(ds.files[0])) == "2026-01-05"
+
+
+@pytest.mark.parametrize("template", ["dt={date}/*", "static/path/*", "{date}/*.csv"])
+def test_a_template_must_name_the_dataset(template):
+    with pytest.raises(ConfigError, match="names no dataset"):
+        PathTemplate(template)

@@ -1,0 +1,174 @@
+import json
+from datetime import datetime, timezone
+from importlib.resources import files
+
+import jsonschema
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from lumos_dagster.model import (
+    NO_DEFAULT,
+    PRIMITIVE_KINDS,
+    Array,
+    ConflictVariant,
+    DatasetRef,
+    Decimal,
+    Enum,
+    Field,
+    FileError,
+    Fixed,
+    LineageEdge,
+    Map,
+    OperationalStats,
+    Owner,
+    Primitive,
+    Schema,
+    SchemaConflict,
+    Snapshot,
+    Struct,
+    Time,
+    Timestamp,
+    UnionType,
+    snapshot_dumps,
+    snapshot_from_json,
+    snapshot_loads,
+    snapshot_to_json,
+    type_str,
+)
+
+SCHEMA = json.loads(files("lumos_dagster").joinpath("snapshot.schema.json").read_text())
+names = st.text("abcdefgh_xyz", min_size=1, max_size=8)
+texts = st.none() | st.text(max_size=20)
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**40), 2**40) | st.text(max_size=5),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(names, inner, max_size=3),
+    max_leaves=5,
+)
+units = st.sampled_from(["s", "ms", "us", "ns"])
+leaf_types = st.one_of(
+    st.sampled_from(sorted(PRIMITIVE_KINDS)).map(Primitive),
+    st.builds(Decimal, st.integers(1, 38), st.integers(0, 10)),
+    st.builds(Timestamp, units, st.none() | st.sampled_from(["UTC", "Europe/Paris"])),
+    st.builds(Time, units),
+    st.builds(Fixed, st.integers(0, 64)),
+    st.builds(Enum, st.lists(names, min_size=1, max_size=4).map(tuple), st.none() | names),
+)
+
+
+def fields_of(types):
+    return st.builds(
+        Field,
+        name=names,
+        type=types,
+        nullable=st.booleans(),
+        default=st.just(NO_DEFAULT) | json_values,
+        description=texts,
+        native_type=texts,
+        field_id=st.none() | st.integers(0, 1000),
+        aliases=st.lists(names, max_size=2).map(tuple),
+    )
+
+
+types = st.recursive(
+    leaf_types,
+    lambda inner: st.one_of(
+        st.builds(Array, inner, st.booleans()),
+        st.builds(Map, leaf_types, inner, st.booleans()),
+        st.builds(UnionType, st.lists(inner, min_size=2, max_size=3).map(tuple)),
+        st.lists(fields_of(inner), max_size=3).map(lambda fs: Struct(tuple(fs))),
+    ),
+    max_leaves=6,
+)
+schemas = st.lists(fields_of(types), max_size=5).map(lambda fs: Schema(tuple(fs)))
+moments = st.datetimes(min_value=datetime(2000, 1, 1), timezones=st.just(timezone.utc))
+refs = st.builds(DatasetRef, st.sampled_from(["file", "s3"]), names, names, st.none() | st.sampled_from(["csv", "orc"]))
+snapshots = st.builds(
+    Snapshot,
+    dataset=refs,
+    partition_key=st.none() | st.just("2026-11-25"),
+    captured_at=moments,
+    schema=schemas,
+    stats=st.builds(
+        OperationalStats,
+        file_count=st.integers(0, 10**6),
+        total_bytes=st.integers(0, 10**12),
+        row_count=st.none() | st.integers(0, 10**9),
+        last_modified=st.none() | moments,
+        partition_values=st.dictionaries(names, st.lists(names, max_size=3), max_size=2),
+    ),
+    description=texts,
+    domain=st.none() | names,
+    owners=st.lists(
+        st.builds(Owner, names, st.sampled_from(["user", "group"]), st.sampled_from(["DATAOWNER", "NONE"])), max_size=2
+    ).map(tuple),
+    tags=st.lists(names, max_size=3).map(tuple),
+    upstream=st.lists(refs.map(LineageEdge), max_size=2).map(tuple),
+    version=st.none() | st.just("1.2.3"),
+    errors=st.lists(st.builds(FileError, names, st.text(max_size=10)), max_size=2).map(tuple),
+    conflicts=st.lists(
+        st.builds(
+            SchemaConflict,
+            names,
+            st.lists(st.builds(ConflictVariant, names, st.lists(names, max_size=2).map(tuple), st.integers(1, 9)),
+                     min_size=1, max_size=2).map(tuple),
+            st.text(max_size=10),
+        ),
+        max_size=1,
+    ).map(tuple),
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(snapshots)
+def test_round_trip_is_exact_and_the_document_matches_its_json_schema(snapshot):
+    document = snapshot_to_json(snapshot)
+    jsonschema.validate(document, SCHEMA)
+    text = snapshot_dumps(snapshot)
+    assert snapshot_loads(text) == snapshot
+    assert snapshot_dumps(snapshot_loads(text)) == text  # export → import → export is identical
+
+
+def test_null_default_is_not_the_same_as_no_default():
+    with_null = Field("a", Primitive("string"), default=None)
+    without = Field("a", Primitive("string"))
+    assert with_null.has_default and not without.has_default
+    assert Schema((with_null,)).fingerprint() != Schema((without,)).fingerprint()
+
+
+def test_fingerprint_ignores_descriptions_and_native_spellings():
+    a = Schema((Field("id", Primitive("int64"), description="the id", native_type="INT64"),))
+    b = Schema((Field("id", Primitive("int64"), description="renamed doc", native_type="long"),))
+    c = Schema((Field("id", Primitive("int32")),))
+    assert a.fingerprint() == b.fingerprint() != c.fingerprint()
+
+
+def test_flatten_walks_through_arrays_and_maps():
+    item = Struct((Field("sku", Primitive("string")),))
+    schema = Schema(
+        (
+            Field("items", Array(item)),
+            Field("attrs", Map(Primitive("string"), Struct((Field("v", Primitive("int32")),)))),
+            Field("id", Primitive("int64")),
+        )
+    )
+    assert [p for p, _ in schema.flatten()] == ["items", "items.sku", "attrs", "attrs.v", "id"]
+
+
+def test_type_strings_are_readable():
+    t = Map(Primitive("string"), Array(Decimal(10, 2)))
+    assert type_str(t) == "map<string, array<decimal(10,2)>>"
+    assert type_str(Timestamp("us", "UTC")) == "timestamp(us, tz=UTC)"
+    assert type_str(Timestamp("ms")) == "timestamp(ms)"
+
+
+def test_old_or_foreign_documents_are_refused_with_the_reason():
+    doc = snapshot_to_json(
+        Snapshot(DatasetRef("file", "a", "/a"), None, datetime(2026, 1, 1, tzinfo=timezone.utc))
+    )
+    doc["format_version"] = "lumos.snapshot/0"
+    try:
+        snapshot_from_json(doc)
+    except ValueError as exc:
+        assert "lumos.snapshot/0" in str(exc) and "lumos.snapshot/1" in str(exc)
+    else:
+        raise AssertionError("an unknown format version was accepted")

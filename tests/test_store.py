@@ -1,0 +1,151 @@
+"""The snapshot store on SQLite and on the real PostgreSQL server, and outbox delivery."""
+
+import multiprocessing
+import uuid
+from datetime import datetime, timedelta, timezone
+
+import pytest
+import sqlalchemy as sa
+
+from lumos_dagster.catalog.datahub_lite import DataHubLiteCatalog, open_lite
+from lumos_dagster.delivery import deliver
+from lumos_dagster.model import DatasetRef, Field, Primitive, Schema, Snapshot
+from lumos_dagster.store import DatasetRecord, SnapshotStore
+from tests.conftest import lite_aspect_versions
+
+PG = "postgresql+psycopg://postgres@127.0.0.1:5432/test"
+T0 = datetime(2026, 11, 20, tzinfo=timezone.utc)
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store_url(request, tmp_path):
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path}/store.db"
+        return
+    schema = f"lumos_test_{uuid.uuid4().hex[:10]}"
+    admin = sa.create_engine(PG)
+    with admin.begin() as conn:
+        conn.execute(sa.text(f'CREATE SCHEMA "{schema}"'))
+    yield f"{PG}?options=-csearch_path%3D{schema}"
+    with admin.begin() as conn:
+        conn.execute(sa.text(f'DROP SCHEMA "{schema}" CASCADE'))
+    admin.dispose()
+
+
+def snap(name: str, pk: str, n_fields: int = 1, minutes: int = 0) -> Snapshot:
+    fields = tuple(Field(f"f{i}", Primitive("int64")) for i in range(n_fields))
+    return Snapshot(
+        DatasetRef("file", name, f"/lake/{name}", "parquet"), pk, T0 + timedelta(minutes=minutes),
+        schema=Schema(fields), version=f"1.{n_fields}.0",
+    )
+
+
+def test_registry_upsert_keeps_first_seen_and_updates_counts(store_url):
+    store = SnapshotStore(store_url)
+    rec = DatasetRecord("raw/a", "file", "lake", "raw/a", "parquet", "raw", ("dt",), "dt", "%Y-%m-%d", 3, 300)
+    store.upsert_datasets([rec])
+    store.upsert_datasets([DatasetRecord("raw/a", "file", "lake", "raw/a", "parquet", "raw", ("dt",), "dt", "%Y-%m-%d", 5, 500)])
+    (got,) = store.datasets()
+    assert (got.file_count, got.total_bytes, got.partition_keys, got.time_partition_key) == (5, 500, ("dt",), "dt")
+    assert got.urn == "urn:lumos:dataset:file:raw/a"
+    store.close()
+
+
+def test_history_previous_and_latest(store_url):
+    store = SnapshotStore(store_url)
+    store.put([snap("a", "2026-11-20", 1), snap("a", "2026-11-22", 2), snap("a", "2026-11-21", 3), snap("b", "2026-11-21")])
+    store.put([snap("a", "2026-11-22", 4, minutes=5)])  # a re-capture of an existing partition
+    urn = "urn:lumos:dataset:file:a"
+    assert [len(s.schema.fields) for s in store.history(urn)] == [1, 3, 2, 4]
+    assert len(store.latest(urn).schema.fields) == 4
+    assert len(store.latest(urn, "2026-11-21").schema.fields) == 3
+    assert len(store.previous(urn, "2026-11-21").schema.fields) == 3  # its own earlier capture counts
+    assert len(store.previous(urn, "2026-11-20").schema.fields) == 1
+    assert store.previous(urn, "2026-11-19") is None
+    assert store.latest("urn:lumos:dataset:file:nope") is None
+    store.close()
+
+
+class FlakyCatalog:
+    """A real DataHub Lite catalog behind a switch that makes it refuse every write."""
+
+    def __init__(self, path: str):
+        self.real = DataHubLiteCatalog(path)
+        self.name = self.real.name
+        self.down = True
+        self.sent: list[str] = []
+
+    def emit(self, snapshots):
+        if self.down:
+            raise ConnectionRefusedError("catalog is down")
+        self.sent += [s.dataset.urn for s in snapshots]
+        return self.real.emit(snapshots)
+
+    def close(self):
+        pass
+
+
+def test_a_catalog_that_is_down_delays_metadata_and_never_loses_or_repeats_it(store_url, tmp_path):
+    store = SnapshotStore(store_url)
+    catalog = FlakyCatalog(str(tmp_path / "catalog.db"))
+    names = [f"d{i}" for i in range(5)]
+    store.put([snap(n, "2026-11-24") for n in names], catalog=catalog.name)
+    report = deliver(store, catalog)
+    assert report.delivered == 0 and set(report.failed) == set(names)
+    assert store.outbox_counts(catalog.name) == {"pending": 5}
+
+    store.put([snap(n, "2026-11-25", 2) for n in names], catalog=catalog.name)  # the next run, still down
+    deliver(store, catalog)
+    catalog.down = False
+    report = deliver(store, catalog)
+    assert report.delivered == 5 and report.superseded == 5 and not report.failed
+    assert sorted(catalog.sent) == sorted(f"urn:lumos:dataset:file:{n}" for n in names)  # each once, newest only
+    lite = open_lite(str(tmp_path / "catalog.db"), read_only=True)
+    try:
+        for n in names:
+            got = lite.get(f"urn:li:dataset:(urn:li:dataPlatform:file,{n},PROD)", aspects=["schemaMetadata"], typed=True)
+            assert [f.fieldPath.rsplit(".", 1)[-1] for f in got["schemaMetadata"].fields] == ["f0", "f1"]
+    finally:
+        lite.close()
+
+    versions = lite_aspect_versions(str(tmp_path / "catalog.db"))
+    store.put([snap(n, "2026-11-25", 2) for n in names], catalog=catalog.name)  # same content again
+    assert deliver(store, catalog).delivered == 5
+    assert lite_aspect_versions(str(tmp_path / "catalog.db")) == versions  # idempotent: nothing new in the catalog
+    assert store.outbox_counts(catalog.name) == {"delivered": 10, "superseded": 5}
+    store.close()
+
+
+def test_a_backfill_of_old_partitions_does_not_overwrite_a_newer_one(store_url, tmp_path):
+    store = SnapshotStore(store_url)
+    catalog = FlakyCatalog(str(tmp_path / "catalog.db"))
+    catalog.down = False
+    store.put([snap("a", "2026-11-25", 3)], catalog=catalog.name)
+    deliver(store, catalog)
+    store.put([snap("a", "2026-11-01", 1)], catalog=catalog.name)
+    report = deliver(store, catalog)
+    assert (report.delivered, report.superseded) == (0, 1)
+    assert catalog.sent == ["urn:lumos:dataset:file:a"]
+    store.close()
+
+
+def _writer(url: str, worker: int, n: int) -> None:
+    store = SnapshotStore(url)
+    for i in range(n):
+        store.put([snap(f"w{worker}-{i}", "2026-11-25")], catalog="c")
+    store.close()
+
+
+def test_two_runs_writing_at_once_lose_nothing(store_url):
+    SnapshotStore(store_url).close()  # create the tables before the race
+    ctx = multiprocessing.get_context("spawn")
+    procs = [ctx.Process(target=_writer, args=(store_url, w, 40)) for w in range(2)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(120)
+        assert p.exitcode == 0
+    store = SnapshotStore(store_url)
+    assert store.outbox_counts("c") == {"pending": 80}
+    assert all(store.latest(f"urn:lumos:dataset:file:w{w}-{i}") for w in range(2) for i in range(40))
+    store.close()
