@@ -8,6 +8,7 @@ names the file and the key, e.g. `lumos.yaml: sources[0].root: Field required`.
 from __future__ import annotations
 
 import difflib
+from functools import cached_property
 import os
 import re
 import zoneinfo
@@ -159,7 +160,11 @@ class LumosConfig(_Model):
         return self.store.url or f"sqlite:///{self.resolve(self.store.path)}"
 
     def declaration(self, name: str) -> DatasetDecl | None:
-        return next((d for d in self.datasets if d.name == name), None)
+        return self.declarations.get(name)
+
+    @cached_property
+    def declarations(self) -> dict[str, DatasetDecl]:
+        return {d.name: d for d in self.datasets}
 
 
 # ------------------------------------------------------------------ loading
@@ -274,7 +279,8 @@ def load_config(path: str | None = None) -> LumosConfig:
     path = config_path(path)
     try:
         with open(path) as fh:
-            data = yaml.safe_load(fh)
+            # libyaml's loader when present: thousands of declarations load several times faster
+            data = yaml.load(fh, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     except FileNotFoundError:
         raise ConfigError(
             f"{path}: configuration file not found (create it, or point {CONFIG_ENV} at one)"
