@@ -5,6 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml constraints.txt | cksum | cut -d' ' -f1)
 export DAGSTER_HOME := $(CURDIR)/.lumos/dagster
 TODAY := $(shell date -u +%F)
+CODE := lumos_dagster assets resources sensors spark tests benchmarks
 QUIET_LOGS := '{"loggers": {"console": {"config": {"log_level": "INFO"}}}}'
 
 .PHONY: install demo test ui lite bench clean
@@ -26,8 +27,10 @@ demo: $(STAMP)
 		--partition $(TODAY) --config-json $(QUIET_LOGS)
 	$(BIN)/lumos summary
 
-## the whole test suite
+## lint, then the whole test suite
 test: $(STAMP)
+	$(BIN)/ruff check $(CODE)
+	$(BIN)/ruff format --check $(CODE)
 	$(BIN)/pytest $(PYTEST_ARGS)
 
 ## the Dagster UI on http://127.0.0.1:3000 (after `make demo`)

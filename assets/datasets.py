@@ -16,8 +16,8 @@ from dagster import (
     AssetCheckSpec,
     AssetExecutionContext,
     AssetKey,
-    AssetSpec,
     AssetsDefinition,
+    AssetSpec,
     BackfillPolicy,
     DailyPartitionsDefinition,
     DataVersion,
@@ -32,7 +32,6 @@ from dagster import (
     WeeklyPartitionsDefinition,
     multi_asset,
 )
-from resources.spark import LumosSparkResource
 
 from assets.keys import asset_keys, dagster_owners, dagster_tags, group_name
 from lumos_dagster.config import PartitionsConfig
@@ -40,6 +39,7 @@ from lumos_dagster.datasets import Catalogue, DatasetSpec
 from lumos_dagster.model import Snapshot, type_str
 from lumos_dagster.sources import Source
 from resources.io_manager import URN_METADATA_KEY
+from resources.spark import LumosSparkResource
 from resources.store import SnapshotStoreResource
 from spark.snapshot_job import take_snapshots
 
@@ -72,13 +72,15 @@ def _asset_spec(d: DatasetSpec, keys: Mapping[str, AssetKey]) -> AssetSpec:
         owners=dagster_owners(d.enrichment.owners),
         tags=dagster_tags(d.enrichment.tags),
         metadata={
+            # what AssetSpec.with_io_manager_key sets, without building every spec twice
+            "dagster/io_manager_key": IO_MANAGER_KEY,
             URN_METADATA_KEY: d.ref.urn,
             "lumos/name": d.name,
             "lumos/source": d.source or "(declared only)",
             "lumos/location": MetadataValue.path(d.uri),
         },
         skippable=False,
-    ).with_io_manager_key(IO_MANAGER_KEY)
+    )
 
 
 def column_schema(snapshot: Snapshot) -> TableSchema:
@@ -118,7 +120,9 @@ def snapshot_metadata(snapshots: Mapping[str | None, Snapshot], time_key: str | 
     }
     if len(snapshots) == 1 and newest.stats.row_count is not None:
         # a date-partitioned dataset's partition holds that day's rows, not the table's
-        key = "dagster/partition_row_count" if newest.stats.partition_values.get(time_key or "") else "dagster/row_count"
+        key = (
+            "dagster/partition_row_count" if newest.stats.partition_values.get(time_key or "") else "dagster/row_count"
+        )
         md[key] = MetadataValue.int(newest.stats.row_count)
     if len(snapshots) > 1:
         md["lumos/partitions_in_run"] = MetadataValue.int(len(snapshots))
@@ -130,8 +134,10 @@ def snapshot_metadata(snapshots: Mapping[str | None, Snapshot], time_key: str | 
     if newest.conflicts:
         md["lumos/conflicts"] = _md_table(
             "| field | files disagree |",
-            [(c.path, f"{c.resolution}: " + "; ".join(f"{v.type} in {v.file_count}" for v in c.variants))
-             for c in newest.conflicts],
+            [
+                (c.path, f"{c.resolution}: " + "; ".join(f"{v.type} in {v.file_count}" for v in c.variants))
+                for c in newest.conflicts
+            ],
         )
     return md
 

@@ -68,7 +68,8 @@ def schema(files: tuple[str, ...], flat: bool) -> None:
 @config_option
 def discover(config_file: str | None) -> None:
     """Scan the configured sources and record the datasets found in the registry."""
-    from lumos_dagster.sources import build_sources, discover as discover_sources
+    from lumos_dagster.sources import build_sources
+    from lumos_dagster.sources import discover as discover_sources
 
     config = _load(config_file)
     report = ScanReport()
@@ -132,7 +133,7 @@ def summary(config_file: str | None, partition: str | None) -> None:
         header = ("dataset", "partition", "version", "fields", "files", "rows", "status")
         widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
         for r in [header, *rows]:
-            click.echo("  ".join(c.ljust(w) for c, w in zip(r, widths)))
+            click.echo("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)))
         for p in problems:
             click.echo(f"  ! {p}")
         if config.catalog.type == "datahub-lite":

@@ -8,11 +8,11 @@ names the file and the key, e.g. `lumos.yaml: sources[0].root: Field required`.
 from __future__ import annotations
 
 import difflib
-from functools import cached_property
 import os
 import re
 import zoneinfo
 from datetime import date
+from functools import cached_property
 from pathlib import Path
 from typing import Annotated, Any, Literal, Union, get_args
 
@@ -57,8 +57,7 @@ class LocalSourceConfig(_Model):
     root: str = Field(description="Folder to scan; relative paths are relative to lumos.yaml.")
     template: str | None = Field(
         None,
-        description="Path template such as `{domain}/{dataset}/dt={date}/*`; "
-        "without one, datasets are auto-detected.",
+        description="Path template such as `{domain}/{dataset}/dt={date}/*`; without one, datasets are auto-detected.",
     )
     formats: list[Format] | None = Field(None, description="Only these formats (default: all supported).")
     exclude: list[str] = Field(default_factory=list, description="Glob patterns of paths to ignore.")
@@ -210,8 +209,7 @@ def _interpolate(value: Any, where: tuple, file: str, env: dict[str, str]) -> An
         if default is not None:
             return default
         raise ConfigError(
-            f"{file}: {_loc(where)}: environment variable {name} is not set "
-            f"(set it, or write ${{{name}:-default}})"
+            f"{file}: {_loc(where)}: environment variable {name} is not set (set it, or write ${{{name}:-default}})"
         )
 
     return _ENV.sub(sub, value)
@@ -258,7 +256,9 @@ def _model_in(annotation: Any) -> Any:
     return None
 
 
-def parse_config(data: Any, file: str = "<memory>", base_dir: str = ".", env: dict[str, str] | None = None) -> LumosConfig:
+def parse_config(
+    data: Any, file: str = "<memory>", base_dir: str = ".", env: dict[str, str] | None = None
+) -> LumosConfig:
     if data is None:
         data = {}
     if not isinstance(data, dict):
@@ -282,9 +282,7 @@ def load_config(path: str | None = None) -> LumosConfig:
             # libyaml's loader when present: thousands of declarations load several times faster
             data = yaml.load(fh, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     except FileNotFoundError:
-        raise ConfigError(
-            f"{path}: configuration file not found (create it, or point {CONFIG_ENV} at one)"
-        ) from None
+        raise ConfigError(f"{path}: configuration file not found (create it, or point {CONFIG_ENV} at one)") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" line {mark.line + 1}, column {mark.column + 1}" if mark else ""

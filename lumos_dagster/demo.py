@@ -28,16 +28,19 @@ def _events(rng: random.Random, day: dt.date, n: int) -> pa.Table:
         {
             "event_id": pa.array([f"e-{day:%Y%m%d}-{i}" for i in range(n)]),
             "user_id": pa.array([rng.randint(1, 500) for _ in range(n)], pa.int64()),
-            "event_time": pa.array([base + dt.timedelta(seconds=rng.randint(0, 86399)) for _ in range(n)],
-                                   pa.timestamp("us", tz="UTC")),
+            "event_time": pa.array(
+                [base + dt.timedelta(seconds=rng.randint(0, 86399)) for _ in range(n)], pa.timestamp("us", tz="UTC")
+            ),
             "device": pa.array(
                 [{"os": rng.choice(["ios", "android", "web"]), "version": f"{rng.randint(1, 9)}.0"} for _ in range(n)],
                 pa.struct([("os", pa.string()), ("version", pa.string())]),
             ),
-            "tags": pa.array([rng.sample(["promo", "new", "returning", "mobile"], 2) for _ in range(n)],
-                             pa.list_(pa.string())),
-            "properties": pa.array([[("page", f"/p/{rng.randint(1, 40)}")] for _ in range(n)],
-                                   pa.map_(pa.string(), pa.string())),
+            "tags": pa.array(
+                [rng.sample(["promo", "new", "returning", "mobile"], 2) for _ in range(n)], pa.list_(pa.string())
+            ),
+            "properties": pa.array(
+                [[("page", f"/p/{rng.randint(1, 40)}")] for _ in range(n)], pa.map_(pa.string(), pa.string())
+            ),
         }
     )
 
@@ -130,24 +133,26 @@ def build_demo_lake(root: str, today: dt.date | None = None, seed: int = 7) -> l
     )
     put("raw/customers/customers.csv", lambda p: pcsv.write_csv(customers, p))
 
-    revenue = [{"date": str(day), "revenue": round(rng.uniform(1e3, 9e3), 2), "orders": 80,
-                "by_country": {"FR": 10, "US": 40}} for day in _dates(today)]
+    revenue = [
+        {"date": str(day), "revenue": round(rng.uniform(1e3, 9e3), 2), "orders": 80, "by_country": {"FR": 10, "US": 40}}
+        for day in _dates(today)
+    ]
     lines = "".join(json.dumps(r) + "\n" for r in revenue).encode()
     put("analytics/daily_revenue/revenue.jsonl", lambda p: _write_bytes(p, lines))
     c360 = pa.table(
         {
             "customer_id": pa.array(range(1, 201), pa.int64()),
             "lifetime_value": pa.array([rng.uniform(0, 5000) for _ in range(200)], pa.float64()),
-            "segments": pa.array([[rng.choice(["vip", "churn-risk", "new"])] for _ in range(200)],
-                                 pa.list_(pa.string())),
+            "segments": pa.array(
+                [[rng.choice(["vip", "churn-risk", "new"])] for _ in range(200)], pa.list_(pa.string())
+            ),
         }
     )
     put("analytics/customer_360/part-00000.parquet", lambda p: pq.write_table(c360, p))
 
     # a partner drop: two files disagree on a type (int32 vs int64), a third is truncated
     for i, int_type in enumerate((pa.int32(), pa.int64())):
-        feed = pa.table({"sku": pa.array([f"SKU-{j}" for j in range(50)]),
-                         "quantity": pa.array(range(50), int_type)})
+        feed = pa.table({"sku": pa.array([f"SKU-{j}" for j in range(50)]), "quantity": pa.array(range(50), int_type)})
         put(f"landing/partner_feed/batch-{i}.parquet", lambda p, t=feed: pq.write_table(t, p))
     full = pa.BufferOutputStream()
     pq.write_table(pa.table({"sku": ["x"], "quantity": [1]}), full)

@@ -19,11 +19,25 @@ SNAPSHOT_FORMAT = "lumos.snapshot/1"
 
 PRIMITIVE_KINDS = frozenset(
     {
-        "null", "boolean",
-        "int8", "int16", "int32", "int64",
-        "uint8", "uint16", "uint32", "uint64",
-        "float16", "float32", "float64",
-        "string", "binary", "date", "uuid", "json", "interval",
+        "null",
+        "boolean",
+        "int8",
+        "int16",
+        "int32",
+        "int64",
+        "uint8",
+        "uint16",
+        "uint32",
+        "uint64",
+        "float16",
+        "float32",
+        "float64",
+        "string",
+        "binary",
+        "date",
+        "uuid",
+        "json",
+        "interval",
         # a type the source reported that Lumos has no mapping for; native_type says what
         "unknown",
     }
@@ -441,9 +455,7 @@ def snapshot_to_json(s: Snapshot) -> dict:
             {
                 "path": c.path,
                 "resolution": c.resolution,
-                "variants": [
-                    {"type": v.type, "files": list(v.files), "file_count": v.file_count} for v in c.variants
-                ],
+                "variants": [{"type": v.type, "files": list(v.files), "file_count": v.file_count} for v in c.variants],
             }
             for c in s.conflicts
         ],
@@ -479,9 +491,7 @@ def snapshot_from_json(j: dict) -> Snapshot:
             SchemaConflict(
                 path=c["path"],
                 resolution=c["resolution"],
-                variants=tuple(
-                    ConflictVariant(v["type"], tuple(v["files"]), v["file_count"]) for v in c["variants"]
-                ),
+                variants=tuple(ConflictVariant(v["type"], tuple(v["files"]), v["file_count"]) for v in c["variants"]),
             )
             for c in j["conflicts"]
         ),

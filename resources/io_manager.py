@@ -45,7 +45,9 @@ class LumosIOManager(ConfigurableIOManager):
         upstream = context.upstream_output
         urn = upstream.definition_metadata.get(URN_METADATA_KEY) if upstream else None
         if urn is None:
-            raise ValueError(f"{context.asset_key.to_user_string()} is not a Lumos dataset asset (no {URN_METADATA_KEY})")
+            raise ValueError(
+                f"{context.asset_key.to_user_string()} is not a Lumos dataset asset (no {URN_METADATA_KEY})"
+            )
         urn = urn.value if hasattr(urn, "value") else urn
         store = self.store.open()
         try:

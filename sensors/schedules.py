@@ -4,8 +4,8 @@ the partition opens. Off by default, so `dagster dev` on a laptop starts quietly
 from __future__ import annotations
 
 from dagster import (
-    AssetSelection,
     AssetsDefinition,
+    AssetSelection,
     DefaultScheduleStatus,
     ScheduleDefinition,
     build_schedule_from_partitioned_job,

@@ -13,15 +13,21 @@ def write_parquet(path, table: pa.Table) -> str:
     return str(path)
 
 
-def partitioned_lake(root, name="sales/orders", days=3, start=date(2026, 11, 23), files_per_day=2, extra_field_from=None):
+def partitioned_lake(
+    root, name="sales/orders", days=3, start=date(2026, 11, 23), files_per_day=2, extra_field_from=None
+):
     """`name`/dt=YYYY-MM-DD/part-N.parquet, 10 rows per file; from day index `extra_field_from`
     on, files carry an additional nullable `coupon` column."""
     written = []
     for d in range(days):
         day = start + timedelta(days=d)
         for n in range(files_per_day):
-            cols = {"id": pa.array(range(10), pa.int64()),
-                    "user": pa.array([{"name": "a", "age": 1}] * 10, pa.struct([("name", pa.string()), ("age", pa.int32())]))}
+            cols = {
+                "id": pa.array(range(10), pa.int64()),
+                "user": pa.array(
+                    [{"name": "a", "age": 1}] * 10, pa.struct([("name", pa.string()), ("age", pa.int32())])
+                ),
+            }
             if extra_field_from is not None and d >= extra_field_from:
                 cols["coupon"] = pa.array([None] * 10, pa.string())
             written.append(write_parquet(os.path.join(root, name, f"dt={day}", f"part-{n}.parquet"), pa.table(cols)))

@@ -68,14 +68,28 @@ def test_a_bad_config_is_a_clean_error(tmp_path):
 
 def test_lite_runs_datahubs_own_cli_on_the_projects_catalog(tmp_path):
     catalog = tmp_path / "catalog.db"
-    snapshot = Snapshot(DatasetRef("file", "raw/x", "/x", "csv"), "2026-11-25", datetime.now(timezone.utc),
-                        schema=Schema((Field("id", Primitive("int64")),)), version="1.0.0")
+    snapshot = Snapshot(
+        DatasetRef("file", "raw/x", "/x", "csv"),
+        "2026-11-25",
+        datetime.now(timezone.utc),
+        schema=Schema((Field("id", Primitive("int64")),)),
+        version="1.0.0",
+    )
     DataHubLiteCatalog(str(catalog)).emit([snapshot])
     (tmp_path / "lumos.yaml").write_text(yaml.safe_dump({"catalog": {"path": "catalog.db"}}))
     out = subprocess.run(
-        [BIN / "lumos", "lite", "-c", str(tmp_path / "lumos.yaml"), "get", "--urn",
-         "urn:li:dataset:(urn:li:dataPlatform:file,raw/x,PROD)"],
-        capture_output=True, text=True, timeout=120,
+        [
+            BIN / "lumos",
+            "lite",
+            "-c",
+            str(tmp_path / "lumos.yaml"),
+            "get",
+            "--urn",
+            "urn:li:dataset:(urn:li:dataPlatform:file,raw/x,PROD)",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert out.returncode == 0, out.stderr
     doc = json.loads(out.stdout)
@@ -99,7 +113,17 @@ def test_the_demo_path_from_the_makefile(tmp_path):
 
     run(BIN / "lumos", "demo-lake")
     run(BIN / "lumos", "discover")
-    run(BIN / "dagster", "asset", "materialize", "-m", "lumos_dagster.definitions", "--select", "*", "--partition", today)
+    run(
+        BIN / "dagster",
+        "asset",
+        "materialize",
+        "-m",
+        "lumos_dagster.definitions",
+        "--select",
+        "*",
+        "--partition",
+        today,
+    )
     summary = run(BIN / "lumos", "summary")
     lines = {line.split()[0]: line.split() for line in summary.splitlines() if line and not line.startswith(" ")}
     assert lines["raw/events"][1:4] == [today, "1.0.0", "8"]

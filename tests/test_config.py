@@ -8,22 +8,38 @@ from lumos_dagster.errors import ConfigError
 
 BAD = [
     ("missing root", {"sources": [{"type": "local", "name": "lake"}]}, "sources[0].root: Field required"),
-    ("typo in a key", {"sources": [{"root": "x", "templat": "{dataset}/*"}]},
-     "sources[0].templat: unknown key (did you mean 'template'?)"),
+    (
+        "typo in a key",
+        {"sources": [{"root": "x", "templat": "{dataset}/*"}]},
+        "sources[0].templat: unknown key (did you mean 'template'?)",
+    ),
     ("unknown top-level key", {"sorces": []}, "sorces: unknown key (did you mean 'sources'?)"),
-    ("template names no dataset", {"sources": [{"root": "x", "template": "dt={date}/*"}]},
-     "sources[0].template: path template 'dt={date}/*' names no dataset"),
+    (
+        "template names no dataset",
+        {"sources": [{"root": "x", "template": "dt={date}/*"}]},
+        "sources[0].template: path template 'dt={date}/*' names no dataset",
+    ),
     ("unknown catalog", {"catalog": {"type": "gms"}}, "catalog.type: unknown type 'gms' (known: 'datahub-lite')"),
     ("unknown format", {"sources": [{"root": "x", "formats": ["xlsx"]}]}, "sources[0].formats[0]: Input should be"),
-    ("bad time zone", {"partitions": {"timezone": "Mars/Olympus"}}, "partitions.timezone: unknown time zone 'Mars/Olympus'"),
+    (
+        "bad time zone",
+        {"partitions": {"timezone": "Mars/Olympus"}},
+        "partitions.timezone: unknown time zone 'Mars/Olympus'",
+    ),
     ("bad cadence", {"partitions": {"cadence": "fortnightly"}}, "partitions.cadence: Input should be"),
-    ("bad ownership type", {"datasets": [{"name": "a", "owners": [{"id": "x", "type": "OWNER"}]}]},
-     "datasets[0].owners[0].type: Input should be 'DATAOWNER'"),
+    (
+        "bad ownership type",
+        {"datasets": [{"name": "a", "owners": [{"id": "x", "type": "OWNER"}]}]},
+        "datasets[0].owners[0].type: Input should be 'DATAOWNER'",
+    ),
     ("duplicate dataset", {"datasets": [{"name": "a"}, {"name": "a"}]}, "datasets: names must be unique, repeated: a"),
     ("duplicate source", {"sources": [{"root": "x"}, {"root": "y"}]}, "sources: names must be unique, repeated: local"),
     ("not a mapping", ["sources"], "the top level must be a mapping"),
-    ("unset variable", {"sources": [{"root": "${LUMOS_TEST_UNSET}"}]},
-     "sources[0].root: environment variable LUMOS_TEST_UNSET is not set"),
+    (
+        "unset variable",
+        {"sources": [{"root": "${LUMOS_TEST_UNSET}"}]},
+        "sources[0].root: environment variable LUMOS_TEST_UNSET is not set",
+    ),
 ]
 
 
@@ -76,11 +92,13 @@ def test_missing_file_says_how_to_fix_it(tmp_path):
 
 def test_yaml_syntax_errors_give_the_line(tmp_path):
     path = tmp_path / "lumos.yaml"
-    path.write_text(textwrap.dedent("""\
+    path.write_text(
+        textwrap.dedent("""\
         sources:
           - root: lake
             name: [unclosed
-        """))
+        """)
+    )
     with pytest.raises(ConfigError, match=r"lumos.yaml: line \d+, column \d+: not valid YAML"):
         load_config(str(path))
 

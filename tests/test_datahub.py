@@ -46,7 +46,10 @@ SCHEMA = Schema(
         Field("amount", Decimal(10, 2)),
         Field("placed_at", Timestamp("ms", "UTC")),
         Field("status", Enum(("NEW", "PAID"), "Status")),
-        Field("customer", Struct((Field("id", Primitive("int64")), Field("address", Struct((Field("city", Primitive("string")),)))))),
+        Field(
+            "customer",
+            Struct((Field("id", Primitive("int64")), Field("address", Struct((Field("city", Primitive("string")),))))),
+        ),
         Field("items", Array(ITEM)),
         Field("attrs", Map(Primitive("string"), Struct((Field("v", Primitive("float64")),)))),
         Field("code", UnionType((Primitive("int32"), Primitive("string")))),
@@ -60,7 +63,9 @@ def snapshot(**changes) -> Snapshot:
         partition_key="2026-11-25",
         captured_at=datetime(2026, 11, 25, 6, 0, tzinfo=timezone.utc),
         schema=SCHEMA,
-        stats=OperationalStats(3, 12345, 1000, datetime(2026, 11, 25, 5, 0, tzinfo=timezone.utc), {"dt": ["2026-11-25"]}),
+        stats=OperationalStats(
+            3, 12345, 1000, datetime(2026, 11, 25, 5, 0, tzinfo=timezone.utc), {"dt": ["2026-11-25"]}
+        ),
         description="Orders as checkout writes them.",
         domain="sales",
         owners=(Owner("ann@example.com"), Owner("data-eng", "group", "TECHNICAL_OWNER")),
@@ -88,7 +93,10 @@ def test_v2_field_paths_give_back_the_flat_paths():
     fields = schema_fields(SCHEMA)
     assert [get_simple_field_path_from_v2_field_path(f.fieldPath) for f in fields] == [p for p, _ in SCHEMA.flatten()]
     by_flat = {get_simple_field_path_from_v2_field_path(f.fieldPath): f for f in fields}
-    assert by_flat["items.sku"].fieldPath == "[version=2.0].[type=struct].[type=array].[type=struct].items.[type=string].sku"
+    assert (
+        by_flat["items.sku"].fieldPath
+        == "[version=2.0].[type=struct].[type=array].[type=struct].items.[type=string].sku"
+    )
     assert isinstance(by_flat["items"].type.type, ArrayTypeClass)
     assert isinstance(by_flat["attrs"].type.type, MapTypeClass)
     assert isinstance(by_flat["customer.address"].type.type, RecordTypeClass)

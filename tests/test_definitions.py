@@ -33,8 +33,11 @@ def make_project(tmp_path, datasets, lineage=LINEAGE, extra=None) -> str:
         partitioned_lake(tmp_path / "lake", name, days=1, files_per_day=1)
     config = {
         "sources": [{"name": "lake", "root": "lake"}],
-        "datasets": [{"name": n, "upstream": ups, "owners": ["ann@example.com", "group:data-eng"], "tags": ["core"]}
-                     for n, ups in lineage.items()] + (extra or []),
+        "datasets": [
+            {"name": n, "upstream": ups, "owners": ["ann@example.com", "group:data-eng"], "tags": ["core"]}
+            for n, ups in lineage.items()
+        ]
+        + (extra or []),
         "catalog": {"path": "catalog.db"},
         "store": {"path": "store.db"},
         "partitions": {"start": "2026-01-01"},
@@ -118,8 +121,18 @@ def test_the_module_loads_from_lumos_config_and_validates_with_dagsters_cli(tmp_
     env = {**os.environ, "LUMOS_CONFIG": path, "DAGSTER_HOME": str(tmp_path / "dagster")}
     os.makedirs(env["DAGSTER_HOME"])
     out = subprocess.run(
-        [os.path.join(os.path.dirname(sys.executable), "dagster"), "definitions", "validate", "-m", "lumos_dagster.definitions"],
-        capture_output=True, text=True, cwd=ROOT, env=env, timeout=120,
+        [
+            os.path.join(os.path.dirname(sys.executable), "dagster"),
+            "definitions",
+            "validate",
+            "-m",
+            "lumos_dagster.definitions",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=env,
+        timeout=120,
     )
     assert out.returncode == 0, out.stdout + out.stderr
     assert "Validation successful" in out.stdout + out.stderr
@@ -128,4 +141,6 @@ def test_the_module_loads_from_lumos_config_and_validates_with_dagsters_cli(tmp_
 def test_the_repository_workspace_points_at_the_code_location():
     workspace = yaml.safe_load((ROOT / "workspace.yaml").read_text())
     assert workspace["load_from"][0]["python_module"] == {
-        "module_name": "lumos_dagster.definitions", "working_directory": "."}
+        "module_name": "lumos_dagster.definitions",
+        "working_directory": ".",
+    }

@@ -25,8 +25,16 @@ from tests.lake import write_parquet
 ROOT = Path(__file__).resolve().parents[1]
 DAY = date(2026, 11, 25)
 PK = str(DAY)
-DATASETS = ["raw/events", "raw/orders", "raw/customers", "clean/events", "clean/orders",
-            "analytics/daily_revenue", "analytics/customer_360", "landing/partner_feed"]
+DATASETS = [
+    "raw/events",
+    "raw/orders",
+    "raw/customers",
+    "clean/events",
+    "clean/orders",
+    "analytics/daily_revenue",
+    "analytics/customer_360",
+    "landing/partner_feed",
+]
 
 
 def urn(name: str) -> str:
@@ -79,7 +87,16 @@ def test_every_dataset_reaches_datahub_lite_with_its_aspects(project):
 def test_fields_are_right_nested_ones_included(project):
     schema: SchemaMetadataClass = _get(project["config"], "raw/events", ["schemaMetadata"])["schemaMetadata"]
     flat = {get_simple_field_path_from_v2_field_path(f.fieldPath): f for f in schema.fields}
-    assert list(flat) == ["event_id", "user_id", "event_time", "device", "device.os", "device.version", "tags", "properties"]
+    assert list(flat) == [
+        "event_id",
+        "user_id",
+        "event_time",
+        "device",
+        "device.os",
+        "device.version",
+        "tags",
+        "properties",
+    ]
     assert flat["device.os"].fieldPath == "[version=2.0].[type=struct].[type=struct].device.[type=string].os"
     orders = _get(project["config"], "raw/orders", ["schemaMetadata"])["schemaMetadata"]
     natives = {get_simple_field_path_from_v2_field_path(f.fieldPath): f.nativeDataType for f in orders.fields}
@@ -93,13 +110,14 @@ def test_lineage_edges_and_ownership_are_right(project):
         assert [u.dataset for u in lineage.upstreams] == [urn(u) for u in decl.upstream], decl.name
     owners: OwnershipClass = _get(cfg, "raw/customers", ["ownership"])["ownership"]
     assert [(o.owner, o.type) for o in owners.owners] == [
-        ("urn:li:corpuser:alice@example.com", "DATAOWNER"), ("urn:li:corpGroup:crm-team", "TECHNICAL_OWNER")]
+        ("urn:li:corpuser:alice@example.com", "DATAOWNER"),
+        ("urn:li:corpGroup:crm-team", "TECHNICAL_OWNER"),
+    ]
 
 
 def _materializations(result) -> dict[str, dict]:
     return {
-        "/".join(m.asset_key.path): m.metadata
-        for m in result.asset_materializations_for_node("lumos_daily_datasets")
+        "/".join(m.asset_key.path): m.metadata for m in result.asset_materializations_for_node("lumos_daily_datasets")
     }
 
 
@@ -129,10 +147,13 @@ def test_the_same_snapshot_twice_changes_nothing_in_the_catalog(project):
 
 def test_a_schema_change_bumps_the_version_of_that_dataset_only(project):
     cfg = project["config"]
-    write_parquet(project["dir"] / "lake" / "clean" / "events" / f"dt={PK}" / "part-00001.parquet",
-                  pa.table({"event_id": ["x"], "referrer": ["https://example.com"]}))
+    write_parquet(
+        project["dir"] / "lake" / "clean" / "events" / f"dt={PK}" / "part-00001.parquet",
+        pa.table({"event_id": ["x"], "referrer": ["https://example.com"]}),
+    )
     result = _job(cfg).execute_in_process(
-        partition_key=PK, instance=project["instance"], asset_selection=[AssetKey(["clean", "events"])])
+        partition_key=PK, instance=project["instance"], asset_selection=[AssetKey(["clean", "events"])]
+    )
     assert result.success and set(_materializations(result)) == {"clean/events"}
     got = _get(cfg, "clean/events")
     assert got["datasetProperties"].customProperties["lumos.version"] == "1.1.0"
@@ -173,5 +194,6 @@ def test_downstream_assets_get_snapshots_through_the_io_manager(project):
 
     defs = Definitions.merge(lumos, Definitions(assets=[orders_report]))
     result = _job(cfg, defs).execute_in_process(
-        partition_key=PK, instance=project["instance"], asset_selection=[AssetKey("orders_report")])
+        partition_key=PK, instance=project["instance"], asset_selection=[AssetKey("orders_report")]
+    )
     assert result.success

@@ -37,7 +37,9 @@ NESTED = pa.schema(
         pa.field("small", pa.int8()),
         pa.field("unsigned", pa.uint32()),
         pa.field("ratio", pa.float32()),
-        pa.field("address", pa.struct([pa.field("city", pa.string()), pa.field("geo", pa.struct([("lat", pa.float64())]))])),
+        pa.field(
+            "address", pa.struct([pa.field("city", pa.string()), pa.field("geo", pa.struct([("lat", pa.float64())]))])
+        ),
         pa.field("items", pa.list_(pa.struct([("sku", pa.string()), ("qty", pa.int32())]))),
         pa.field("attrs", pa.map_(pa.string(), pa.int64())),
         pa.field("matrix", pa.list_(pa.list_(pa.float64()))),
@@ -94,8 +96,13 @@ def test_parquet_field_ids_and_row_counts(tmp_path):
 
 def test_orc(tmp_path):
     path = tmp_path / "t.orc"
-    table = pa.table({"id": pa.array([1, 2], pa.int64()), "tags": pa.array([["a"], []], pa.list_(pa.string())),
-                      "amount": pa.array([D("1.50"), None], pa.decimal128(10, 2))})
+    table = pa.table(
+        {
+            "id": pa.array([1, 2], pa.int64()),
+            "tags": pa.array([["a"], []], pa.list_(pa.string())),
+            "amount": pa.array([D("1.50"), None], pa.decimal128(10, 2)),
+        }
+    )
     orc.write_table(table, path)
     fs = read_file_schema(str(path))
     assert _types(fs.schema) == {"id": "int64", "tags": "array<string>", "amount": "decimal(10,2)"}
@@ -128,9 +135,23 @@ AVRO_SCHEMA = {
 
 def test_avro_types_defaults_docs_and_recursion(tmp_path):
     path = tmp_path / "t.avro"
-    record = {"id": 1, "amount": D("1.25"), "at": 0, "local": 0, "day": 0, "t": 0,
-              "uid": "00000000-0000-0000-0000-000000000000", "status": "A", "hash": b"0" * 16, "maybe": None,
-              "either": 3, "either_or_null": None, "scores": {"x": None}, "children": [], "again": None}
+    record = {
+        "id": 1,
+        "amount": D("1.25"),
+        "at": 0,
+        "local": 0,
+        "day": 0,
+        "t": 0,
+        "uid": "00000000-0000-0000-0000-000000000000",
+        "status": "A",
+        "hash": b"0" * 16,
+        "maybe": None,
+        "either": 3,
+        "either_or_null": None,
+        "scores": {"x": None},
+        "children": [],
+        "again": None,
+    }
     with open(path, "wb") as fh:
         fastavro.writer(fh, fastavro.parse_schema(AVRO_SCHEMA), [record] * 3, codec="deflate", sync_interval=10)
     fs = read_file_schema(str(path))
@@ -161,11 +182,17 @@ def test_csv_tsv_gzip_and_json(tmp_path):
     (tmp_path / "c.jsonl").write_text(json.dumps({"id": 1, "user": {"name": "a", "tags": ["x"]}}) + "\n")
     (tmp_path / "d.json").write_text(json.dumps([{"id": 1, "v": 1.5}, {"id": 2, "v": None, "w": "z"}]))
     assert _types(read_file_schema(str(tmp_path / "a.csv")).schema) == {
-        "id": "int64", "name": "string", "price": "float64", "when": "date"}
+        "id": "int64",
+        "name": "string",
+        "price": "float64",
+        "when": "date",
+    }
     assert _types(read_file_schema(str(tmp_path / "a.tsv")).schema) == {"id": "int64", "name": "string"}
     assert _types(read_file_schema(str(tmp_path / "b.csv.gz")).schema) == {"id": "int64", "flag": "boolean"}
     assert _types(read_file_schema(str(tmp_path / "c.jsonl")).schema) == {
-        "id": "int64", "user": "struct<name: string, tags: array<string>>"}
+        "id": "int64",
+        "user": "struct<name: string, tags: array<string>>",
+    }
     assert _types(read_file_schema(str(tmp_path / "d.json")).schema) == {"id": "int64", "v": "float64", "w": "string"}
 
 
@@ -204,8 +231,17 @@ def test_a_missing_file_is_a_file_error_not_a_crash(tmp_path):
 
 @pytest.mark.parametrize(
     "path,fmt",
-    [("a/part-0.snappy.parquet", "parquet"), ("x.CSV", "csv"), ("x.csv.gz", "csv"), ("x.ndjson", "json"),
-     ("x.jsonl.zst", "json"), ("x.orc", "orc"), ("x.avro", "avro"), ("x.parquet.crc", None), ("README", None)],
+    [
+        ("a/part-0.snappy.parquet", "parquet"),
+        ("x.CSV", "csv"),
+        ("x.csv.gz", "csv"),
+        ("x.ndjson", "json"),
+        ("x.jsonl.zst", "json"),
+        ("x.orc", "orc"),
+        ("x.avro", "avro"),
+        ("x.parquet.crc", None),
+        ("README", None),
+    ],
 )
 def test_format_from_the_name(path, fmt):
     assert format_of(path) == fmt

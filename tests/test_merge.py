@@ -10,7 +10,9 @@ def test_merge(case):
     files = [(path, schema_from_json(fields)) for path, fields in case["files"].items()]
     merged, conflicts = merge_schemas(files)
     assert schema_to_json(merged) == case["merged"]
-    got = {c.path: {"resolution": c.resolution, "variants": {v.type: v.file_count for v in c.variants}} for c in conflicts}
+    got = {
+        c.path: {"resolution": c.resolution, "variants": {v.type: v.file_count for v in c.variants}} for c in conflicts
+    }
     assert got == case["conflicts"]
     for c in conflicts:  # the files named are real inputs, each under the type it had
         for v in c.variants:

@@ -109,8 +109,11 @@ snapshots = st.builds(
         st.builds(
             SchemaConflict,
             names,
-            st.lists(st.builds(ConflictVariant, names, st.lists(names, max_size=2).map(tuple), st.integers(1, 9)),
-                     min_size=1, max_size=2).map(tuple),
+            st.lists(
+                st.builds(ConflictVariant, names, st.lists(names, max_size=2).map(tuple), st.integers(1, 9)),
+                min_size=1,
+                max_size=2,
+            ).map(tuple),
             st.text(max_size=10),
         ),
         max_size=1,
@@ -162,9 +165,7 @@ def test_type_strings_are_readable():
 
 
 def test_old_or_foreign_documents_are_refused_with_the_reason():
-    doc = snapshot_to_json(
-        Snapshot(DatasetRef("file", "a", "/a"), None, datetime(2026, 1, 1, tzinfo=timezone.utc))
-    )
+    doc = snapshot_to_json(Snapshot(DatasetRef("file", "a", "/a"), None, datetime(2026, 1, 1, tzinfo=timezone.utc)))
     doc["format_version"] = "lumos.snapshot/0"
     try:
         snapshot_from_json(doc)

@@ -28,7 +28,7 @@ def test_executors_read_every_real_world_file_like_a_single_process_does(spark):
     items = [(p, sniff_format(p)) for p in FILES]
     results = read_schemas(spark, items)
     assert set(results) == set(FILES)
-    assert results == {p: read_file_result(item) for p, item in zip(FILES, items)}
+    assert results == {p: read_file_result(item) for p, item in zip(FILES, items, strict=True)}
 
 
 def crashing_reader(item):
@@ -110,8 +110,8 @@ spark = SparkSession.builder.master("local-cluster[2,1,1024]").config("spark.ui.
 results = read_schemas(spark, [(p, sniff_format(p)) for p in paths])
 executors = spark.sparkContext._jsc.sc().getExecutorMemoryStatus().size() - 1  # minus the driver
 pids = spark.sparkContext.parallelize(range(8), 8).map(lambda _: os.getppid()).distinct().count()
-print(json.dumps({"executors": executors, "worker_parents": pids,
-                  "results": {p: [r.error, r.row_count, len(r.schema.fields) if r.schema else None] for p, r in results.items()}}))
+summary = {p: [r.error, r.row_count, len(r.schema.fields) if r.schema else None] for p, r in results.items()}
+print(json.dumps({"executors": executors, "worker_parents": pids, "results": summary}))
 spark.stop()
 """
 
@@ -120,8 +120,14 @@ def test_the_scan_runs_on_separate_executor_jvms(testdata):
     """local-cluster mode starts real executor JVMs: code that only works on the driver fails here."""
     paths = [p for p in FILES if "parquet-testing/data" in p][:40]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    out = subprocess.run([sys.executable, "-c", CLUSTER_SCRIPT, json.dumps(paths)], capture_output=True, text=True,
-                         timeout=240, env=env, cwd=ROOT)
+    out = subprocess.run(
+        [sys.executable, "-c", CLUSTER_SCRIPT, json.dumps(paths)],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        env=env,
+        cwd=ROOT,
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     got = json.loads(out.stdout.strip().splitlines()[-1])
     assert got["executors"] == 2

@@ -35,8 +35,11 @@ def store_url(request, tmp_path):
 def snap(name: str, pk: str, n_fields: int = 1, minutes: int = 0) -> Snapshot:
     fields = tuple(Field(f"f{i}", Primitive("int64")) for i in range(n_fields))
     return Snapshot(
-        DatasetRef("file", name, f"/lake/{name}", "parquet"), pk, T0 + timedelta(minutes=minutes),
-        schema=Schema(fields), version=f"1.{n_fields}.0",
+        DatasetRef("file", name, f"/lake/{name}", "parquet"),
+        pk,
+        T0 + timedelta(minutes=minutes),
+        schema=Schema(fields),
+        version=f"1.{n_fields}.0",
     )
 
 
@@ -44,7 +47,9 @@ def test_registry_upsert_keeps_first_seen_and_updates_counts(store_url):
     store = SnapshotStore(store_url)
     rec = DatasetRecord("raw/a", "file", "lake", "raw/a", "parquet", "raw", ("dt",), "dt", "%Y-%m-%d", 3, 300)
     store.upsert_datasets([rec])
-    store.upsert_datasets([DatasetRecord("raw/a", "file", "lake", "raw/a", "parquet", "raw", ("dt",), "dt", "%Y-%m-%d", 5, 500)])
+    store.upsert_datasets(
+        [DatasetRecord("raw/a", "file", "lake", "raw/a", "parquet", "raw", ("dt",), "dt", "%Y-%m-%d", 5, 500)]
+    )
     (got,) = store.datasets()
     assert (got.file_count, got.total_bytes, got.partition_keys, got.time_partition_key) == (5, 500, ("dt",), "dt")
     assert got.urn == "urn:lumos:dataset:file:raw/a"
@@ -53,7 +58,9 @@ def test_registry_upsert_keeps_first_seen_and_updates_counts(store_url):
 
 def test_history_previous_and_latest(store_url):
     store = SnapshotStore(store_url)
-    store.put([snap("a", "2026-11-20", 1), snap("a", "2026-11-22", 2), snap("a", "2026-11-21", 3), snap("b", "2026-11-21")])
+    store.put(
+        [snap("a", "2026-11-20", 1), snap("a", "2026-11-22", 2), snap("a", "2026-11-21", 3), snap("b", "2026-11-21")]
+    )
     store.put([snap("a", "2026-11-22", 4, minutes=5)])  # a re-capture of an existing partition
     urn = "urn:lumos:dataset:file:a"
     assert [len(s.schema.fields) for s in store.history(urn)] == [1, 3, 2, 4]
@@ -103,7 +110,9 @@ def test_a_catalog_that_is_down_delays_metadata_and_never_loses_or_repeats_it(st
     lite = open_lite(str(tmp_path / "catalog.db"), read_only=True)
     try:
         for n in names:
-            got = lite.get(f"urn:li:dataset:(urn:li:dataPlatform:file,{n},PROD)", aspects=["schemaMetadata"], typed=True)
+            got = lite.get(
+                f"urn:li:dataset:(urn:li:dataPlatform:file,{n},PROD)", aspects=["schemaMetadata"], typed=True
+            )
             assert [f.fieldPath.rsplit(".", 1)[-1] for f in got["schemaMetadata"].fields] == ["f0", "f1"]
     finally:
         lite.close()

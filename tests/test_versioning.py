@@ -11,8 +11,13 @@ NAME = Field("name", Primitive("string"))
 
 def snap(*fields, description=None, owners=(), version=None) -> Snapshot:
     return Snapshot(
-        DatasetRef("file", "d", "/d"), "2026-01-01", datetime(2026, 1, 1, tzinfo=timezone.utc),
-        schema=Schema(tuple(fields)), description=description, owners=owners, version=version,
+        DatasetRef("file", "d", "/d"),
+        "2026-01-01",
+        datetime(2026, 1, 1, tzinfo=timezone.utc),
+        schema=Schema(tuple(fields)),
+        description=description,
+        owners=owners,
+        version=version,
     )
 
 
@@ -21,18 +26,45 @@ CASES = [
     ("first snapshot unreadable: no version yet", None, snap(), None),
     ("nothing changed", snap(ID, version="1.2.3"), snap(ID), "1.2.3"),
     ("nullable field added", snap(ID, version="1.2.3"), snap(ID, NAME), "1.3.0"),
-    ("defaulted required field added", snap(ID, version="1.2.3"),
-     snap(ID, Field("n", Primitive("int32"), nullable=False, default=0)), "1.3.0"),
-    ("required field added", snap(ID, version="1.2.3"), snap(ID, Field("n", Primitive("int32"), nullable=False)), "2.0.0"),
+    (
+        "defaulted required field added",
+        snap(ID, version="1.2.3"),
+        snap(ID, Field("n", Primitive("int32"), nullable=False, default=0)),
+        "1.3.0",
+    ),
+    (
+        "required field added",
+        snap(ID, version="1.2.3"),
+        snap(ID, Field("n", Primitive("int32"), nullable=False)),
+        "2.0.0",
+    ),
     ("field removed", snap(ID, NAME, version="1.2.3"), snap(ID), "2.0.0"),
     ("type changed", snap(ID, version="1.2.3"), snap(Field("id", Primitive("string"), nullable=False)), "2.0.0"),
-    ("nullable made required", snap(NAME, version="1.2.3"), snap(Field("name", Primitive("string"), nullable=False)), "2.0.0"),
-    ("nested nullable field added", snap(Field("u", Struct((ID,))), version="1.0.0"),
-     snap(Field("u", Struct((ID, NAME)))), "1.1.0"),
-    ("nested field removed", snap(Field("u", Struct((ID, NAME))), version="1.0.0"), snap(Field("u", Struct((ID,)))), "2.0.0"),
+    (
+        "nullable made required",
+        snap(NAME, version="1.2.3"),
+        snap(Field("name", Primitive("string"), nullable=False)),
+        "2.0.0",
+    ),
+    (
+        "nested nullable field added",
+        snap(Field("u", Struct((ID,))), version="1.0.0"),
+        snap(Field("u", Struct((ID, NAME)))),
+        "1.1.0",
+    ),
+    (
+        "nested field removed",
+        snap(Field("u", Struct((ID, NAME))), version="1.0.0"),
+        snap(Field("u", Struct((ID,)))),
+        "2.0.0",
+    ),
     ("description changed", snap(ID, version="1.2.3"), snap(ID, description="now documented"), "1.2.4"),
-    ("field description changed", snap(ID, version="1.2.3"),
-     snap(Field("id", Primitive("int64"), nullable=False, description="key")), "1.2.4"),
+    (
+        "field description changed",
+        snap(ID, version="1.2.3"),
+        snap(Field("id", Primitive("int64"), nullable=False, description="key")),
+        "1.2.4",
+    ),
     ("owners changed", snap(ID, version="1.2.3"), snap(ID, owners=(Owner("ann"),)), "1.2.4"),
     ("unreadable after readable keeps the version", snap(ID, version="3.1.0"), snap(), "3.1.0"),
 ]

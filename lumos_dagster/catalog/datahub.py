@@ -52,9 +52,9 @@ from datahub.metadata.schema_classes import (
 
 from lumos_dagster.model import (
     Array,
+    DatasetRef,
     DataType,
     Decimal,
-    DatasetRef,
     Enum,
     Field,
     Fixed,

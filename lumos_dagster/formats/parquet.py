@@ -9,7 +9,6 @@ import pyarrow.parquet as pq
 from lumos_dagster.formats.arrow import from_arrow_schema
 from lumos_dagster.formats.base import FileSchema
 
-
 # flags Arrow adds to a logical type's description that are not part of the file's type
 _INTERNAL = ("is_from_converted_type", "force_set_converted_type")
 
