@@ -8,12 +8,9 @@ datasets × partitions runs as one op with one Spark session (single-run policy)
 # no `from __future__ import annotations`: Dagster reads the op's parameter annotations
 from collections import defaultdict
 from datetime import datetime
-from typing import Any, Mapping
+from typing import Mapping
 
 from dagster import (
-    AssetCheckResult,
-    AssetCheckSeverity,
-    AssetCheckSpec,
     AssetExecutionContext,
     AssetKey,
     AssetsDefinition,
@@ -25,18 +22,18 @@ from dagster import (
     MaterializeResult,
     MetadataValue,
     MonthlyPartitionsDefinition,
-    TableColumn,
-    TableColumnConstraints,
-    TableSchema,
     TimeWindowPartitionsDefinition,
     WeeklyPartitionsDefinition,
     multi_asset,
 )
 
+from assets.checks import COMPATIBLE_CHECK, check_specs, compatible_check, readable_check
 from assets.keys import asset_keys, dagster_owners, dagster_tags, group_name
-from lumos_dagster.config import PartitionsConfig
+from assets.metadata import newest, snapshot_metadata
+from lumos_dagster.config import LumosConfig, PartitionsConfig
 from lumos_dagster.datasets import Catalogue, DatasetSpec
-from lumos_dagster.model import Snapshot, type_str
+from lumos_dagster.gate import judge_snapshot
+from lumos_dagster.impact import downstream
 from lumos_dagster.sources import Source
 from resources.io_manager import URN_METADATA_KEY
 from resources.spark import LumosSparkResource
@@ -44,8 +41,6 @@ from resources.store import SnapshotStoreResource
 from spark.snapshot_job import take_snapshots
 
 IO_MANAGER_KEY = "lumos_io_manager"
-READABLE_CHECK = "files_readable"
-MAX_LISTED_ERRORS = 20
 
 _PARTITIONS = {
     "hourly": HourlyPartitionsDefinition,
@@ -79,83 +74,8 @@ def _asset_spec(d: DatasetSpec, keys: Mapping[str, AssetKey]) -> AssetSpec:
             "lumos/source": d.source or "(declared only)",
             "lumos/location": MetadataValue.path(d.uri),
         },
-        skippable=False,
-    )
-
-
-def column_schema(snapshot: Snapshot) -> TableSchema:
-    """Nested fields flattened to `a.b.c` rows: Dagster's column schema is a flat table."""
-    return TableSchema(
-        columns=[
-            TableColumn(
-                name=path,
-                type=type_str(f.type),
-                description=f.description,
-                constraints=TableColumnConstraints(nullable=f.nullable),
-            )
-            for path, f in snapshot.schema.flatten()
-        ]
-    )
-
-
-def _md_table(header: str, rows: list[tuple[str, str]]) -> MetadataValue:
-    lines = [header, "|---|---|"] + [f"| `{a}` | {b.replace('|', '/')} |" for a, b in rows[:MAX_LISTED_ERRORS]]
-    if len(rows) > MAX_LISTED_ERRORS:
-        lines.append(f"| … | {len(rows) - MAX_LISTED_ERRORS} more |")
-    return MetadataValue.md("\n".join(lines))
-
-
-def snapshot_metadata(snapshots: Mapping[str | None, Snapshot], time_key: str | None = None) -> dict[str, Any]:
-    """Metadata of one materialization. Over a partition range Dagster records the same
-    metadata on every partition, so it describes the newest partition, and per-partition
-    figures that would mislead there (row counts) are left to the store."""
-    newest = snapshots[max(snapshots, key=lambda k: k or "")]
-    md: dict[str, Any] = {
-        "dagster/column_schema": MetadataValue.table_schema(column_schema(newest)),
-        "lumos/version": MetadataValue.text(newest.version or "none"),
-        "lumos/fingerprint": MetadataValue.text(newest.fingerprint),
-        "lumos/files": MetadataValue.int(newest.stats.file_count),
-        "lumos/bytes": MetadataValue.int(newest.stats.total_bytes),
-        "lumos/fields": MetadataValue.int(len(newest.schema.flatten())),
-    }
-    if len(snapshots) == 1 and newest.stats.row_count is not None:
-        # a date-partitioned dataset's partition holds that day's rows, not the table's
-        key = (
-            "dagster/partition_row_count" if newest.stats.partition_values.get(time_key or "") else "dagster/row_count"
-        )
-        md[key] = MetadataValue.int(newest.stats.row_count)
-    if len(snapshots) > 1:
-        md["lumos/partitions_in_run"] = MetadataValue.int(len(snapshots))
-    if newest.stats.last_modified:
-        md["lumos/last_modified"] = MetadataValue.timestamp(newest.stats.last_modified)
-    errors = [(e.path, e.reason) for s in snapshots.values() for e in s.errors]
-    if errors:
-        md["lumos/errors"] = _md_table("| file | reason |", errors)
-    if newest.conflicts:
-        md["lumos/conflicts"] = _md_table(
-            "| field | files disagree |",
-            [
-                (c.path, f"{c.resolution}: " + "; ".join(f"{v.type} in {v.file_count}" for v in c.variants))
-                for c in newest.conflicts
-            ],
-        )
-    return md
-
-
-def readable_check(key: AssetKey, snapshots: Mapping[str | None, Snapshot]) -> AssetCheckResult:
-    errors = [(e.path, e.reason) for s in snapshots.values() for e in s.errors]
-    unreadable = any(not s.readable for s in snapshots.values() if s.errors)
-    return AssetCheckResult(
-        check_name=READABLE_CHECK,
-        asset_key=key,
-        passed=not errors,
-        severity=AssetCheckSeverity.ERROR if unreadable else AssetCheckSeverity.WARN,
-        description=(
-            "every file was read"
-            if not errors
-            else f"{len(errors)} file(s) could not be read" + ("; no schema could be taken" if unreadable else "")
-        ),
-        metadata={"lumos/errors": _md_table("| file | reason |", errors)} if errors else {},
+        # held back when an upstream fails its schema_compatible gate in the same run
+        skippable=True,
     )
 
 
@@ -165,14 +85,13 @@ def _multi_asset(
     keys: Mapping[str, AssetKey],
     sources: Mapping[str, Source],
     partitions: TimeWindowPartitionsDefinition,
+    config: LumosConfig,
+    catalogue: Catalogue,
 ) -> AssetsDefinition:
     @multi_asset(
         name=f"lumos_{cadence}_datasets",
         specs=[_asset_spec(d, keys) for d in datasets],
-        check_specs=[
-            AssetCheckSpec(READABLE_CHECK, asset=keys[d.name], description="Every file of the dataset can be read")
-            for d in datasets
-        ],
+        check_specs=[spec for d in datasets for spec in check_specs(keys[d.name])],
         can_subset=True,
         partitions_def=partitions,
         backfill_policy=BackfillPolicy.single_run(),
@@ -188,26 +107,39 @@ def _multi_asset(
         context.log.info(f"snapshotting {len(selected)} datasets × {len(windows)} partitions")
         store = lumos_store.open()
         try:
-            run = take_snapshots(spark.spark_session, sources, selected, windows, store.previous, context.log.info)
+            run = take_snapshots(
+                spark.spark_session, sources, selected, windows, store.version_history, context.log.info
+            )
         finally:
             store.close()
         context.log.info("scan report:\n" + run.report.render())
+        # a blocking check stops downstream assets in other ops; within this op, Lumos
+        # holds back the datasets downstream of a failed gate itself
+        blocked: dict[str, str] = {}
         for d in selected:  # lineage order: Dagster wants upstreams yielded first
+            stopped_by = next((blocked.get(u) or u for u in d.upstream if u in blocked), None)
+            if stopped_by is not None:
+                blocked[d.name] = stopped_by
+                context.log.warning(f"{d.name}: not materialized: upstream {stopped_by} failed {COMPATIBLE_CHECK}")
+                continue
             snaps = run.snapshots[d.name]
-            newest = snaps[max(snaps, key=lambda k: k or "")]
+            verdicts = [judge_snapshot(config, s) for _, s in sorted(snaps.items(), key=lambda i: i[0] or "")]
+            gate = compatible_check(keys[d.name], verdicts, downstream(catalogue, d.name))
+            if not gate.passed:
+                blocked[d.name] = d.name
             yield MaterializeResult(
                 asset_key=keys[d.name],
                 value=snaps,
                 metadata=snapshot_metadata(snaps, d.time_partition_key),
-                check_results=[readable_check(keys[d.name], snaps)],
-                data_version=DataVersion(newest.fingerprint),
+                check_results=[readable_check(keys[d.name], snaps), gate],
+                data_version=DataVersion(newest(snaps).fingerprint),
             )
 
     return _snapshots
 
 
 def build_dataset_assets(
-    catalogue: Catalogue, sources: Mapping[str, Source], partitions_config: PartitionsConfig
+    config: LumosConfig, catalogue: Catalogue, sources: Mapping[str, Source]
 ) -> tuple[dict[str, AssetsDefinition], list[AssetSpec]]:
     """(cadence → the multi_asset of its datasets, external specs for missing upstreams)."""
     names = [d.name for d in catalogue.datasets] + list(catalogue.missing_upstreams)
@@ -216,7 +148,7 @@ def build_dataset_assets(
     for d in catalogue.datasets:
         by_cadence[d.cadence].append(d)
     assets = {
-        c: _multi_asset(c, ds, keys, sources, partitions_def(partitions_config, c))
+        c: _multi_asset(c, ds, keys, sources, partitions_def(config.partitions, c), config, catalogue)
         for c, ds in sorted(by_cadence.items())
     }
     externals = [

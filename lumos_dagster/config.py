@@ -23,11 +23,13 @@ from lumos_dagster.discovery import PathTemplate
 from lumos_dagster.errors import ConfigError
 from lumos_dagster.formats import FORMATS
 from lumos_dagster.model import OWNERSHIP_TYPES
+from lumos_dagster.versioning import DEFAULT_POLICY, POLICIES
 
 DEFAULT_CONFIG = "lumos.yaml"
 CONFIG_ENV = "LUMOS_CONFIG"
 
 Format = Literal[FORMATS]  # type: ignore[valid-type]
+Policy = Literal[POLICIES]  # type: ignore[valid-type]
 Cadence = Literal["hourly", "daily", "weekly", "monthly"]
 OwnershipType = Literal[OWNERSHIP_TYPES]  # type: ignore[valid-type]
 
@@ -92,6 +94,28 @@ class DatasetDecl(_Model):
     tags: list[str] = Field(default_factory=list)
     upstream: list[str] = Field(default_factory=list, description="Names of the datasets this one is built from.")
     cadence: Cadence | None = Field(None, description="Partition cadence (default: partitions.cadence).")
+    policy: Policy | None = Field(None, description="Compatibility policy (default: compatibility.policy).")
+    accept_major: int | None = Field(
+        None, ge=1, description="Breaking changes are accepted while they bring the version up to this major."
+    )
+
+
+class AllowRule(_Model):
+    """A breaking change that is accepted: it still bumps the major version, but does not fail the gate."""
+
+    dataset: str = Field(description="Dataset name or glob, e.g. `sales/*`.")
+    path: str = Field("*", description="Field path or glob.")
+    kind: str | None = Field(None, description="Change kind, e.g. FIELD_REMOVED (default: any).")
+    reason: str = Field(description="Why it is accepted: shown next to the change in reports.")
+
+
+class CompatibilityConfig(_Model):
+    policy: Policy = Field(DEFAULT_POLICY, description="Policy of datasets that declare none.")
+    allow: list[AllowRule] = Field(default_factory=list, description="Accepted breaking changes.")
+
+
+class ReleasesConfig(_Model):
+    prefix: str = Field("S-", description="Release names are the prefix and a number: S-311, S-312…")
 
 
 class DataHubLiteCatalogConfig(_Model):
@@ -139,6 +163,8 @@ class LumosConfig(_Model):
     store: StoreConfig = Field(default_factory=StoreConfig)
     partitions: PartitionsConfig = Field(default_factory=PartitionsConfig)
     spark: SparkConfig = Field(default_factory=SparkConfig)
+    compatibility: CompatibilityConfig = Field(default_factory=CompatibilityConfig)
+    releases: ReleasesConfig = Field(default_factory=ReleasesConfig)
     # directory relative paths are resolved against, and the file it came from
     base_dir: str = Field(".", exclude=True)
     source_file: str = Field("<memory>", exclude=True)
@@ -157,6 +183,10 @@ class LumosConfig(_Model):
     @property
     def store_url(self) -> str:
         return self.store.url or f"sqlite:///{self.resolve(self.store.path)}"
+
+    def policy(self, name: str) -> str:
+        decl = self.declaration(name)
+        return decl.policy if decl and decl.policy else self.compatibility.policy
 
     def declaration(self, name: str) -> DatasetDecl | None:
         return self.declarations.get(name)

@@ -16,6 +16,7 @@ from lumos_dagster.errors import ConfigError
 from lumos_dagster.model import DatasetRef, Owner
 from lumos_dagster.snapshots import Enrichment
 from lumos_dagster.store import DatasetRecord
+from lumos_dagster.versioning import DEFAULT_POLICY
 
 UNDISCOVERED = "(not discovered)"
 
@@ -30,6 +31,7 @@ class DatasetSpec:
     format: str | None
     cadence: str
     enrichment: Enrichment
+    policy: str = DEFAULT_POLICY
     upstream: tuple[str, ...] = ()
     missing_upstream: tuple[str, ...] = ()  # named in lumos.yaml, found nowhere
     time_partition_key: str | None = None
@@ -87,6 +89,7 @@ def resolve_datasets(config: LumosConfig, records: Sequence[DatasetRecord], sour
             uri=r.location,
             format=r.format,
             cadence=(decl.cadence if decl and decl.cadence else config.partitions.cadence),
+            policy=config.policy(name),
             enrichment=Enrichment(
                 description=decl.description if decl else None,
                 domain=(decl.domain if decl and decl.domain else (rec.domain if rec else None)),

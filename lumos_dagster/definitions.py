@@ -27,7 +27,7 @@ def build_definitions(config: LumosConfig) -> Definitions:
     finally:
         store.close()
     catalogue = resolve_datasets(config, records, {name: s.root for name, s in sources.items()})
-    by_cadence, missing = build_dataset_assets(catalogue, sources, config.partitions)
+    by_cadence, missing = build_dataset_assets(config, catalogue, sources)
     store_resource = SnapshotStoreResource(url=config.store_url)
     catalog = DataHubLiteResource(path=config.resolve(config.catalog.path), env=config.catalog.env)
     return Definitions(

@@ -133,6 +133,7 @@ class UnionType:
 
 
 DataType = Union[Primitive, Decimal, Timestamp, Time, Fixed, Enum, Struct, Array, Map, UnionType]
+TYPE_CLASSES = (Primitive, Decimal, Timestamp, Time, Fixed, Enum, Struct, Array, Map, UnionType)
 
 
 @dataclass(frozen=True)
@@ -385,6 +386,28 @@ class SchemaConflict:
     resolution: str
 
 
+BREAKING, NON_BREAKING, INFORMATIONAL = "BREAKING", "NON_BREAKING", "INFORMATIONAL"
+
+
+@dataclass(frozen=True)
+class SchemaChange:
+    """One difference between two snapshots of a dataset.
+
+    `backward`: a reader with the new schema can read data written with the old one.
+    `forward`: a reader with the old schema can read data written with the new one.
+    `severity` is what the dataset's compatibility policy makes of the two.
+    """
+
+    path: str  # flat field path (`a.b`, `tags[]`, `attrs{}`); '' for the dataset itself
+    kind: str
+    old: str | None
+    new: str | None
+    backward: bool
+    forward: bool
+    severity: str = NON_BREAKING
+    against: str | None = None  # the earlier version compared with, when not the previous one
+
+
 @dataclass
 class Snapshot:
     """Everything Lumos knows about one dataset at one partition, captured at one time."""
@@ -402,6 +425,11 @@ class Snapshot:
     version: str | None = None
     errors: tuple[FileError, ...] = ()
     conflicts: tuple[SchemaConflict, ...] = ()
+    # how `version` came to be: the changes from `previous_version`, judged under `policy`
+    previous_version: str | None = None
+    changes: tuple[SchemaChange, ...] = ()
+    change_class: str | None = None  # new | major | minor | patch
+    policy: str | None = None
 
     @property
     def fingerprint(self) -> str:
@@ -459,6 +487,22 @@ def snapshot_to_json(s: Snapshot) -> dict:
             }
             for c in s.conflicts
         ],
+        "changes": [
+            {
+                "path": c.path,
+                "kind": c.kind,
+                "old": c.old,
+                "new": c.new,
+                "backward": c.backward,
+                "forward": c.forward,
+                "severity": c.severity,
+                "against": c.against,
+            }
+            for c in s.changes
+        ],
+        "previous_version": s.previous_version,
+        "change_class": s.change_class,
+        "policy": s.policy,
     }
 
 
@@ -495,6 +539,15 @@ def snapshot_from_json(j: dict) -> Snapshot:
             )
             for c in j["conflicts"]
         ),
+        changes=tuple(
+            SchemaChange(
+                c["path"], c["kind"], c["old"], c["new"], c["backward"], c["forward"], c["severity"], c["against"]
+            )
+            for c in j["changes"]
+        ),
+        previous_version=j["previous_version"],
+        change_class=j["change_class"],
+        policy=j["policy"],
     )
 
 

@@ -17,7 +17,7 @@ from lumos_dagster.model import (
     Owner,
     Snapshot,
 )
-from lumos_dagster.versioning import next_version
+from lumos_dagster.versioning import DEFAULT_POLICY, assess
 
 
 @dataclass(frozen=True)
@@ -50,10 +50,13 @@ def build_snapshot(
     files: Sequence[tuple[str, DatasetFile]],
     results: Mapping[str, FileResult],
     enrichment: Enrichment,
-    previous: Snapshot | None,
+    history: Sequence[Snapshot],
+    policy: str = DEFAULT_POLICY,
     extra_errors: Sequence[FileError] = (),
 ) -> Snapshot:
-    """`files` are (absolute path, file) pairs in a stable order; `results` is keyed by path."""
+    """`files` are (absolute path, file) pairs in a stable order; `results` is keyed by path.
+    `history`: the snapshots to version against, oldest first, the previous one last
+    (earlier versions only matter to transitive policies)."""
     errors = list(extra_errors)
     readable = []
     for path, _ in files:
@@ -90,5 +93,4 @@ def build_snapshot(
         errors=tuple(errors),
         conflicts=conflicts,
     )
-    snapshot.version = next_version(previous, snapshot)
-    return snapshot
+    return assess(history[-1] if history else None, snapshot, policy, history[:-1])

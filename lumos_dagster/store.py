@@ -45,6 +45,8 @@ snapshots_table = sa.Table(
     sa.Column("captured_at", sa.DateTime(timezone=True), nullable=False),
     sa.Column("version", sa.String(64)),
     sa.Column("fingerprint", sa.String(64), nullable=False),
+    # an unreadable capture is history, but never what the next one is versioned against
+    sa.Column("readable", sa.Boolean, nullable=False),
     sa.Column("document", sa.Text, nullable=False),
     sa.Index("ix_lumos_snapshots_urn_partition", "urn", "partition_key", "id"),
 )
@@ -64,6 +66,22 @@ outbox_table = sa.Table(
     sa.Column("delivered_at", sa.DateTime(timezone=True)),
     sa.Index("ix_lumos_outbox_pending", "catalog", "status"),
 )
+
+
+releases_table = sa.Table(
+    "lumos_releases",
+    metadata,
+    sa.Column("name", sa.String(128), primary_key=True),
+    sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+    sa.Column("versions", sa.Text, nullable=False),  # JSON: dataset name → schema version
+)
+
+
+@dataclass(frozen=True)
+class Release:
+    name: str
+    created_at: datetime
+    versions: dict[str, str]
 
 
 @dataclass(frozen=True)
@@ -101,6 +119,11 @@ class Delivery:
 
 def _now() -> datetime:
     return datetime.now(timezone.utc)
+
+
+def _aware(d: datetime) -> datetime:
+    # SQLite hands datetimes back without their zone; everything stored is UTC
+    return d if d.tzinfo else d.replace(tzinfo=timezone.utc)
 
 
 def _engine(url: str) -> Engine:
@@ -195,6 +218,7 @@ class SnapshotStore:
                         captured_at=s.captured_at,
                         version=s.version,
                         fingerprint=s.fingerprint,
+                        readable=s.readable,
                         document=snapshot_dumps(s),
                     )
                 ).inserted_primary_key[0]
@@ -219,10 +243,31 @@ class SnapshotStore:
         return snapshot_loads(row[0]) if row else None
 
     def previous(self, urn: str, partition_key: str | None) -> Snapshot | None:
-        """The latest capture of this dataset at or before `partition_key`."""
+        """The latest readable capture of this dataset at or before `partition_key`."""
         t = snapshots_table
-        q = sa.select(t.c.document).where(t.c.urn == urn, t.c.partition_key <= (partition_key or ""))
+        q = sa.select(t.c.document).where(t.c.urn == urn, t.c.partition_key <= (partition_key or ""), t.c.readable)
         return self._one(q.order_by(t.c.partition_key.desc(), t.c.id.desc()))
+
+    def version_history(self, urn: str, partition_key: str | None, full: bool = False) -> list[Snapshot]:
+        """What a new capture at `partition_key` is versioned against: the previous capture
+        (see `previous`) and, when `full`, before it the latest capture of every earlier
+        version, oldest first."""
+        previous = self.previous(urn, partition_key)
+        if previous is None or not full:
+            return [previous] if previous else []
+        t = snapshots_table
+        q = (
+            sa.select(t.c.version, t.c.document)
+            .where(t.c.urn == urn, t.c.partition_key <= (partition_key or ""), t.c.readable)
+            .order_by(t.c.partition_key, t.c.id)
+        )
+        by_version: dict[str, str] = {}
+        with self.engine.connect() as conn:
+            for version, document in conn.execute(q):
+                by_version.pop(version, None)  # re-insert: ordered by each version's latest capture
+                by_version[version] = document
+        by_version.pop(previous.version, None)
+        return [snapshot_loads(d) for d in by_version.values()] + [previous]
 
     def latest(self, urn: str, partition_key: str | None = None) -> Snapshot | None:
         """The latest capture of a partition, or of the newest partition when None."""
@@ -237,6 +282,33 @@ class SnapshotStore:
         with self.engine.connect() as conn:
             rows = conn.execute(sa.select(t.c.document).where(t.c.urn == urn).order_by(t.c.partition_key, t.c.id))
             return [snapshot_loads(r[0]) for r in rows]
+
+    def at_version(self, urn: str, version: str) -> Snapshot | None:
+        """The latest capture that has this schema version."""
+        t = snapshots_table
+        q = sa.select(t.c.document).where(t.c.urn == urn, t.c.version == version)
+        return self._one(q.order_by(t.c.partition_key.desc(), t.c.id.desc()))
+
+    # ------------------------------------------------------------ releases
+
+    def add_release(self, name: str, versions: dict[str, str]) -> Release:
+        release = Release(name, _now(), dict(sorted(versions.items())))
+        try:
+            with self.engine.begin() as conn:
+                conn.execute(
+                    releases_table.insert().values(
+                        name=name, created_at=release.created_at, versions=json.dumps(release.versions)
+                    )
+                )
+        except sa.exc.IntegrityError:
+            raise StoreError(f"release {name} already exists; releases are immutable, pick the next name") from None
+        return release
+
+    def releases(self) -> list[Release]:
+        t = releases_table
+        with self.engine.connect() as conn:
+            rows = conn.execute(sa.select(t).order_by(t.c.created_at, t.c.name)).mappings().all()
+        return [Release(r["name"], _aware(r["created_at"]), json.loads(r["versions"])) for r in rows]
 
     # -------------------------------------------------------------- outbox
 

@@ -1,62 +1,114 @@
-"""Semantic version of a dataset's snapshot relative to the one before it.
+"""Compatibility policies and the semantic version of each snapshot.
 
-breaking schema change → major; fields only added (nullable or defaulted) → minor;
-metadata only (descriptions, owners, tags, domain, lineage) → patch; nothing → same.
-A snapshot that could not be read at all keeps the previous version: a failed read is
-not a schema change.
+A policy turns each change's two verdicts into a severity:
+
+| policy   | a change is BREAKING when it is not… |
+|----------|--------------------------------------|
+| NONE     | (never)                              |
+| BACKWARD | backward compatible                  |
+| FORWARD  | forward compatible                   |
+| FULL     | both (the default)                   |
+
+`…_TRANSITIVE` applies the same test against every earlier version of the dataset,
+not only the previous one. Documentation and governance changes are INFORMATIONAL.
+
+Versions: a BREAKING change → major; any other schema change → minor; metadata only
+→ patch; nothing → unchanged. A snapshot's `changes`, `change_class` and
+`previous_version` describe how its version came to be, so a capture that finds nothing
+new carries them over unchanged (the catalog's view of a version does not flicker from
+run to run). A snapshot that could not be read keeps the previous version too: a failed
+read is not a schema change.
 """
 
 from __future__ import annotations
 
-from lumos_dagster.model import Array, DataType, Map, Schema, Snapshot, Struct
+from dataclasses import replace
+from typing import Sequence
+
+from lumos_dagster.diff import METADATA_KINDS, diff_schemas, diff_snapshots
+from lumos_dagster.model import BREAKING, INFORMATIONAL, NON_BREAKING, SchemaChange, Snapshot
 
 FIRST_VERSION = "1.0.0"
+DEFAULT_POLICY = "FULL"
+BASE_POLICIES = ("NONE", "BACKWARD", "FORWARD", "FULL")
+POLICIES = BASE_POLICIES + tuple(f"{p}_TRANSITIVE" for p in BASE_POLICIES[1:])
 
 
-def _bump(version: str, part: int) -> str:
+def severity(change: SchemaChange, policy: str) -> str:
+    if change.kind in METADATA_KINDS:
+        return INFORMATIONAL
+    base = policy.removesuffix("_TRANSITIVE")
+    ok = {
+        "NONE": True,
+        "BACKWARD": change.backward,
+        "FORWARD": change.forward,
+        "FULL": change.backward and change.forward,
+    }[base]
+    return NON_BREAKING if ok else BREAKING
+
+
+def judge(changes: Sequence[SchemaChange], policy: str) -> tuple[SchemaChange, ...]:
+    return tuple(replace(c, severity=severity(c, policy)) for c in changes)
+
+
+def change_class(changes: Sequence[SchemaChange]) -> str:
+    severities = {c.severity for c in changes}
+    if BREAKING in severities:
+        return "major"
+    if NON_BREAKING in severities:
+        return "minor"
+    return "patch" if INFORMATIONAL in severities else "none"
+
+
+def bump(version: str, cls: str) -> str:
+    if cls not in ("major", "minor", "patch"):
+        return version
+    part = ("major", "minor", "patch").index(cls)
     numbers = [int(x) for x in version.split(".")]
     numbers[part] += 1
     return ".".join(str(n) if i <= part else "0" for i, n in enumerate(numbers))
 
 
-def _only_additions(old: Schema, new: Schema) -> bool:
-    old_fields, new_fields = dict(old.flatten()), dict(new.flatten())
-    for path, f in old_fields.items():
-        g = new_fields.get(path)
-        if g is None or g.nullable != f.nullable or _skeleton(g.type) != _skeleton(f.type):
-            return False
-    return all(g.nullable or g.has_default for path, g in new_fields.items() if path not in old_fields)
+def assess(
+    previous: Snapshot | None, current: Snapshot, policy: str = DEFAULT_POLICY, earlier: Sequence[Snapshot] = ()
+) -> Snapshot:
+    """`current` with its version, changes and change class filled in.
 
-
-def _skeleton(t: DataType) -> object:
-    """A type with its structs' fields left out (nested fields are compared by path)."""
-    if isinstance(t, Struct):
-        return "struct"
-    if isinstance(t, Array):
-        return ("array", _skeleton(t.element), t.element_nullable)
-    if isinstance(t, Map):
-        return ("map", t.key, _skeleton(t.value), t.value_nullable)
-    return t
-
-
-def _metadata(s: Snapshot) -> tuple:
-    return (
-        s.description,
-        s.domain,
-        s.owners,
-        s.tags,
-        s.upstream,
-        tuple((p, f.description) for p, f in s.schema.flatten()),
+    `earlier`: snapshots of the versions before `previous`, oldest first; the
+    transitive policies also check `current` against each of them.
+    """
+    if previous is None or previous.version is None:
+        version = FIRST_VERSION if current.readable else None
+        return replace(current, version=version, previous_version=None, changes=(), change_class="new", policy=policy)
+    if not current.readable:
+        return _same_version(previous, current, policy)
+    changes = list(judge(diff_snapshots(previous, current), policy))
+    if policy.endswith("_TRANSITIVE"):
+        seen = {(c.path, c.kind) for c in changes}
+        for old in earlier:
+            for c in judge(diff_schemas(old.schema, current.schema), policy):
+                if c.severity == BREAKING and (c.path, c.kind) not in seen:
+                    changes.append(replace(c, against=old.version))
+                    seen.add((c.path, c.kind))
+    cls = change_class(changes)
+    if cls == "none":
+        return _same_version(previous, current, policy)
+    return replace(
+        current,
+        version=bump(previous.version, cls),
+        previous_version=previous.version,
+        changes=tuple(changes),
+        change_class=cls,
+        policy=policy,
     )
 
 
-def next_version(previous: Snapshot | None, current: Snapshot) -> str | None:
-    if previous is None or previous.version is None:
-        return FIRST_VERSION if current.readable else None
-    if not current.readable:
-        return previous.version
-    if previous.fingerprint != current.fingerprint:
-        return _bump(previous.version, 1 if _only_additions(previous.schema, current.schema) else 0)
-    if _metadata(previous) != _metadata(current):
-        return _bump(previous.version, 2)
-    return previous.version
+def _same_version(previous: Snapshot, current: Snapshot, policy: str) -> Snapshot:
+    return replace(
+        current,
+        version=previous.version,
+        previous_version=previous.previous_version,
+        changes=previous.changes,
+        change_class=previous.change_class,
+        policy=policy,
+    )

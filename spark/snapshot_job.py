@@ -24,7 +24,8 @@ log = logging.getLogger(__name__)
 
 #: (partition key, window start, window end); start/end None for an unpartitioned run
 Partition = tuple["str | None", "datetime | None", "datetime | None"]
-PreviousLookup = Callable[[str, "str | None"], "Snapshot | None"]
+#: (urn, partition key, all versions?) → what to version against, oldest first, previous last
+HistoryLookup = Callable[[str, "str | None", bool], "list[Snapshot]"]
 
 
 @dataclass
@@ -44,7 +45,7 @@ def take_snapshots(
     sources: Mapping[str, Source],
     specs: Sequence[DatasetSpec],
     partitions: Sequence[Partition],
-    previous: PreviousLookup,
+    history: HistoryLookup,
     progress: Callable[[str], None] = log.info,
 ) -> SnapshotRun:
     run = SnapshotRun()
@@ -75,10 +76,12 @@ def take_snapshots(
 
     for spec in specs:
         ds = listed[spec.name]
-        prev = None
+        transitive = spec.policy.endswith("_TRANSITIVE")
+        past: list[Snapshot] = []
         per_partition: dict[str | None, Snapshot] = {}
         for n, (pk, _, _) in enumerate(sorted(partitions, key=lambda p: p[0] or "")):
-            prev = previous(spec.ref.urn, pk) if n == 0 else prev
+            if n == 0:
+                past = history(spec.ref.urn, pk, transitive)
             snap = build_snapshot(
                 spec.ref,
                 pk,
@@ -86,10 +89,14 @@ def take_snapshots(
                 plan[spec.name, pk],
                 results,
                 spec.enrichment,
-                prev,
+                past,
+                spec.policy,
                 extra_errors=() if ds is not None else (_not_found(spec),),
             )
-            per_partition[pk] = prev = snap
+            per_partition[pk] = snap
+            # the next partition of this run is versioned against this one, if it could be read
+            if snap.readable:
+                past = [p for p in past if p.version != snap.version] + [snap]
             for e in snap.errors:
                 run.report.fail(e.path, e.reason)
         run.snapshots[spec.name] = per_partition

@@ -32,6 +32,7 @@ from lumos_dagster.model import (
     Owner,
     Primitive,
     Schema,
+    SchemaChange,
     Snapshot,
     Struct,
     Timestamp,
@@ -72,6 +73,10 @@ def snapshot(**changes) -> Snapshot:
         tags=("pii",),
         upstream=(LineageEdge(DatasetRef("file", "raw/orders", "/lake/raw/orders", "avro")),),
         version="1.2.0",
+        previous_version="1.1.0",
+        change_class="minor",
+        policy="FULL",
+        changes=(SchemaChange("code", "UNION_BRANCHES_ADDED", "int32", "union<int32, string>", True, False),),
         errors=(FileError("/lake/sales/orders/dt=2026-11-25/bad.avro", "cannot read avro: truncated"),),
     )
     return Snapshot(**{**base, **changes})
@@ -123,6 +128,13 @@ def test_lineage_ownership_and_properties():
     ]
     props = aspects["datasetProperties"].customProperties
     assert props["lumos.version"] == "1.2.0" and props["lumos.rows"] == "1000" and props["lumos.errors"] == "1"
+    assert (props["lumos.previous_version"], props["lumos.change_class"], props["lumos.policy"]) == (
+        "1.1.0",
+        "minor",
+        "FULL",
+    )
+    assert props["lumos.changes"] == "NON_BREAKING UNION_BRANCHES_ADDED code (int32 → union<int32, string>)"
+    assert props["lumos.breaking_changes"] == "0"
     assert aspects["container"].container.startswith("urn:li:container:")
 
 

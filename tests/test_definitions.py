@@ -71,7 +71,7 @@ def test_dataset_assets_carry_their_groups_kinds_owners_checks_and_partitions(tm
     assert node.kinds == {"parquet", "file"}
     assert node.owners == ["ann@example.com", "team:data_eng"]
     assert node.metadata["lumos/urn"] == "urn:lumos:dataset:file:clean/orders"
-    assert {c.name for c in node.check_keys} == {"files_readable"}
+    assert {c.name for c in node.check_keys} == {"files_readable", "schema_compatible"}
     assert node.backfill_policy == BackfillPolicy.single_run()
     partitions = node.partitions_def
     today = datetime.now(timezone.utc).strftime("%Y-%m-%d")

@@ -23,6 +23,7 @@ from lumos_dagster.model import (
     Owner,
     Primitive,
     Schema,
+    SchemaChange,
     SchemaConflict,
     Snapshot,
     Struct,
@@ -104,6 +105,23 @@ snapshots = st.builds(
     tags=st.lists(names, max_size=3).map(tuple),
     upstream=st.lists(refs.map(LineageEdge), max_size=2).map(tuple),
     version=st.none() | st.just("1.2.3"),
+    previous_version=st.none() | st.just("1.1.0"),
+    change_class=st.none() | st.sampled_from(["new", "major", "minor", "patch"]),
+    policy=st.none() | st.sampled_from(["FULL", "BACKWARD_TRANSITIVE"]),
+    changes=st.lists(
+        st.builds(
+            SchemaChange,
+            names,
+            st.sampled_from(["FIELD_ADDED", "TYPE_PROMOTED"]),
+            st.none() | names,
+            st.none() | names,
+            st.booleans(),
+            st.booleans(),
+            st.sampled_from(["BREAKING", "NON_BREAKING", "INFORMATIONAL"]),
+            st.none() | st.just("1.0.0"),
+        ),
+        max_size=2,
+    ).map(tuple),
     errors=st.lists(st.builds(FileError, names, st.text(max_size=10)), max_size=2).map(tuple),
     conflicts=st.lists(
         st.builds(

@@ -66,7 +66,7 @@ def test_snapshots_of_partitions_read_each_file_once_and_chain_versions(spark, t
     sources = build_sources(config)
     catalogue = resolve_datasets(config, _records(sources), {"lake": str(tmp_path)})
     days = [date(2026, 11, 23), date(2026, 11, 24), date(2026, 11, 25)]
-    run = take_snapshots(spark, sources, catalogue.datasets, [_window(d) for d in days], lambda urn, pk: None)
+    run = take_snapshots(spark, sources, catalogue.datasets, [_window(d) for d in days], lambda *_: [])
 
     orders = run.snapshots["sales/orders"]
     assert [orders[str(d)].stats.file_count for d in days] == [2, 2, 2]
@@ -91,7 +91,7 @@ def test_a_dataset_that_vanished_gets_a_snapshot_saying_so(spark, tmp_path):
     records = _records(sources)
     shutil.rmtree(tmp_path / "a")
     catalogue = resolve_datasets(config, records, {"lake": str(tmp_path)})
-    run = take_snapshots(spark, sources, catalogue.datasets, [_window(date(2026, 11, 23))], lambda u, p: None)
+    run = take_snapshots(spark, sources, catalogue.datasets, [_window(date(2026, 11, 23))], lambda *_: [])
     (gone,) = run.snapshots["a/b"].values()
     (ghost,) = run.snapshots["ghost/x"].values()
     assert "no longer found in storage" in gone.errors[0].reason and not gone.readable

@@ -51,6 +51,7 @@ from datahub.metadata.schema_classes import (
 )
 
 from lumos_dagster.model import (
+    BREAKING,
     Array,
     DatasetRef,
     DataType,
@@ -159,8 +160,17 @@ def _custom_properties(s: Snapshot) -> dict[str, str]:
         "lumos.files": str(s.stats.file_count),
         "lumos.bytes": str(s.stats.total_bytes),
     }
-    if s.version:
-        props["lumos.version"] = s.version
+    for key, value in (
+        ("lumos.version", s.version),
+        ("lumos.previous_version", s.previous_version),
+        ("lumos.change_class", s.change_class),
+        ("lumos.policy", s.policy),
+    ):
+        if value:
+            props[key] = value
+    if s.changes:
+        props["lumos.breaking_changes"] = str(sum(c.severity == BREAKING for c in s.changes))
+        props["lumos.changes"] = _summary(s.changes)
     if s.stats.row_count is not None:
         props["lumos.rows"] = str(s.stats.row_count)
     if s.stats.partition_values:
@@ -168,6 +178,24 @@ def _custom_properties(s: Snapshot) -> dict[str, str]:
     if s.errors:
         props["lumos.errors"] = str(len(s.errors))
     return props
+
+
+MAX_SUMMARY = 2000
+
+
+def _summary(changes) -> str:
+    """One line per change, e.g. `BREAKING FIELD_REMOVED note (string → -)`, capped in length."""
+    lines = [f"{c.severity} {c.kind} {c.path or '(dataset)'} ({c.old or '-'} → {c.new or '-'})" for c in changes]
+    text = "\n".join(lines)
+    return text if len(text) <= MAX_SUMMARY else text[: MAX_SUMMARY - 1] + "…"
+
+
+def schema_version_number(version: str | None) -> int:
+    """DataHub's schemaMetadata.version is a number: semver encoded so that it only grows."""
+    if not version:
+        return 0
+    major, minor, patch = (int(x) for x in version.split("."))
+    return major * 1_000_000 + minor * 1_000 + patch
 
 
 def _owner_urn(owner_id: str, kind: str) -> str:
@@ -220,7 +248,7 @@ def snapshot_aspects(s: Snapshot, env: str = "PROD") -> list[MetadataChangePropo
             SchemaMetadataClass(
                 schemaName=s.dataset.name,
                 platform=make_data_platform_urn(s.dataset.platform),
-                version=0,
+                version=schema_version_number(s.version),
                 hash=s.fingerprint,
                 platformSchema=OtherSchemaClass(rawSchema=json.dumps(schema_to_json(s.schema), sort_keys=True)),
                 fields=schema_fields(s.schema),

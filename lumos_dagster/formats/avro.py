@@ -195,3 +195,9 @@ def read_avro(path: str) -> FileSchema:
         writer_schema = json.loads(header["meta"]["avro.schema"])
         schema = from_avro_schema(writer_schema)
         return FileSchema(schema=schema, row_count=_count_records(fh, header["sync"]))
+
+
+def read_avsc(path: str) -> Schema:
+    """A schema file (.avsc): the schema itself, no data."""
+    with open(path) as fh:
+        return from_avro_schema(json.load(fh))

@@ -1,4 +1,4 @@
-"""The `lumos` command line."""
+"""`lumos schema`, `discover`, `demo-lake`, `summary`, `lite`: files, sources and the catalog."""
 
 from __future__ import annotations
 
@@ -10,36 +10,14 @@ import tempfile
 
 import click
 
-from lumos_dagster.config import CONFIG_ENV, LumosConfig, load_config
-from lumos_dagster.errors import LumosError, SchemaReadError
+from lumos_dagster.cli.common import config_option, load, open_store
+from lumos_dagster.errors import SchemaReadError
 from lumos_dagster.formats import read_file_schema, sniff_format
 from lumos_dagster.model import schema_to_json, type_str
 from lumos_dagster.report import ScanReport
-from lumos_dagster.store import SnapshotStore
-
-config_option = click.option(
-    "--config",
-    "-c",
-    "config_file",
-    default=None,
-    envvar=CONFIG_ENV,
-    help=f"lumos.yaml to use (default: ${CONFIG_ENV} or ./lumos.yaml).",
-)
 
 
-def _load(config_file: str | None) -> LumosConfig:
-    try:
-        return load_config(config_file)
-    except LumosError as exc:
-        raise click.ClickException(str(exc)) from None
-
-
-@click.group()
-def main() -> None:
-    """Lumos keeps your catalog true: snapshots of your datasets' metadata, versioned."""
-
-
-@main.command()
+@click.command()
 @click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
 @click.option("--flat", is_flag=True, help="Print flat `a.b.c: type` lines instead of JSON.")
 def schema(files: tuple[str, ...], flat: bool) -> None:
@@ -64,17 +42,17 @@ def schema(files: tuple[str, ...], flat: bool) -> None:
         sys.exit(1)
 
 
-@main.command()
+@click.command()
 @config_option
 def discover(config_file: str | None) -> None:
     """Scan the configured sources and record the datasets found in the registry."""
     from lumos_dagster.sources import build_sources
     from lumos_dagster.sources import discover as discover_sources
 
-    config = _load(config_file)
+    config = load(config_file)
     report = ScanReport()
     records = discover_sources(build_sources(config), report, progress=lambda msg: click.echo(msg, err=True))
-    store = SnapshotStore(config.store_url)
+    store = open_store(config)
     try:
         store.upsert_datasets(records)
     finally:
@@ -87,7 +65,7 @@ def discover(config_file: str | None) -> None:
         sys.exit(1)
 
 
-@main.command("demo-lake")
+@click.command("demo-lake")
 @config_option
 @click.option("--root", default=None, help="Where to write (default: the first source's root).")
 def demo_lake(config_file: str | None, root: str | None) -> None:
@@ -95,7 +73,7 @@ def demo_lake(config_file: str | None, root: str | None) -> None:
     from lumos_dagster.demo import build_demo_lake
 
     if root is None:
-        config = _load(config_file)
+        config = load(config_file)
         if not config.sources:
             raise click.ClickException(f"{config.source_file}: sources: no source to write the demo lake into")
         root = config.resolve(config.sources[0].root)
@@ -103,13 +81,13 @@ def demo_lake(config_file: str | None, root: str | None) -> None:
     click.echo(f"wrote {len(files)} files under {root}")
 
 
-@main.command()
+@click.command()
 @config_option
 @click.option("--partition", default=None, help="Partition key (default: each dataset's newest).")
 def summary(config_file: str | None, partition: str | None) -> None:
     """Print what the store holds for every dataset, and what the catalog received."""
-    config = _load(config_file)
-    store = SnapshotStore(config.store_url)
+    config = load(config_file)
+    store = open_store(config)
     rows, problems = [], []
     try:
         for rec in store.datasets():
@@ -151,7 +129,7 @@ def summary(config_file: str | None, partition: str | None) -> None:
         store.close()
 
 
-@main.command(context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
+@click.command(context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
 @config_option
 @click.argument("args", nargs=-1, type=click.UNPROCESSED)
 def lite(config_file: str | None, args: tuple[str, ...]) -> None:
@@ -164,7 +142,7 @@ def lite(config_file: str | None, args: tuple[str, ...]) -> None:
 
     from lumos_dagster.catalog.datahub_lite import lite_config
 
-    config = _load(config_file)
+    config = load(config_file)
     path = config.resolve(config.catalog.path)
     with tempfile.TemporaryDirectory(prefix="lumos-datahub-") as home:
         with open(os.path.join(home, ".datahubenv"), "w") as fh:
@@ -174,7 +152,3 @@ def lite(config_file: str | None, args: tuple[str, ...]) -> None:
         env = {**os.environ, "HOME": home, "DATAHUB_TELEMETRY_ENABLED": "false"}
         code = subprocess.call([datahub, "lite", *args], env=env)
     sys.exit(code)
-
-
-if __name__ == "__main__":
-    main()

@@ -1,0 +1,99 @@
+"""What a dataset materialization shows in Dagster: native metadata keys first."""
+
+from typing import Any, Mapping, Sequence
+
+from dagster import MetadataValue, TableColumn, TableColumnConstraints, TableSchema
+
+from lumos_dagster.model import SchemaChange, Snapshot, type_str
+
+MAX_ROWS = 20
+
+
+def column_schema(snapshot: Snapshot) -> TableSchema:
+    """Nested fields flattened to `a.b.c` rows: Dagster's column schema is a flat table."""
+    return TableSchema(
+        columns=[
+            TableColumn(
+                name=path,
+                type=type_str(f.type),
+                description=f.description,
+                constraints=TableColumnConstraints(nullable=f.nullable),
+            )
+            for path, f in snapshot.schema.flatten()
+        ]
+    )
+
+
+def md_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> MetadataValue:
+    def cell(text: str) -> str:
+        return str(text).replace("|", "/").replace("\n", " ")
+
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(cell(c) for c in row) + " |" for row in rows[:MAX_ROWS]]
+    if len(rows) > MAX_ROWS:
+        lines.append(f"| … {len(rows) - MAX_ROWS} more |" + " |" * (len(header) - 1))
+    return MetadataValue.md("\n".join(lines))
+
+
+def changes_table(changes: Sequence[SchemaChange]) -> MetadataValue:
+    return md_table(
+        ("severity", "change", "field", "old → new", "backward", "forward"),
+        [
+            (
+                c.severity,
+                c.kind,
+                f"`{c.path or '(dataset)'}`",
+                f"{c.old or '-'} → {c.new or '-'}",
+                "yes" if c.backward else "no",
+                "yes" if c.forward else "no",
+            )
+            for c in changes
+        ],
+    )
+
+
+def newest(snapshots: Mapping[str | None, Snapshot]) -> Snapshot:
+    return snapshots[max(snapshots, key=lambda k: k or "")]
+
+
+def snapshot_metadata(snapshots: Mapping[str | None, Snapshot], time_key: str | None = None) -> dict[str, Any]:
+    """Metadata of one materialization. Over a partition range Dagster records the same
+    metadata on every partition, so it describes the newest partition, and per-partition
+    figures that would mislead there (row counts) are left to the store."""
+    last = newest(snapshots)
+    md: dict[str, Any] = {
+        "dagster/column_schema": MetadataValue.table_schema(column_schema(last)),
+        "lumos/version": MetadataValue.text(last.version or "none"),
+        "lumos/change_class": MetadataValue.text(last.change_class or "none"),
+        "lumos/fingerprint": MetadataValue.text(last.fingerprint),
+        "lumos/files": MetadataValue.int(last.stats.file_count),
+        "lumos/bytes": MetadataValue.int(last.stats.total_bytes),
+        "lumos/fields": MetadataValue.int(len(last.schema.flatten())),
+    }
+    if last.previous_version:
+        md["lumos/previous_version"] = MetadataValue.text(last.previous_version)
+    if last.changes:
+        md["lumos/changes"] = changes_table(last.changes)
+    if len(snapshots) == 1 and last.stats.row_count is not None:
+        # a date-partitioned dataset's partition holds that day's rows, not the table's
+        key = "dagster/partition_row_count" if last.stats.partition_values.get(time_key or "") else "dagster/row_count"
+        md[key] = MetadataValue.int(last.stats.row_count)
+    if len(snapshots) > 1:
+        md["lumos/partitions_in_run"] = MetadataValue.int(len(snapshots))
+        in_order = [s for _, s in sorted(snapshots.items(), key=lambda i: i[0] or "")]
+        versions = dict.fromkeys(s.version or "none" for s in in_order)
+        md["lumos/versions_in_run"] = MetadataValue.text(" → ".join(versions))
+    if last.stats.last_modified:
+        md["lumos/last_modified"] = MetadataValue.timestamp(last.stats.last_modified)
+    errors = [(f"`{e.path}`", e.reason) for s in snapshots.values() for e in s.errors]
+    if errors:
+        md["lumos/errors"] = md_table(("file", "reason"), errors)
+    if last.conflicts:
+        md["lumos/conflicts"] = md_table(
+            ("field", "files disagree"),
+            [
+                (f"`{c.path}`", f"{c.resolution}: " + "; ".join(f"{v.type} in {v.file_count}" for v in c.variants))
+                for c in last.conflicts
+            ],
+        )
+    return md

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# The schema gate CI runs: the GitHub Actions workflow and the Jenkinsfile next to this
+# file both call it, and tests/test_ci_examples.py runs it too.
+#
+# It snapshots the datasets a change touches, then fails when a breaking schema change
+# under the datasets' policies has not been accepted in lumos.yaml. Environment:
+#   LUMOS_CONFIG        lumos.yaml (its store should be the shared one, e.g. PostgreSQL,
+#                       so the gate compares with what main last recorded)
+#   LUMOS_SELECT        Dagster asset selection to materialize (default: every dataset)
+#   LUMOS_PARTITION     partition to snapshot (default: today, UTC)
+#   LUMOS_DIFF_PAIRS    optional "old.avsc:new.avsc …" schema files to compare as well
+#   LUMOS_REPORT        where the markdown report goes (default: lumos-schema-report.md)
+set -uo pipefail
+
+report="${LUMOS_REPORT:-lumos-schema-report.md}"
+since="$(date -u +%Y-%m-%dT%H:%M:%S+00:00)"
+
+lumos discover || exit $?
+dagster asset materialize -m lumos_dagster.definitions --select "${LUMOS_SELECT:-*}" \
+    --partition "${LUMOS_PARTITION:-$(date -u +%F)}"
+materialize=$?  # a failed schema_compatible check fails the run too; the gate says why
+
+lumos gate --since "$since" --format markdown --output "$report" > /dev/null
+gate=$?
+for pair in ${LUMOS_DIFF_PAIRS:-}; do
+    lumos diff "${pair%%:*}" "${pair#*:}" --format markdown >> "$report"
+    status=$?
+    [ "$status" -gt "$gate" ] && gate=$status
+done
+
+cat "$report"
+# 1: a breaking change, 2: bad input; otherwise whatever the materialization said
+[ "$gate" -ne 0 ] && exit "$gate"
+exit "$materialize"

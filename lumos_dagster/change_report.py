@@ -1,0 +1,172 @@
+"""Schema change reports for people and machines: text, JSON, and a pull-request comment.
+
+Used by `lumos diff` (one pair) and `lumos gate` (every dataset a run changed).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Sequence
+
+from lumos_dagster.impact import Affected
+from lumos_dagster.model import BREAKING, INFORMATIONAL, SchemaChange
+
+
+@dataclass(frozen=True)
+class ChangeReport:
+    name: str  # dataset name, or "OLD → NEW" for a diff of files
+    old_version: str | None
+    new_version: str | None
+    change_class: str | None
+    policy: str
+    changes: tuple[SchemaChange, ...]
+    accepted: tuple[tuple[SchemaChange, str], ...] = ()
+    affected: tuple[Affected, ...] = field(default_factory=tuple)
+
+    @property
+    def unaccepted(self) -> list[SchemaChange]:
+        taken = {id(c) for c, _ in self.accepted}
+        return [c for c in self.changes if c.severity == BREAKING and id(c) not in taken]
+
+    @property
+    def schema_changes(self) -> list[SchemaChange]:
+        return [c for c in self.changes if c.severity != INFORMATIONAL]
+
+
+def breaking_count(reports: Sequence[ChangeReport]) -> int:
+    return sum(len(r.unaccepted) for r in reports)
+
+
+def exit_code(reports: Sequence[ChangeReport]) -> int:
+    """0: nothing breaks under the policy (or all of it is accepted); 1: something breaks."""
+    return 1 if breaking_count(reports) else 0
+
+
+def _affected(reports: Sequence[ChangeReport]) -> set[str]:
+    return {a.name for r in reports if r.unaccepted for a in r.affected}
+
+
+def to_json(reports: Sequence[ChangeReport]) -> dict:
+    changes = [c for r in reports for c in r.changes]
+    return {
+        "compatible": {
+            "backward": all(c.backward for c in changes),
+            "forward": all(c.forward for c in changes),
+        },
+        "breaking": breaking_count(reports),
+        "schemas_changed": sum(1 for r in reports if r.schema_changes),
+        "downstream_affected": sorted(_affected(reports)),
+        "datasets": [
+            {
+                "name": r.name,
+                "policy": r.policy,
+                "old_version": r.old_version,
+                "new_version": r.new_version,
+                "change_class": r.change_class,
+                "compatible": {
+                    "backward": all(c.backward for c in r.changes),
+                    "forward": all(c.forward for c in r.changes),
+                },
+                "changes": [
+                    {
+                        "path": c.path,
+                        "kind": c.kind,
+                        "old": c.old,
+                        "new": c.new,
+                        "backward": c.backward,
+                        "forward": c.forward,
+                        "severity": c.severity,
+                        "accepted": next((why for a, why in r.accepted if a is c), None),
+                        "against": c.against,
+                    }
+                    for c in r.changes
+                ],
+                "downstream": [
+                    {"name": a.name, "depth": a.depth, "via": a.via, "owners": [o.id for o in a.owners]}
+                    for a in r.affected
+                ],
+            }
+            for r in reports
+        ],
+    }
+
+
+def _headline(reports: Sequence[ChangeReport]) -> str:
+    altered = sum(1 for r in reports if r.schema_changes)
+    breaking = sum(1 for r in reports if r.unaccepted)
+    return (
+        f"This change alters {altered} schema{'s' if altered != 1 else ''}, {breaking} breaking, "
+        f"affecting {len(_affected(reports))} downstream dataset{'s' if len(_affected(reports)) != 1 else ''}."
+    )
+
+
+def _versions(r: ChangeReport) -> str:
+    if r.old_version or r.new_version:
+        return f"{r.old_version or '-'} → {r.new_version or '-'} ({r.change_class or 'none'})"
+    return r.change_class or ""
+
+
+def _verdict(r: ChangeReport, c: SchemaChange) -> str:
+    why = next((w for a, w in r.accepted if a is c), None)
+    return f"accepted: {why}" if why else c.severity
+
+
+def to_text(reports: Sequence[ChangeReport]) -> str:
+    lines = [_headline(reports)]
+    for r in reports:
+        lines.append(f"\n{r.name}  {_versions(r)}  policy {r.policy}")
+        if not r.changes:
+            lines.append("  no changes")
+        for c in r.changes:
+            lines.append(
+                f"  {_verdict(r, c):<14} {c.kind:<24} {c.path or '(dataset)'}: {c.old or '-'} → {c.new or '-'}"
+                f"  [backward {'ok' if c.backward else 'BREAKS'}, forward {'ok' if c.forward else 'BREAKS'}]"
+                + (f" (against {c.against})" if c.against else "")
+            )
+        if r.unaccepted and r.affected:
+            lines.append("  downstream: " + ", ".join(f"{a.name} (depth {a.depth})" for a in r.affected))
+    return "\n".join(lines)
+
+
+def to_markdown(reports: Sequence[ChangeReport]) -> str:
+    broken = breaking_count(reports)
+    status = f"❌ {broken} breaking change{'s' if broken != 1 else ''}" if broken else "✅ compatible"
+    lines = [
+        f"### Lumos schema check: {status}",
+        "",
+        _headline(reports),
+    ]
+    for r in reports:
+        if not r.changes:
+            continue
+        status = "BREAKING" if r.unaccepted else "compatible"
+        lines += ["", f"#### `{r.name}` {_versions(r)} — {status} under {r.policy}", ""]
+        lines += ["| verdict | change | field | old → new | backward | forward |", "|---|---|---|---|---|---|"]
+        for c in r.changes:
+            lines.append(
+                f"| {_verdict(r, c)} | {c.kind} | `{c.path or '(dataset)'}` | {c.old or '-'} → {c.new or '-'} "
+                f"| {'✅' if c.backward else '❌'} | {'✅' if c.forward else '❌'} |"
+            )
+        if r.unaccepted and r.affected:
+            lines += [
+                "",
+                "Downstream: "
+                + ", ".join(
+                    f"`{a.name}` (depth {a.depth}{', ' + ', '.join(o.id for o in a.owners) if a.owners else ''})"
+                    for a in r.affected
+                ),
+            ]
+    if broken:
+        lines += [
+            "",
+            "To accept: declare `accept_major` on the dataset, or add an `allow` rule under "
+            "`compatibility:` in lumos.yaml (see docs/compatibility.md).",
+        ]
+    return "\n".join(lines)
+
+
+def render(reports: Sequence[ChangeReport], fmt: str) -> str:
+    if fmt == "json":
+        return json.dumps(to_json(reports), indent=2)
+    return to_markdown(reports) if fmt == "markdown" else to_text(reports)

@@ -1,0 +1,31 @@
+"""The `lumos` command line."""
+
+from __future__ import annotations
+
+import click
+
+from lumos_dagster.cli import changes, scan
+
+
+@click.group()
+def main() -> None:
+    """Lumos keeps your catalog true: snapshots of your datasets' metadata, versioned."""
+
+
+for command in (
+    scan.schema,
+    scan.discover,
+    scan.demo_lake,
+    scan.summary,
+    scan.lite,
+    changes.diff,
+    changes.gate,
+    changes.impact,
+    changes.history,
+    changes.evolution,
+    changes.release,
+):
+    main.add_command(command)
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,343 @@
+"""`lumos diff`, `gate`, `impact`, `history`, `evolution`, `release`: schema changes."""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+
+import click
+
+from lumos_dagster.change_report import ChangeReport, exit_code, render
+from lumos_dagster.cli.common import config_option, load, open_store
+from lumos_dagster.config import LumosConfig, load_config
+from lumos_dagster.datasets import Catalogue, resolve_datasets
+from lumos_dagster.diff import diff_schemas, diff_snapshots
+from lumos_dagster.errors import LumosError
+from lumos_dagster.gate import judge_snapshot
+from lumos_dagster.history import evolution as evolution_of
+from lumos_dagster.history import next_release_name, timeline
+from lumos_dagster.impact import downstream, fan_out
+from lumos_dagster.inputs import load_side
+from lumos_dagster.model import BREAKING, dataset_urn
+from lumos_dagster.sources import build_sources
+from lumos_dagster.store import SnapshotStore
+from lumos_dagster.versioning import DEFAULT_POLICY, POLICIES, bump, change_class, judge
+
+FORMATS = click.Choice(["text", "json", "markdown"])
+policy_option = click.option(
+    "--policy",
+    type=click.Choice([p.lower() for p in POLICIES] + list(POLICIES)),
+    default=None,
+    help="Compatibility policy (default: the dataset's, else compatibility.policy, else full).",
+)
+
+
+def _catalogue(config: LumosConfig, store: SnapshotStore) -> Catalogue:
+    roots = {name: s.root for name, s in build_sources(config).items()}
+    return resolve_datasets(config, store.datasets(), roots)
+
+
+def _emit(text: str, output: str | None) -> None:
+    if output:
+        with open(output, "w") as fh:
+            fh.write(text + "\n")
+    click.echo(text)
+
+
+def _optional_config(config_file: str | None) -> LumosConfig | None:
+    """`lumos diff` of two files needs no lumos.yaml; use one when it is there."""
+    try:
+        return load_config(config_file)
+    except LumosError:
+        if config_file:  # asked for explicitly: its errors matter
+            raise
+        return None
+
+
+@click.command()
+@click.argument("old")
+@click.argument("new")
+@policy_option
+@click.option("--format", "fmt", type=FORMATS, default="text", show_default=True)
+@click.option("--dataset", default=None, help="Dataset the schemas belong to (its policy, owners, downstream).")
+@click.option("--output", "-o", default=None, help="Also write the report to this file.")
+@config_option
+def diff(old, new, policy, fmt, dataset, output, config_file) -> None:
+    """Compare two schemas. OLD and NEW: a Lumos snapshot JSON, an Avro schema (.avsc), a
+    data file (parquet, orc, avro, csv, json), or DATASET@VERSION (or @latest) from the store.
+
+    Exit code 0 when nothing breaks under the policy, 1 when something does, 2 on bad input.
+    """
+    try:
+        config = _optional_config(config_file)
+        opener = (lambda: SnapshotStore(config.store_url)) if config else None
+        a, b = load_side(old, opener), load_side(new, opener)
+    except LumosError as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(2)
+    name = dataset or b.dataset or a.dataset
+    if policy:
+        chosen = policy.upper()
+    elif config:
+        chosen = config.policy(name) if name else config.compatibility.policy
+    else:
+        chosen = DEFAULT_POLICY
+    raw = diff_snapshots(a.snapshot, b.snapshot) if a.snapshot and b.snapshot else diff_schemas(a.schema, b.schema)
+    changes = judge(raw, chosen)
+    cls = change_class(changes)
+    old_version = a.snapshot.version if a.snapshot else None
+    new_version = b.snapshot.version if b.snapshot else (bump(old_version, cls) if old_version else None)
+    affected: tuple = ()
+    accepted: tuple = ()
+    if config and name:
+        if any(c.severity == BREAKING for c in changes):
+            store = SnapshotStore(config.store_url)
+            try:
+                affected = tuple(downstream(_catalogue(config, store), name))
+            finally:
+                store.close()
+        if b.snapshot:
+            accepted = judge_snapshot(config, replace(b.snapshot, changes=changes, version=new_version)).accepted
+    report = ChangeReport(name or f"{old} → {new}", old_version, new_version, cls, chosen, changes, accepted, affected)
+    _emit(render([report], fmt), output)
+    sys.exit(exit_code([report]))
+
+
+@click.command()
+@config_option
+@click.option("--datasets", default=None, help="Comma-separated dataset names (default: every dataset).")
+@click.option("--since", default=None, help="Only versions first seen after this ISO 8601 time (the CI run's start).")
+@click.option("--partition", default=None, help="Judge this partition's latest capture (default: the newest).")
+@click.option("--format", "fmt", type=FORMATS, default="text", show_default=True)
+@click.option("--output", "-o", default=None, help="Also write the report to this file.")
+def gate(config_file, datasets, since, partition, fmt, output) -> None:
+    """The CI gate: judge the datasets' latest versions under their policies.
+
+    Exit code 0 when no unaccepted breaking change is found, 1 otherwise, 2 on bad input.
+    """
+    config = load(config_file)
+    try:
+        cutoff = datetime.fromisoformat(since) if since else None
+    except ValueError:
+        click.echo(f"error: --since {since!r} is not an ISO 8601 time", err=True)
+        sys.exit(2)
+    if cutoff is not None and cutoff.tzinfo is None:
+        cutoff = cutoff.replace(tzinfo=UTC)
+    store = open_store(config)
+    try:
+        catalogue = _catalogue(config, store)
+        known = catalogue.by_name()
+        names = [n.strip() for n in datasets.split(",")] if datasets else list(known)
+        unknown = [n for n in names if n not in known]
+        if unknown:
+            click.echo(f"error: unknown dataset(s): {', '.join(unknown)} (run `lumos discover`?)", err=True)
+            sys.exit(2)
+        reports = []
+        for name in names:
+            spec = known[name]
+            snap = store.latest(spec.ref.urn, partition)
+            if snap is None or not snap.changes:
+                continue
+            introduced = next((e for e in timeline(store.history(spec.ref.urn)) if e.version == snap.version), None)
+            if cutoff is not None and introduced is not None and introduced.first_captured < cutoff:
+                continue
+            verdict = judge_snapshot(config, snap)
+            affected = tuple(downstream(catalogue, name)) if verdict.breaking else ()
+            reports.append(
+                ChangeReport(
+                    name,
+                    snap.previous_version,
+                    snap.version,
+                    snap.change_class,
+                    snap.policy or spec.policy,
+                    snap.changes,
+                    verdict.accepted,
+                    affected,
+                )
+            )
+    finally:
+        store.close()
+    _emit(render(reports, fmt), output)
+    sys.exit(exit_code(reports))
+
+
+@click.command()
+@click.argument("dataset", required=False)
+@click.option("--depth", type=int, default=None, help="Stop after this many lineage hops.")
+@click.option("--top", type=int, default=10, show_default=True, help="Without DATASET: rank this many by fan-out.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@config_option
+def impact(dataset, depth, top, fmt, config_file) -> None:
+    """Who is downstream of DATASET (depth, owners, the breaking changes that reach them);
+    without DATASET, the riskiest datasets by downstream fan-out."""
+    config = load(config_file)
+    store = open_store(config)
+    try:
+        catalogue = _catalogue(config, store)
+        if dataset is None:
+            ranking = fan_out(catalogue)[:top]
+            if fmt == "json":
+                click.echo(json.dumps([{"dataset": n, "downstream": k} for n, k in ranking], indent=2))
+            else:
+                for n, k in ranking:
+                    click.echo(f"{k:>6}  {n}")
+            return
+        if dataset not in catalogue.by_name():
+            raise click.ClickException(f"unknown dataset {dataset} (run `lumos discover`?)")
+        spec = catalogue.by_name()[dataset]
+        snap = store.latest(spec.ref.urn)
+    finally:
+        store.close()
+    breaking = [c for c in (snap.changes if snap else ()) if c.severity == BREAKING]
+    affected = downstream(catalogue, dataset, depth)
+    if fmt == "json":
+        click.echo(
+            json.dumps(
+                {
+                    "dataset": dataset,
+                    "version": snap.version if snap else None,
+                    "breaking_changes": [
+                        {"path": c.path, "kind": c.kind, "old": c.old, "new": c.new} for c in breaking
+                    ],
+                    "downstream": [
+                        {
+                            "name": a.name,
+                            "depth": a.depth,
+                            "via": a.via,
+                            "owners": [o.id for o in a.owners],
+                            "reached_by": [f"{c.kind} {c.path}" for c in breaking],
+                        }
+                        for a in affected
+                    ],
+                },
+                indent=2,
+            )
+        )
+        return
+    click.echo(f"{dataset} {snap.version if snap else '(never materialized)'}: {len(affected)} downstream dataset(s)")
+    for c in breaking:
+        click.echo(f"  breaking: {c.kind} {c.path} ({c.old or '-'} → {c.new or '-'})")
+    for a in affected:
+        owners = ", ".join(o.id for o in a.owners) or "no owner"
+        click.echo(f"  {'  ' * (a.depth - 1)}└ {a.name}  (depth {a.depth}, via {a.via}; {owners})")
+
+
+@click.command()
+@click.argument("dataset")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@config_option
+def history(dataset, fmt, config_file) -> None:
+    """The version timeline of DATASET: each version, where it appeared, what changed, releases."""
+    config = load(config_file)
+    store = open_store(config)
+    try:
+        spec = _catalogue(config, store).by_name().get(dataset)
+        urn = spec.ref.urn if spec else dataset_urn("file", dataset)
+        entries = timeline(store.history(urn))
+        releases = store.releases()
+    finally:
+        store.close()
+    if not entries:
+        raise click.ClickException(f"{dataset}: no snapshot in the store (materialize it first)")
+    in_release = {e.version: [r.name for r in releases if r.versions.get(dataset) == e.version] for e in entries}
+    if fmt == "json":
+        click.echo(
+            json.dumps(
+                [
+                    {
+                        "version": e.version,
+                        "previous_version": e.previous_version,
+                        "change_class": e.change_class,
+                        "first_partition": e.first_partition,
+                        "first_captured": e.first_captured.isoformat(),
+                        "last_partition": e.last_partition,
+                        "captures": e.captures,
+                        "releases": in_release[e.version],
+                        "changes": [
+                            {"path": c.path, "kind": c.kind, "severity": c.severity, "old": c.old, "new": c.new}
+                            for c in e.changes
+                        ],
+                    }
+                    for e in entries
+                ],
+                indent=2,
+            )
+        )
+        return
+    for e in entries:
+        rel = f"  releases {', '.join(in_release[e.version])}" if in_release[e.version] else ""
+        span = e.first_partition if e.first_partition == e.last_partition else f"{e.first_partition}…{e.last_partition}"
+        click.echo(f"{e.version:<10} {e.change_class or '':<6} partitions {span}  ({e.captures} captures){rel}")
+        for c in e.changes:
+            click.echo(f"    {c.severity:<13} {c.kind} {c.path or '(dataset)'}: {c.old or '-'} → {c.new or '-'}")
+
+
+@click.command()
+@config_option
+@click.option("--since", default=None, help="Start of the period, YYYY-MM-DD (default: 30 days ago).")
+@click.option("--until", default=None, help="End of the period, YYYY-MM-DD, exclusive (default: now).")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+def evolution(config_file, since, until, fmt) -> None:
+    """How schemas evolved over a period: versions, changes, breaking ones, change frequency."""
+    config = load(config_file)
+    end = datetime.fromisoformat(until).replace(tzinfo=UTC) if until else datetime.now(UTC)
+    start = datetime.fromisoformat(since).replace(tzinfo=UTC) if since else end - timedelta(days=30)
+    store = open_store(config)
+    try:
+        rows = [evolution_of(r.name, timeline(store.history(r.urn)), start, end) for r in store.datasets()]
+    finally:
+        store.close()
+    rows.sort(key=lambda r: (-r.changes, r.dataset))
+    if fmt == "json":
+        click.echo(
+            json.dumps(
+                {"since": start.isoformat(), "until": end.isoformat(), "datasets": [r.__dict__ for r in rows]}, indent=2
+            )
+        )
+        return
+    click.echo(f"{start:%Y-%m-%d} … {end:%Y-%m-%d}")
+    click.echo(f"{'dataset':<40} {'versions':>8} {'changes':>8} {'breaking':>8} {'per 30 d':>9}")
+    for r in rows:
+        click.echo(f"{r.dataset:<40} {r.versions:>8} {r.changes:>8} {r.breaking:>8} {r.per_30_days:>9}")
+
+
+@click.command()
+@click.argument("name", required=False)
+@config_option
+@click.option("--datasets", default=None, help="Comma-separated datasets in the release (default: all).")
+@click.option("--list", "list_", is_flag=True, help="List the releases recorded so far.")
+def release(name, config_file, datasets, list_) -> None:
+    """Record a release and each dataset's schema version at that moment.
+
+    NAME defaults to the next number after the prefix in lumos.yaml (S-311 → S-312)."""
+    config = load(config_file)
+    store = open_store(config)
+    try:
+        existing = store.releases()
+        if list_:
+            for r in existing:
+                click.echo(f"{r.name:<10} {r.created_at:%Y-%m-%d %H:%M}  {len(r.versions)} datasets")
+            return
+        wanted = {n.strip() for n in datasets.split(",")} if datasets else None
+        versions = {}
+        for rec in store.datasets():
+            if wanted is None or rec.name in wanted:
+                snap = store.latest(rec.urn)
+                if snap and snap.version:
+                    versions[rec.name] = snap.version
+        missing = sorted(wanted - set(versions)) if wanted else []
+        if missing:
+            raise click.ClickException(f"no version in the store for: {', '.join(missing)} (materialize them first)")
+        try:
+            rel = store.add_release(
+                name or next_release_name(config.releases.prefix, [r.name for r in existing]), versions
+            )
+        except LumosError as exc:
+            raise click.ClickException(str(exc)) from None
+    finally:
+        store.close()
+    click.echo(f"{rel.name}: {len(rel.versions)} datasets")
+    for n, v in rel.versions.items():
+        click.echo(f"  {n:<40} {v}")

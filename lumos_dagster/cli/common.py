@@ -1,0 +1,32 @@
+"""What every `lumos` command shares: the --config option and clean error exits."""
+
+from __future__ import annotations
+
+import click
+
+from lumos_dagster.config import CONFIG_ENV, LumosConfig, load_config
+from lumos_dagster.errors import LumosError
+from lumos_dagster.store import SnapshotStore
+
+config_option = click.option(
+    "--config",
+    "-c",
+    "config_file",
+    default=None,
+    envvar=CONFIG_ENV,
+    help=f"lumos.yaml to use (default: ${CONFIG_ENV} or ./lumos.yaml).",
+)
+
+
+def load(config_file: str | None) -> LumosConfig:
+    try:
+        return load_config(config_file)
+    except LumosError as exc:
+        raise click.ClickException(str(exc)) from None
+
+
+def open_store(config: LumosConfig) -> SnapshotStore:
+    try:
+        return SnapshotStore(config.store_url)
+    except LumosError as exc:
+        raise click.ClickException(str(exc)) from None

@@ -1,0 +1,278 @@
+"""The diff engine: every difference between two schemas or two snapshots, each with
+its verdict in both directions.
+
+* backward — a reader with the NEW schema reads data written with the OLD one;
+* forward  — a reader with the OLD schema reads data written with the NEW one.
+
+The verdicts follow Avro schema resolution (reader fields need a default; enums and
+unions must cover what the writer may send; aliases rename), Iceberg (field ids rename;
+optional→required is unsafe) and Delta type widening (`lumos_dagster.compat`). Pure
+functions; docs/compatibility.md has the table.
+"""
+
+from __future__ import annotations
+
+import bisect
+import json
+from typing import Any, Sequence
+
+from lumos_dagster.compat import promotable
+from lumos_dagster.model import (
+    NO_DEFAULT,
+    TYPE_CLASSES,
+    Array,
+    DataType,
+    Decimal,
+    Enum,
+    Field,
+    Map,
+    SchemaChange,
+    Snapshot,
+    Struct,
+    UnionType,
+    type_str,
+)
+from lumos_dagster.model import Schema as SchemaModel
+
+# kinds
+FIELD_ADDED = "FIELD_ADDED"
+FIELD_REMOVED = "FIELD_REMOVED"
+FIELD_RENAMED = "FIELD_RENAMED"
+FIELD_MOVED = "FIELD_MOVED"
+TYPE_PROMOTED = "TYPE_PROMOTED"
+TYPE_NARROWED = "TYPE_NARROWED"
+TYPE_CHANGED = "TYPE_CHANGED"
+DECIMAL_WIDENED = "DECIMAL_WIDENED"
+DECIMAL_NARROWED = "DECIMAL_NARROWED"
+DECIMAL_CHANGED = "DECIMAL_CHANGED"
+NULLABILITY_TIGHTENED = "NULLABILITY_TIGHTENED"
+NULLABILITY_RELAXED = "NULLABILITY_RELAXED"
+DEFAULT_ADDED = "DEFAULT_ADDED"
+DEFAULT_CHANGED = "DEFAULT_CHANGED"
+DEFAULT_REMOVED = "DEFAULT_REMOVED"
+ENUM_SYMBOLS_ADDED = "ENUM_SYMBOLS_ADDED"
+ENUM_SYMBOLS_REMOVED = "ENUM_SYMBOLS_REMOVED"
+UNION_BRANCHES_ADDED = "UNION_BRANCHES_ADDED"
+UNION_BRANCHES_REMOVED = "UNION_BRANCHES_REMOVED"
+DESCRIPTION_CHANGED = "DESCRIPTION_CHANGED"
+DATASET_DESCRIPTION_CHANGED = "DATASET_DESCRIPTION_CHANGED"
+TAGS_CHANGED = "TAGS_CHANGED"
+OWNERS_CHANGED = "OWNERS_CHANGED"
+DOMAIN_CHANGED = "DOMAIN_CHANGED"
+LINEAGE_CHANGED = "LINEAGE_CHANGED"
+DATASET_ADDED = "DATASET_ADDED"
+DATASET_REMOVED = "DATASET_REMOVED"
+
+#: changes that touch documentation and governance only: never breaking, a patch at most
+METADATA_KINDS = frozenset(
+    {
+        DESCRIPTION_CHANGED,
+        DATASET_DESCRIPTION_CHANGED,
+        TAGS_CHANGED,
+        OWNERS_CHANGED,
+        DOMAIN_CHANGED,
+        LINEAGE_CHANGED,
+        DATASET_ADDED,
+    }
+)
+
+
+def _change(path: str, kind: str, old: Any, new: Any, backward: bool, forward: bool) -> SchemaChange:
+    return SchemaChange(path, kind, _render(old), _render(new), backward, forward)
+
+
+def _render(value: Any) -> str | None:
+    if value is None or value is NO_DEFAULT:
+        return None
+    if isinstance(value, str):
+        return value
+    if isinstance(value, Field):
+        return f"{type_str(value.type)}{'' if value.nullable else ' not null'}"
+    if isinstance(value, TYPE_CLASSES):
+        return type_str(value)
+    return json.dumps(value, sort_keys=True, default=str)
+
+
+def _sub(path: str, suffix: str) -> str:
+    return f"{path}{suffix}"
+
+
+class _Differ:
+    def __init__(self) -> None:
+        self.out: list[SchemaChange] = []
+
+    def add(self, *args) -> None:
+        self.out.append(_change(*args))
+
+    # ------------------------------------------------------------ fields
+
+    def fields(self, prefix: str, old: Sequence[Field], new: Sequence[Field]) -> None:
+        old_by, new_by = {f.name: f for f in old}, {f.name: f for f in new}
+        removed = [f for f in old if f.name not in new_by]
+        added = [f for f in new if f.name not in old_by]
+        pairs = [(o, new_by[o.name]) for o in old if o.name in new_by]
+        for o in list(removed):  # renames, only where field ids or aliases prove them
+            n = next((a for a in added if _renamed(o, a)), None)
+            if n is None:
+                continue
+            removed.remove(o)
+            added.remove(n)
+            pairs.append((o, n))
+            by_id = o.field_id is not None and o.field_id == n.field_id
+            # an id-resolving reader (Iceberg, Parquet ids) follows a rename both ways; an
+            # Avro reader only when its own schema names the other side as an alias
+            self.add(
+                prefix + n.name,
+                FIELD_RENAMED,
+                o.name,
+                n.name,
+                by_id or o.name in n.aliases,
+                by_id or n.name in o.aliases,
+            )
+        for f in removed:
+            # old readers still expect the field: only a default lets them read new data
+            self.add(prefix + f.name, FIELD_REMOVED, f, None, True, f.has_default)
+        for f in added:
+            # new readers meet old data without the field: it must be nullable or defaulted
+            self.add(prefix + f.name, FIELD_ADDED, None, f, f.nullable or f.has_default, True)
+        for o, n in pairs:
+            self.field(prefix + n.name, o, n)
+        self.moves(prefix, old, new, pairs)
+
+    def moves(self, prefix: str, old: Sequence[Field], new: Sequence[Field], pairs: list) -> None:
+        """Fields whose relative order changed: those outside the longest run kept in order.
+        Readers resolve fields by name (or id), so a move breaks nobody."""
+        old_pos = {f.name: i for i, f in enumerate(old)}
+        new_pos = {f.name: i for i, f in enumerate(new)}
+        common = sorted(pairs, key=lambda p: old_pos[p[0].name])
+        keep = _longest_increasing([new_pos[n.name] for _, n in common])
+        for i, (o, n) in enumerate(common):
+            if i not in keep:
+                self.add(prefix + n.name, FIELD_MOVED, str(old_pos[o.name]), str(new_pos[n.name]), True, True)
+
+    def field(self, path: str, old: Field, new: Field) -> None:
+        self.type(path, old.type, new.type)
+        self.nullability(path, old.nullable, new.nullable)
+        if old.has_default != new.has_default or (old.has_default and old.default != new.default):
+            kind = DEFAULT_ADDED if not old.has_default else DEFAULT_REMOVED if not new.has_default else DEFAULT_CHANGED
+            # a default is read only when the writer lacks the field, and both sides have it
+            self.add(path, kind, old.default, new.default, True, True)
+        if (old.description or None) != (new.description or None):
+            self.add(path, DESCRIPTION_CHANGED, old.description, new.description, True, True)
+
+    def nullability(self, path: str, old: bool, new: bool) -> None:
+        if old and not new:  # old data may hold nulls the new reader refuses
+            self.add(path, NULLABILITY_TIGHTENED, "nullable", "required", False, True)
+        elif new and not old:  # new data may hold nulls the old reader refuses
+            self.add(path, NULLABILITY_RELAXED, "required", "nullable", True, False)
+
+    # ------------------------------------------------------------- types
+
+    def type(self, path: str, old: DataType, new: DataType) -> None:
+        if old == new:
+            return
+        if isinstance(old, Struct) and isinstance(new, Struct):
+            self.fields(path + ".", old.fields, new.fields)
+        elif isinstance(old, Array) and isinstance(new, Array):
+            self.type(_inner(path, old.element, new.element, "[]"), old.element, new.element)
+            self.nullability(_sub(path, "[]"), old.element_nullable, new.element_nullable)
+        elif isinstance(old, Map) and isinstance(new, Map):
+            self.type(_sub(path, "{key}"), old.key, new.key)
+            self.type(_inner(path, old.value, new.value, "{}"), old.value, new.value)
+            self.nullability(_sub(path, "{}"), old.value_nullable, new.value_nullable)
+        elif isinstance(old, Enum) and isinstance(new, Enum):
+            added = [s for s in new.symbols if s not in old.symbols]
+            removed = [s for s in old.symbols if s not in new.symbols]
+            if added:  # an old reader meets symbols it does not know
+                self.add(path, ENUM_SYMBOLS_ADDED, None, ", ".join(added), True, False)
+            if removed:  # a new reader meets old data with symbols it dropped
+                self.add(path, ENUM_SYMBOLS_REMOVED, ", ".join(removed), None, False, True)
+        elif isinstance(old, UnionType) or isinstance(new, UnionType):
+            self.union(path, old, new)
+        else:
+            backward, forward = promotable(old, new), promotable(new, old)
+            if isinstance(old, Decimal) and isinstance(new, Decimal):
+                kinds = (DECIMAL_WIDENED, DECIMAL_NARROWED, DECIMAL_CHANGED)
+            else:
+                kinds = (TYPE_PROMOTED, TYPE_NARROWED, TYPE_CHANGED)
+            kind = kinds[0] if backward and not forward else kinds[1] if forward and not backward else kinds[2]
+            self.add(path, kind, old, new, backward, forward)
+
+    def union(self, path: str, old: DataType, new: DataType) -> None:
+        old_b = list(old.branches) if isinstance(old, UnionType) else [old]
+        new_b = list(new.branches) if isinstance(new, UnionType) else [new]
+        added = [b for b in new_b if b not in old_b]
+        removed = [b for b in old_b if b not in new_b]
+        if not [b for b in old_b if b in new_b]:  # nothing in common: not an evolution of the union
+            self.add(path, TYPE_CHANGED, old, new, False, False)
+            return
+        if added:  # new readers accept more; old readers cannot read the new branches
+            self.add(path, UNION_BRANCHES_ADDED, old, new, True, False)
+        if removed:  # old data may use a branch new readers lost
+            self.add(path, UNION_BRANCHES_REMOVED, old, new, False, True)
+
+
+def _inner(path: str, old: DataType, new: DataType, suffix: str) -> str:
+    """Struct elements keep the container's path (`items.sku`), as flat paths do; other
+    element changes are reported on `items[]` / `attrs{}`."""
+    return path if isinstance(old, Struct) and isinstance(new, Struct) else _sub(path, suffix)
+
+
+def _renamed(old: Field, new: Field) -> bool:
+    if old.field_id is not None and old.field_id == new.field_id:
+        return True
+    return old.name in new.aliases or new.name in old.aliases
+
+
+def _longest_increasing(values: list[int]) -> set[int]:
+    """Indexes of one longest strictly increasing subsequence (patience sorting)."""
+    tails: list[int] = []
+    tail_idx: list[int] = []
+    parent = [-1] * len(values)
+    for i, v in enumerate(values):
+        k = bisect.bisect_left(tails, v)
+        if k == len(tails):
+            tails.append(v)
+            tail_idx.append(i)
+        else:
+            tails[k] = v
+            tail_idx[k] = i
+        parent[i] = tail_idx[k - 1] if k else -1
+    keep, i = set(), tail_idx[-1] if tail_idx else -1
+    while i != -1:
+        keep.add(i)
+        i = parent[i]
+    return keep
+
+
+def diff_schemas(old: SchemaModel, new: SchemaModel) -> list[SchemaChange]:
+    d = _Differ()
+    d.fields("", old.fields, new.fields)
+    return d.out
+
+
+def diff_snapshots(old: Snapshot | None, new: Snapshot | None) -> list[SchemaChange]:
+    """Schema changes plus dataset-level ones (description, tags, owners, domain, lineage)."""
+    if old is None and new is None:
+        return []
+    if old is None:
+        return [_change("", DATASET_ADDED, None, new.dataset.name, True, True)]
+    if new is None:
+        return [_change("", DATASET_REMOVED, old.dataset.name, None, False, False)]
+    out = diff_schemas(old.schema, new.schema)
+    if (old.description or None) != (new.description or None):
+        out.append(_change("", DATASET_DESCRIPTION_CHANGED, old.description, new.description, True, True))
+    for kind, before, after in (
+        (TAGS_CHANGED, sorted(old.tags), sorted(new.tags)),
+        (
+            OWNERS_CHANGED,
+            sorted(f"{o.kind}:{o.id} ({o.type})" for o in old.owners),
+            sorted(f"{o.kind}:{o.id} ({o.type})" for o in new.owners),
+        ),
+        (LINEAGE_CHANGED, sorted(e.upstream.name for e in old.upstream), sorted(e.upstream.name for e in new.upstream)),
+    ):
+        if before != after:
+            out.append(_change("", kind, ", ".join(before), ", ".join(after), True, True))
+    if old.domain != new.domain:
+        out.append(_change("", DOMAIN_CHANGED, old.domain, new.domain, True, True))
+    return out

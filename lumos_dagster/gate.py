@@ -1,0 +1,62 @@
+"""The compatibility gate: which breaking changes are accepted, which stop a release.
+
+A breaking change is accepted when
+* the dataset declares `accept_major: N` and the change leaves its version at a major
+  of at most N (a declared, expected major bump), or
+* an `allow` rule under `compatibility:` in lumos.yaml matches the dataset, the field
+  path and (optionally) the kind, giving a reason.
+
+Accepted changes still bump the major version; they just do not fail the gate.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fnmatch import fnmatchcase
+
+from lumos_dagster.config import LumosConfig
+from lumos_dagster.model import BREAKING, SchemaChange, Snapshot
+
+
+@dataclass(frozen=True)
+class Verdict:
+    dataset: str
+    version: str | None
+    policy: str
+    breaking: tuple[SchemaChange, ...]
+    accepted: tuple[tuple[SchemaChange, str], ...]  # (change, why)
+
+    @property
+    def unaccepted(self) -> tuple[SchemaChange, ...]:
+        taken = {id(c) for c, _ in self.accepted}
+        return tuple(c for c in self.breaking if id(c) not in taken)
+
+    @property
+    def passed(self) -> bool:
+        return not self.unaccepted
+
+
+def _major(version: str | None) -> int:
+    return int(version.split(".")[0]) if version else 0
+
+
+def judge_snapshot(config: LumosConfig, snapshot: Snapshot) -> Verdict:
+    name = snapshot.dataset.name
+    breaking = tuple(c for c in snapshot.changes if c.severity == BREAKING)
+    decl = config.declaration(name)
+    accepted = []
+    for c in breaking:
+        if decl and decl.accept_major is not None and _major(snapshot.version) <= decl.accept_major:
+            accepted.append((c, f"expected major bump to {decl.accept_major}.x (accept_major in lumos.yaml)"))
+            continue
+        rule = next(
+            (
+                r
+                for r in config.compatibility.allow
+                if fnmatchcase(name, r.dataset) and fnmatchcase(c.path, r.path) and r.kind in (None, c.kind)
+            ),
+            None,
+        )
+        if rule is not None:
+            accepted.append((c, f"allowed: {rule.reason}"))
+    return Verdict(name, snapshot.version, snapshot.policy or config.policy(name), breaking, tuple(accepted))

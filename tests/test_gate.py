@@ -1,0 +1,136 @@
+"""The schema_compatible gate in Dagster runs, and version history across a backfill."""
+
+from datetime import date
+from pathlib import Path
+
+import fastavro
+import pyarrow as pa
+import yaml
+from dagster import AssetKey, DagsterInstance
+
+from lumos_dagster.config import load_config
+from lumos_dagster.definitions import build_definitions
+from lumos_dagster.demo import ORDER_SCHEMA, build_demo_lake
+from lumos_dagster.report import ScanReport
+from lumos_dagster.sources import build_sources, discover
+from lumos_dagster.store import SnapshotStore
+from tests.lake import write_parquet
+
+ROOT = Path(__file__).resolve().parents[1]
+PK = "2026-11-25"
+
+
+def project(tmp: Path, **overrides) -> Path:
+    config = yaml.safe_load((ROOT / "lumos.yaml").read_text())
+    config["sources"][0]["root"] = "lake"
+    config["store"], config["catalog"]["path"] = {"path": "store.db"}, "catalog.db"
+    config["partitions"]["start"] = "2026-11-01"
+    config.update(overrides)
+    (tmp / "lumos.yaml").write_text(yaml.safe_dump(config))
+    return tmp / "lumos.yaml"
+
+
+def run(path: Path, instance, keys=None, **kwargs):
+    cfg = load_config(str(path))
+    store = SnapshotStore(cfg.store_url)
+    store.upsert_datasets(discover(build_sources(cfg), ScanReport()))
+    store.close()
+    job = build_definitions(cfg).resolve_implicit_global_asset_job_def()
+    selection = [AssetKey(k.split("/")) for k in keys] if keys else None
+    # a failed blocking check fails the step (after every event was recorded): the gate fails the run
+    return job.execute_in_process(instance=instance, asset_selection=selection, raise_on_error=False, **kwargs)
+
+
+def materialized(result) -> set[str]:
+    return {"/".join(m.asset_key.path) for m in result.asset_materializations_for_node("lumos_daily_datasets")}
+
+
+def gate(result, name: str):
+    return next(
+        e
+        for e in result.get_asset_check_evaluations()
+        if "/".join(e.asset_key.path) == name and e.check_name == "schema_compatible"
+    )
+
+
+def drop_from_todays_orders(lake: Path, field: str) -> None:
+    schema = {**ORDER_SCHEMA, "fields": [f for f in ORDER_SCHEMA["fields"] if f["name"] != field]}
+    path = lake / "raw" / "orders" / f"dt={PK}" / "orders.avro"
+    with open(path, "rb") as fh:
+        rows = [{k: v for k, v in r.items() if k != field} for r in fastavro.reader(fh)]
+    with open(path, "wb") as fh:
+        fastavro.writer(fh, fastavro.parse_schema(schema), rows)
+
+
+def test_a_breaking_change_fails_the_gate_and_holds_back_downstream_until_accepted(tmp_path, spark):
+    build_demo_lake(str(tmp_path / "lake"), today=date(2026, 11, 25))
+    instance = DagsterInstance.ephemeral()
+    path = project(tmp_path)
+    keys = ["raw/orders", "clean/orders", "analytics/daily_revenue"]
+    assert materialized(run(path, instance, keys, partition_key=PK)) == set(keys)
+
+    drop_from_todays_orders(tmp_path / "lake", "coupon")  # it has a default: old readers still cope
+    assert gate(run(path, instance, keys, partition_key=PK), "raw/orders").passed
+    drop_from_todays_orders(tmp_path / "lake", "status")  # no default: old readers break
+    result = run(path, instance, keys, partition_key=PK)
+    check = gate(result, "raw/orders")
+    assert not check.passed and not result.success
+    assert "1 breaking change(s) under FULL, affecting 3 downstream dataset(s)" in check.description
+    assert "FIELD_REMOVED" in check.metadata["lumos/unaccepted"].value
+    assert "clean/orders" in check.metadata["lumos/downstream"].value
+    assert materialized(result) == {"raw/orders"}  # its consumers are held back in this run
+    store = SnapshotStore(load_config(str(path)).store_url)
+    latest = store.latest("urn:lumos:dataset:file:raw/orders")
+    store.close()
+    assert (latest.version, latest.previous_version, latest.change_class) == ("2.0.0", "1.1.0", "major")
+
+    config = yaml.safe_load(path.read_text())
+    next(d for d in config["datasets"] if d["name"] == "raw/orders")["accept_major"] = 2
+    path.write_text(yaml.safe_dump(config))
+    result = run(path, instance, keys, partition_key=PK)
+    check = gate(result, "raw/orders")
+    assert check.passed and result.success and "1 accepted breaking change" in check.description
+    assert "expected major bump to 2.x" in check.metadata["lumos/accepted"].value
+    assert materialized(result) == set(keys)
+
+
+def test_an_allow_rule_accepts_a_breaking_change_with_its_reason(tmp_path, spark):
+    build_demo_lake(str(tmp_path / "lake"), today=date(2026, 11, 25))
+    instance = DagsterInstance.ephemeral()
+    rule = {"dataset": "raw/*", "path": "status", "kind": "FIELD_REMOVED", "reason": "status moved out (SALES-42)"}
+    path = project(tmp_path, compatibility={"policy": "FULL", "allow": [rule]})
+    run(path, instance, ["raw/orders"], partition_key=PK)
+    drop_from_todays_orders(tmp_path / "lake", "status")
+    check = gate(run(path, instance, ["raw/orders"], partition_key=PK), "raw/orders")
+    assert check.passed, check.metadata["lumos/unaccepted"].value
+    assert "status moved out (SALES-42)" in check.metadata["lumos/accepted"].value
+
+
+def test_a_backfill_rebuilds_the_version_history_of_a_changing_dataset(tmp_path, spark):
+    lake = tmp_path / "lake"
+    base = {"id": pa.array([1, 2], pa.int64()), "name": pa.array(["a", "b"]), "legacy": pa.array([0, 0], pa.int32())}
+    days = {
+        "2026-11-21": base,
+        "2026-11-22": base,  # unchanged
+        "2026-11-23": {**base, "email": pa.array(["x", None])},  # nullable column added: minor
+        "2026-11-24": {k: v for k, v in {**base, "email": pa.array(["x", None])}.items() if k != "legacy"},  # major
+        "2026-11-25": {k: v for k, v in {**base, "email": pa.array(["x", None])}.items() if k != "legacy"},
+    }
+    for day, cols in days.items():
+        write_parquet(lake / "crm" / "contacts" / f"dt={day}" / "part-0.parquet", pa.table(cols))
+    path = project(tmp_path, datasets=[{"name": "crm/contacts", "owners": ["ann@example.com"]}])
+    result = run(
+        path,
+        DagsterInstance.ephemeral(),
+        tags={"dagster/asset_partition_range_start": "2026-11-21", "dagster/asset_partition_range_end": PK},
+    )
+    cfg = load_config(str(path))
+    store = SnapshotStore(cfg.store_url)
+    history = {s.partition_key: s for s in store.history("urn:lumos:dataset:file:crm/contacts")}
+    store.close()
+    assert [history[d].version for d in days] == ["1.0.0", "1.0.0", "1.1.0", "2.0.0", "2.0.0"]
+    assert [history[d].change_class for d in days] == ["new", "new", "minor", "major", "major"]
+    assert [c.kind for c in history["2026-11-24"].changes] == ["FIELD_REMOVED"]
+    (md,) = [m.metadata for m in result.asset_materializations_for_node("lumos_daily_datasets")][:1]
+    assert md["lumos/versions_in_run"].value == "1.0.0 → 1.1.0 → 2.0.0"
+    assert not gate(result, "crm/contacts").passed
