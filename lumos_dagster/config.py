@@ -124,7 +124,70 @@ class DataHubLiteCatalogConfig(_Model):
     env: str = Field("PROD", description="DataHub environment (fabric) of dataset URNs.")
 
 
-Catalog = Annotated[Union[Annotated[DataHubLiteCatalogConfig, Tag("datahub-lite")]], _tagged("datahub-lite")]
+class DataHubRestCatalogConfig(_Model):
+    type: Literal["datahub-rest"] = "datahub-rest"
+    server: str = Field(description="DataHub GMS URL, e.g. http://datahub-gms:8080.")
+    token_env: str | None = Field(
+        "DATAHUB_GMS_TOKEN",
+        description="Environment variable holding the access token, read when a run starts (unset: no token).",
+    )
+    env: str = Field("PROD", description="DataHub environment (fabric) of dataset URNs.")
+    batch_size: int = Field(100, ge=1, description="Aspects per ingest request.")
+    retries: int = Field(3, ge=0, description="Retries of a failed request, with exponential backoff.")
+    timeout_sec: float = Field(30, gt=0, description="Connect and read timeout of each request.")
+
+
+class DataHubFileCatalogConfig(_Model):
+    type: Literal["datahub-file"] = "datahub-file"
+    path: str = Field(".lumos/datahub-mcps.json", description="MCP file in DataHub's file-sink format.")
+    env: str = Field("PROD", description="DataHub environment (fabric) of dataset URNs.")
+
+
+class OpenLineageCatalogConfig(_Model):
+    type: Literal["openlineage"] = "openlineage"
+    url: str | None = Field(
+        None, description="HTTP endpoint of an OpenLineage consumer (Marquez: http://marquez:5000)."
+    )
+    path: str | None = Field(None, description="Or a file: one OpenLineage event per line.")
+    api_key_env: str | None = Field(None, description="Environment variable holding the HTTP API key (must be set).")
+    namespace: str = Field("lumos", description="OpenLineage namespace of the datasets.")
+    timeout_sec: float = Field(30, gt=0, description="HTTP timeout.")
+
+    @model_validator(mode="after")
+    def _one_transport(self) -> "OpenLineageCatalogConfig":
+        if (self.url is None) == (self.path is None):
+            raise ValueError("give exactly one of url (HTTP transport) or path (file transport)")
+        return self
+
+
+class OpenMetadataCatalogConfig(_Model):
+    type: Literal["openmetadata"] = "openmetadata"
+    server: str = Field(description="OpenMetadata server, e.g. http://openmetadata:8585.")
+    token_env: str | None = Field(
+        "OPENMETADATA_TOKEN", description="Environment variable holding the JWT token (unset: no token)."
+    )
+    service: str = Field("lumos", description="Database service the tables are registered under.")
+    database: str = Field("lake", description="Database name under the service.")
+    timeout_sec: float = Field(30, gt=0, description="HTTP timeout.")
+    retries: int = Field(3, ge=0, description="Retries of a failed request, with exponential backoff.")
+
+
+Catalog = Annotated[
+    Union[
+        Annotated[DataHubLiteCatalogConfig, Tag("datahub-lite")],
+        Annotated[DataHubRestCatalogConfig, Tag("datahub-rest")],
+        Annotated[DataHubFileCatalogConfig, Tag("datahub-file")],
+        Annotated[OpenLineageCatalogConfig, Tag("openlineage")],
+        Annotated[OpenMetadataCatalogConfig, Tag("openmetadata")],
+    ],
+    _tagged("datahub-lite"),
+]
+
+
+class RemovalConfig(_Model):
+    max_share: float = Field(
+        0.75, ge=0, le=1, description="If more than this share of a source's datasets vanish at once, remove none."
+    )
 
 
 class StoreConfig(_Model):
@@ -159,7 +222,11 @@ class SparkConfig(_Model):
 class LumosConfig(_Model):
     sources: list[Source] = Field(default_factory=list)
     datasets: list[DatasetDecl] = Field(default_factory=list)
-    catalog: Catalog = Field(default_factory=DataHubLiteCatalogConfig)
+    catalog: list[Catalog] = Field(
+        default_factory=lambda: [DataHubLiteCatalogConfig()],
+        description="One catalog, or a list: each gets every snapshot.",
+    )
+    removal: RemovalConfig = Field(default_factory=RemovalConfig)
     store: StoreConfig = Field(default_factory=StoreConfig)
     partitions: PartitionsConfig = Field(default_factory=PartitionsConfig)
     spark: SparkConfig = Field(default_factory=SparkConfig)
@@ -183,6 +250,21 @@ class LumosConfig(_Model):
     @property
     def store_url(self) -> str:
         return self.store.url or f"sqlite:///{self.resolve(self.store.path)}"
+
+    @field_validator("catalog", mode="before")
+    @classmethod
+    def _one_or_many(cls, value: Any) -> Any:
+        return [value] if isinstance(value, dict) else value
+
+    @property
+    def catalogs(self) -> list:
+        return self.catalog
+
+    @property
+    def lite_path(self) -> str | None:
+        """The first DataHub Lite catalog's file, if any (for `lumos lite`, summaries)."""
+        lite = next((c for c in self.catalogs if isinstance(c, DataHubLiteCatalogConfig)), None)
+        return self.resolve(lite.path) if lite else None
 
     def policy(self, name: str) -> str:
         decl = self.declaration(name)

@@ -430,6 +430,8 @@ class Snapshot:
     changes: tuple[SchemaChange, ...] = ()
     change_class: str | None = None  # new | major | minor | patch
     policy: str | None = None
+    # a tombstone: the dataset vanished from its source and is soft-deleted in catalogs
+    removed: bool = False
 
     @property
     def fingerprint(self) -> str:
@@ -503,6 +505,7 @@ def snapshot_to_json(s: Snapshot) -> dict:
         "previous_version": s.previous_version,
         "change_class": s.change_class,
         "policy": s.policy,
+        "removed": s.removed,
     }
 
 
@@ -548,6 +551,7 @@ def snapshot_from_json(j: dict) -> Snapshot:
         previous_version=j["previous_version"],
         change_class=j["change_class"],
         policy=j["policy"],
+        removed=j["removed"],
     )
 
 

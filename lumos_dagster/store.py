@@ -21,6 +21,16 @@ from lumos_dagster.model import Snapshot, dataset_urn, snapshot_dumps, snapshot_
 
 metadata = sa.MetaData()
 
+#: bumped when the tables change; a store written by another schema version is refused, not guessed at
+SCHEMA_VERSION = 1
+
+meta_table = sa.Table(
+    "lumos_meta",
+    metadata,
+    sa.Column("key", sa.String(64), primary_key=True),
+    sa.Column("value", sa.String(256), nullable=False),
+)
+
 datasets_table = sa.Table(
     "lumos_datasets",
     metadata,
@@ -34,6 +44,7 @@ datasets_table = sa.Table(
     sa.Column("info", sa.Text, nullable=False),  # JSON: partitioning, counts
     sa.Column("first_seen", sa.DateTime(timezone=True), nullable=False),
     sa.Column("last_seen", sa.DateTime(timezone=True), nullable=False),
+    sa.Column("removed_at", sa.DateTime(timezone=True)),  # vanished from its source: soft-deleted
 )
 
 snapshots_table = sa.Table(
@@ -59,7 +70,7 @@ outbox_table = sa.Table(
     sa.Column("catalog", sa.String(256), nullable=False),
     sa.Column("urn", sa.String(1024), nullable=False),
     sa.Column("partition_key", sa.String(64), nullable=False),
-    sa.Column("status", sa.String(16), nullable=False),  # pending | delivered | superseded
+    sa.Column("status", sa.String(16), nullable=False),  # pending | delivered | unchanged | superseded
     sa.Column("attempts", sa.Integer, nullable=False, default=0),
     sa.Column("last_error", sa.Text),
     sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
@@ -67,6 +78,16 @@ outbox_table = sa.Table(
     sa.Index("ix_lumos_outbox_pending", "catalog", "status"),
 )
 
+
+catalog_state_table = sa.Table(
+    "lumos_catalog_state",
+    metadata,
+    sa.Column("catalog", sa.String(256), primary_key=True),
+    sa.Column("urn", sa.String(1024), primary_key=True),
+    sa.Column("partition_key", sa.String(64), nullable=False),  # newest partition the catalog shows
+    sa.Column("content_hash", sa.String(64), nullable=False),  # of what was last sent: same again = no write
+    sa.Column("delivered_at", sa.DateTime(timezone=True), nullable=False),
+)
 
 releases_table = sa.Table(
     "lumos_releases",
@@ -148,8 +169,24 @@ class SnapshotStore:
         try:
             self.engine = _engine(url)
             metadata.create_all(self.engine)
+            self._check_schema_version()
         except sa.exc.SQLAlchemyError as exc:
             raise StoreError(f"cannot open the snapshot store at {url}: {exc.__class__.__name__}: {exc}") from exc
+
+    def _check_schema_version(self) -> None:
+        t = meta_table
+        with self.engine.begin() as conn:
+            found = conn.execute(sa.select(t.c.value).where(t.c.key == "schema_version")).scalar()
+            if found is None:
+                try:
+                    conn.execute(t.insert().values(key="schema_version", value=str(SCHEMA_VERSION)))
+                except sa.exc.IntegrityError:  # another process created it meanwhile
+                    pass
+            elif int(found) != SCHEMA_VERSION:
+                raise StoreError(
+                    f"the snapshot store at {self.url} has schema version {found}, this Lumos uses "
+                    f"{SCHEMA_VERSION}: export it with the Lumos that wrote it (`lumos export`) and import it here"
+                )
 
     def close(self) -> None:
         self.engine.dispose()
@@ -171,6 +208,7 @@ class SnapshotStore:
                     domain=rec.domain,
                     info=json.dumps(rec.info(), sort_keys=True),
                     last_seen=now,
+                    removed_at=None,
                 )
                 if rec.urn in existing:
                     conn.execute(datasets_table.update().where(datasets_table.c.urn == rec.urn).values(**values))
@@ -179,9 +217,20 @@ class SnapshotStore:
                 n += 1
         return n
 
-    def datasets(self) -> list[DatasetRecord]:
+    def mark_removed(self, urns: Sequence[str]) -> None:
+        if not urns:
+            return
+        t = datasets_table
+        with self.engine.begin() as conn:
+            conn.execute(t.update().where(t.c.urn.in_(list(urns))).values(removed_at=_now()))
+
+    def datasets(self, include_removed: bool = False) -> list[DatasetRecord]:
+        t = datasets_table
+        q = sa.select(t).order_by(t.c.name)
+        if not include_removed:
+            q = q.where(t.c.removed_at.is_(None))
         with self.engine.connect() as conn:
-            rows = conn.execute(sa.select(datasets_table).order_by(datasets_table.c.name)).mappings().all()
+            rows = conn.execute(q).mappings().all()
         out = []
         for r in rows:
             info = json.loads(r["info"])
@@ -204,8 +253,8 @@ class SnapshotStore:
 
     # ----------------------------------------------------------- snapshots
 
-    def put(self, snapshots: Sequence[Snapshot], catalog: str | None = None) -> list[int]:
-        """Store snapshots and, in the same transaction, queue them for `catalog`."""
+    def put(self, snapshots: Sequence[Snapshot], catalogs: Sequence[str] = ()) -> list[int]:
+        """Store snapshots and, in the same transaction, queue them for each of `catalogs`."""
         ids = []
         now = _now()
         with self.engine.begin() as conn:
@@ -223,7 +272,7 @@ class SnapshotStore:
                     )
                 ).inserted_primary_key[0]
                 ids.append(sid)
-                if catalog:
+                for catalog in catalogs:
                     conn.execute(
                         outbox_table.insert().values(
                             snapshot_id=sid,
@@ -323,16 +372,32 @@ class SnapshotStore:
         with self.engine.connect() as conn:
             return [Delivery(r[0], snapshot_loads(r[1])) for r in conn.execute(q)]
 
-    def delivered_partitions(self, catalog: str) -> dict[str, str]:
-        """urn → newest partition already in the catalog."""
+    def catalog_state(self, catalog: str) -> dict[str, tuple[str, str]]:
+        """urn → (partition the catalog shows, hash of what was sent)."""
+        t = catalog_state_table
+        q = sa.select(t.c.urn, t.c.partition_key, t.c.content_hash).where(t.c.catalog == catalog)
+        with self.engine.connect() as conn:
+            return {urn: (pk, h) for urn, pk, h in conn.execute(q)}
+
+    def record_delivery(self, catalog: str, urn: str, partition_key: str, content_hash: str) -> None:
+        t = catalog_state_table
+        values = {"partition_key": partition_key, "content_hash": content_hash, "delivered_at": _now()}
+        with self.engine.begin() as conn:
+            where = (t.c.catalog == catalog) & (t.c.urn == urn)
+            if conn.execute(t.update().where(where).values(**values)).rowcount == 0:
+                conn.execute(t.insert().values(catalog=catalog, urn=urn, **values))
+
+    def outbox_errors(self, catalog: str, limit: int = 20) -> list[tuple[str, int, str, datetime]]:
+        """Pending deliveries that failed: (urn, attempts, last error, queued at), oldest first."""
         o = outbox_table
         q = (
-            sa.select(o.c.urn, sa.func.max(o.c.partition_key))
-            .where(o.c.catalog == catalog, o.c.status == "delivered")
-            .group_by(o.c.urn)
+            sa.select(o.c.urn, o.c.attempts, o.c.last_error, o.c.created_at)
+            .where(o.c.catalog == catalog, o.c.status == "pending", o.c.last_error.is_not(None))
+            .order_by(o.c.id)
+            .limit(limit)
         )
         with self.engine.connect() as conn:
-            return dict(conn.execute(q).all())
+            return [(u, a, e, _aware(c)) for u, a, e, c in conn.execute(q)]
 
     def mark(self, outbox_ids: Sequence[int], status: str, error: str | None = None) -> None:
         if not outbox_ids:

@@ -12,33 +12,38 @@ from dagster import ConfigurableIOManager, InputContext, MetadataValue, OutputCo
 
 from lumos_dagster.delivery import deliver
 from lumos_dagster.model import Snapshot
-from resources.store import DataHubLiteResource, SnapshotStoreResource
+from resources.store import CatalogsResource, SnapshotStoreResource
 
 URN_METADATA_KEY = "lumos/urn"
 
 
 class LumosIOManager(ConfigurableIOManager):
     store: SnapshotStoreResource
-    catalog: DataHubLiteResource
+    catalogs: CatalogsResource
 
     def handle_output(self, context: OutputContext, obj: Union[dict[Optional[str], Snapshot], Snapshot]) -> None:
         snapshots = list(obj.values()) if isinstance(obj, dict) else [obj]
-        catalog = self.catalog.adapter()
         store = self.store.open()
+        metadata: dict[str, Any] = {}
         try:
-            store.put(snapshots, catalog=catalog.name)
-            report = deliver(store, catalog)
-            pending = store.outbox_counts(catalog.name).get("pending", 0)
+            adapters = self.catalogs.adapters()
+            store.put(snapshots, catalogs=[a.name for a in adapters])  # recorded first: nothing is lost
+            for adapter in adapters:
+                try:
+                    report = deliver(store, adapter)
+                finally:
+                    adapter.close()
+                if report.failed:
+                    pending = store.outbox_counts(adapter.name).get("pending", 0)
+                    error = next(iter(report.failed.values()))
+                    metadata[f"lumos/pending/{adapter.name}"] = MetadataValue.int(pending)
+                    context.log.warning(
+                        f"catalog {adapter.name} did not take the metadata ({pending} snapshots queued; "
+                        f"delivered on the next run or by `lumos sync`): {error}"
+                    )
         finally:
             store.close()
-        metadata: dict[str, Any] = {"lumos/catalog": MetadataValue.text(catalog.name)}
-        if report.failed:
-            metadata["lumos/catalog_pending"] = MetadataValue.int(pending)
-            metadata["lumos/catalog_error"] = MetadataValue.text(next(iter(report.failed.values())))
-            context.log.warning(
-                f"catalog {catalog.name} did not take the metadata ({pending} snapshots queued; "
-                f"delivered on the next run or by `lumos sync`): {next(iter(report.failed.values()))}"
-            )
+        metadata["lumos/catalogs"] = MetadataValue.text(", ".join(a.name for a in adapters))
         context.add_output_metadata(metadata)
 
     def load_input(self, context: InputContext) -> Any:

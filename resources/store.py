@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dagster import ConfigurableResource
 
+from lumos_dagster.catalog import catalogs_from_json
 from lumos_dagster.catalog.base import CatalogAdapter
-from lumos_dagster.catalog.datahub_lite import DataHubLiteCatalog
 from lumos_dagster.store import SnapshotStore
 
 
@@ -18,11 +18,11 @@ class SnapshotStoreResource(ConfigurableResource):
         return SnapshotStore(self.url)
 
 
-class DataHubLiteResource(ConfigurableResource):
-    """DataHub Lite file the catalog adapter writes to."""
+class CatalogsResource(ConfigurableResource):
+    """The catalogs of lumos.yaml (JSON, absolute paths, no secrets). Tokens are read from
+    the environment variables they name when a run builds the adapters."""
 
-    path: str
-    env: str = "PROD"
+    catalogs: str
 
-    def adapter(self) -> CatalogAdapter:
-        return DataHubLiteCatalog(self.path, self.env)
+    def adapters(self) -> list[CatalogAdapter]:
+        return catalogs_from_json(self.catalogs)

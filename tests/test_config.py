@@ -19,7 +19,11 @@ BAD = [
         {"sources": [{"root": "x", "template": "dt={date}/*"}]},
         "sources[0].template: path template 'dt={date}/*' names no dataset",
     ),
-    ("unknown catalog", {"catalog": {"type": "gms"}}, "catalog.type: unknown type 'gms' (known: 'datahub-lite')"),
+    (
+        "unknown catalog",
+        {"catalog": {"type": "gms"}},
+        "catalog[0].type: unknown type 'gms' (known: 'datahub-lite', 'datahub-rest'",
+    ),
     ("unknown format", {"sources": [{"root": "x", "formats": ["xlsx"]}]}, "sources[0].formats[0]: Input should be"),
     (
         "bad time zone",
@@ -62,9 +66,9 @@ def test_environment_interpolation_with_defaults_and_escapes():
 
 def test_defaults_work_on_a_laptop(tmp_path):
     cfg = parse_config({}, base_dir=str(tmp_path))
-    assert cfg.catalog.type == "datahub-lite"
+    assert [c.type for c in cfg.catalogs] == ["datahub-lite"]
     assert cfg.store_url == f"sqlite:///{tmp_path}/.lumos/store.db"
-    assert cfg.resolve(cfg.catalog.path) == f"{tmp_path}/.lumos/catalog.db"
+    assert cfg.lite_path == f"{tmp_path}/.lumos/catalog.db"
     assert (cfg.spark.master, cfg.partitions.cadence, cfg.partitions.timezone) == ("local[*]", "daily", "UTC")
 
 

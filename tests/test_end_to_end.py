@@ -67,7 +67,7 @@ def _job(cfg, defs=None):
 
 
 def _get(cfg, name: str, aspects=None):
-    lite = open_lite(cfg.resolve(cfg.catalog.path), read_only=True)
+    lite = open_lite(cfg.lite_path, read_only=True)
     try:
         return lite.get(urn(name), aspects, typed=True)
     finally:
@@ -142,9 +142,9 @@ def test_dagster_metadata_schema_rows_version_and_checks(project):
 
 def test_the_same_snapshot_twice_changes_nothing_in_the_catalog(project):
     cfg = project["config"]
-    before = lite_aspect_versions(cfg.resolve(cfg.catalog.path))
+    before = lite_aspect_versions(cfg.lite_path)
     assert _job(cfg).execute_in_process(partition_key=PK, instance=project["instance"]).success
-    assert lite_aspect_versions(cfg.resolve(cfg.catalog.path)) == before
+    assert lite_aspect_versions(cfg.lite_path) == before
 
 
 def test_a_schema_change_bumps_the_version_of_that_dataset_only(project):

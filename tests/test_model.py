@@ -108,6 +108,7 @@ snapshots = st.builds(
     previous_version=st.none() | st.just("1.1.0"),
     change_class=st.none() | st.sampled_from(["new", "major", "minor", "patch"]),
     policy=st.none() | st.sampled_from(["FULL", "BACKWARD_TRANSITIVE"]),
+    removed=st.booleans(),
     changes=st.lists(
         st.builds(
             SchemaChange,

@@ -73,12 +73,11 @@ def test_history_previous_and_latest(store_url):
     store.close()
 
 
-class FlakyCatalog:
+class FlakyCatalog(DataHubLiteCatalog):
     """A real DataHub Lite catalog behind a switch that makes it refuse every write."""
 
     def __init__(self, path: str):
-        self.real = DataHubLiteCatalog(path)
-        self.name = self.real.name
+        super().__init__(path)
         self.down = True
         self.sent: list[str] = []
 
@@ -86,26 +85,24 @@ class FlakyCatalog:
         if self.down:
             raise ConnectionRefusedError("catalog is down")
         self.sent += [s.dataset.urn for s in snapshots]
-        return self.real.emit(snapshots)
-
-    def close(self):
-        pass
+        return super().emit(snapshots)
 
 
 def test_a_catalog_that_is_down_delays_metadata_and_never_loses_or_repeats_it(store_url, tmp_path):
     store = SnapshotStore(store_url)
     catalog = FlakyCatalog(str(tmp_path / "catalog.db"))
     names = [f"d{i}" for i in range(5)]
-    store.put([snap(n, "2026-11-24") for n in names], catalog=catalog.name)
+    store.put([snap(n, "2026-11-24") for n in names], catalogs=[catalog.name])
     report = deliver(store, catalog)
     assert report.delivered == 0 and set(report.failed) == set(names)
     assert store.outbox_counts(catalog.name) == {"pending": 5}
 
-    store.put([snap(n, "2026-11-25", 2) for n in names], catalog=catalog.name)  # the next run, still down
+    store.put([snap(n, "2026-11-25", 2) for n in names], catalogs=[catalog.name])  # the next run, still down
     deliver(store, catalog)
     catalog.down = False
     report = deliver(store, catalog)
-    assert report.delivered == 5 and report.superseded == 5 and not report.failed
+    assert report.delivered == 5 and not report.failed
+    assert store.outbox_counts(catalog.name) == {"delivered": 5, "superseded": 5}  # the older day never needed
     assert sorted(catalog.sent) == sorted(f"urn:lumos:dataset:file:{n}" for n in names)  # each once, newest only
     lite = open_lite(str(tmp_path / "catalog.db"), read_only=True)
     try:
@@ -118,10 +115,12 @@ def test_a_catalog_that_is_down_delays_metadata_and_never_loses_or_repeats_it(st
         lite.close()
 
     versions = lite_aspect_versions(str(tmp_path / "catalog.db"))
-    store.put([snap(n, "2026-11-25", 2) for n in names], catalog=catalog.name)  # same content again
-    assert deliver(store, catalog).delivered == 5
-    assert lite_aspect_versions(str(tmp_path / "catalog.db")) == versions  # idempotent: nothing new in the catalog
-    assert store.outbox_counts(catalog.name) == {"delivered": 10, "superseded": 5}
+    store.put([snap(n, "2026-11-25", 2) for n in names], catalogs=[catalog.name])  # same content again
+    report = deliver(store, catalog)
+    assert (report.delivered, report.unchanged) == (0, 5)  # nothing sent: the catalog has it
+    assert lite_aspect_versions(str(tmp_path / "catalog.db")) == versions
+    assert len(catalog.sent) == 5
+    assert store.outbox_counts(catalog.name) == {"delivered": 5, "superseded": 5, "unchanged": 5}
     store.close()
 
 
@@ -129,9 +128,9 @@ def test_a_backfill_of_old_partitions_does_not_overwrite_a_newer_one(store_url, 
     store = SnapshotStore(store_url)
     catalog = FlakyCatalog(str(tmp_path / "catalog.db"))
     catalog.down = False
-    store.put([snap("a", "2026-11-25", 3)], catalog=catalog.name)
+    store.put([snap("a", "2026-11-25", 3)], catalogs=[catalog.name])
     deliver(store, catalog)
-    store.put([snap("a", "2026-11-01", 1)], catalog=catalog.name)
+    store.put([snap("a", "2026-11-01", 1)], catalogs=[catalog.name])
     report = deliver(store, catalog)
     assert (report.delivered, report.superseded) == (0, 1)
     assert catalog.sent == ["urn:lumos:dataset:file:a"]
@@ -141,7 +140,7 @@ def test_a_backfill_of_old_partitions_does_not_overwrite_a_newer_one(store_url, 
 def _writer(url: str, worker: int, n: int) -> None:
     store = SnapshotStore(url)
     for i in range(n):
-        store.put([snap(f"w{worker}-{i}", "2026-11-25")], catalog="c")
+        store.put([snap(f"w{worker}-{i}", "2026-11-25")], catalogs=["c"])
     store.close()
 
 

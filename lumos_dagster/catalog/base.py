@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Protocol, Sequence
+import hashlib
+import json
+import os
+from typing import Any, Iterator, Protocol, Sequence
 
+from lumos_dagster.errors import CatalogError
 from lumos_dagster.model import Snapshot
 
 
@@ -14,8 +18,31 @@ class CatalogAdapter(Protocol):
     #: identifies the catalog in the outbox (two adapters for one catalog share it)
     name: str
 
+    def fingerprint(self, snapshot: Snapshot) -> str:
+        """Hash of what `emit` would send for this snapshot: equal hashes, nothing to send."""
+        ...
+
     def emit(self, snapshots: Sequence[Snapshot]) -> int:
-        """Write the snapshots; return how many aspects were sent. Raise on failure."""
+        """Write the snapshots; return how many items (aspects, events, entities) were sent. Raise on failure."""
         ...
 
     def close(self) -> None: ...
+
+
+class ReadableCatalog(CatalogAdapter, Protocol):
+    """A catalog Lumos can read back: what it holds, as snapshots (for `lumos export`)."""
+
+    def read_all(self) -> Iterator[Snapshot]: ...
+
+
+def content_hash(payload: Any) -> str:
+    return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()[:32]
+
+
+def secret(env_var: str | None, what: str, required: bool) -> str | None:
+    """A credential from the environment, read when the adapter is built (at run time).
+    An unset optional one means "no credential" (an open server answers; a closed one says 401)."""
+    value = os.environ.get(env_var) if env_var else None
+    if not value and required:
+        raise CatalogError(f"{what}: environment variable {env_var} is not set (it holds the credential)")
+    return value or None

@@ -8,7 +8,8 @@ which DataHub's own helpers turn back into the flat `address.city`.
 from __future__ import annotations
 
 import json
-from typing import Iterator
+from datetime import datetime, timezone
+from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 from datahub.emitter.mce_builder import (
     make_data_platform_urn,
@@ -25,6 +26,7 @@ from datahub.metadata.schema_classes import (
     BooleanTypeClass,
     BytesTypeClass,
     DatasetLineageTypeClass,
+    DatasetProfileClass,
     DatasetPropertiesClass,
     DateTypeClass,
     DomainsClass,
@@ -33,6 +35,8 @@ from datahub.metadata.schema_classes import (
     MapTypeClass,
     NullTypeClass,
     NumberTypeClass,
+    OperationClass,
+    OperationTypeClass,
     OtherSchemaClass,
     OwnerClass,
     OwnershipClass,
@@ -49,9 +53,14 @@ from datahub.metadata.schema_classes import (
     UpstreamClass,
     UpstreamLineageClass,
 )
+from datahub.metadata.urns import DatasetUrn, TagUrn, Urn
+from datahub.utilities.urns.field_paths import get_simple_field_path_from_v2_field_path
 
+from lumos_dagster.catalog.base import content_hash
 from lumos_dagster.model import (
     BREAKING,
+    OWNERSHIP_TYPES,
+    SNAPSHOT_FORMAT,
     Array,
     DatasetRef,
     DataType,
@@ -60,6 +69,7 @@ from lumos_dagster.model import (
     Field,
     Fixed,
     Map,
+    Owner,
     Primitive,
     Schema,
     Snapshot,
@@ -67,9 +77,13 @@ from lumos_dagster.model import (
     Time,
     Timestamp,
     UnionType,
+    schema_from_json,
     schema_to_json,
+    snapshot_from_json,
+    snapshot_to_json,
     type_str,
 )
+from lumos_dagster.model import dataset_urn as lumos_dataset_urn
 
 V2_ROOT = "[version=2.0].[type=struct]"
 _NUMBERS = {"int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float16", "float32", "float64"}
@@ -181,6 +195,7 @@ def _custom_properties(s: Snapshot) -> dict[str, str]:
 
 
 MAX_SUMMARY = 2000
+RECORD_PROPERTY = "lumos.record"
 
 
 def _summary(changes) -> str:
@@ -217,14 +232,34 @@ def folder_aspects(ref: DatasetRef, env: str) -> list[MetadataChangeProposalWrap
     return out
 
 
+MAX_RECORDED_ERRORS = 100
+#: carried by other aspects (schemaMetadata), or different on every run (the capture time)
+_NOT_IN_RECORD = ("schema", "fingerprint", "captured_at")
+
+
+def _record(s: Snapshot) -> str:
+    """The rest of the Lumos snapshot, so that metadata can leave the catalog intact."""
+    doc = {k: v for k, v in snapshot_to_json(s).items() if k not in _NOT_IN_RECORD}
+    doc["errors"] = doc["errors"][:MAX_RECORDED_ERRORS]
+    return json.dumps(doc, sort_keys=True, separators=(",", ":"))
+
+
+def _ms(moment) -> int:
+    return int(moment.timestamp() * 1000)
+
+
 def snapshot_aspects(s: Snapshot, env: str = "PROD") -> list[MetadataChangeProposalWrapper]:
     """The aspects Lumos owns for this dataset.
 
     Lineage and properties are always sent, so removing an edge or a description
     reaches the catalog. Ownership, tags and domain are sent only when declared, so a
-    dataset nobody declared keeps what people set in the catalog's UI.
+    dataset nobody declared keeps what people set in the catalog's UI. A tombstone
+    sends only `status.removed` (a soft delete). Profile and operation are stamped with
+    the data's last modification, not the capture, so a re-run sends the same thing.
     """
     urn = dataset_urn(s.dataset, env)
+    if s.removed:
+        return [MetadataChangeProposalWrapper(entityUrn=urn, aspect=StatusClass(removed=True))]
     last_modified = s.stats.last_modified
     aspects: list = [
         StatusClass(removed=False),
@@ -233,8 +268,8 @@ def snapshot_aspects(s: Snapshot, env: str = "PROD") -> list[MetadataChangePropo
             qualifiedName=s.dataset.name,
             description=s.description,
             uri=s.dataset.location,
-            customProperties=_custom_properties(s),
-            lastModified=TimeStampClass(int(last_modified.timestamp() * 1000)) if last_modified else None,
+            customProperties={**_custom_properties(s), RECORD_PROPERTY: _record(s)},
+            lastModified=TimeStampClass(_ms(last_modified)) if last_modified else None,
         ),
         UpstreamLineageClass(
             upstreams=[
@@ -262,4 +297,170 @@ def snapshot_aspects(s: Snapshot, env: str = "PROD") -> list[MetadataChangePropo
         aspects.append(GlobalTagsClass(tags=[TagAssociationClass(tag=make_tag_urn(t)) for t in s.tags]))
     if s.domain:
         aspects.append(DomainsClass(domains=[make_domain_urn(s.domain)]))
+    if last_modified is not None:
+        aspects.append(
+            DatasetProfileClass(
+                timestampMillis=_ms(last_modified),
+                rowCount=s.stats.row_count,
+                columnCount=len(s.schema.fields) or None,
+                sizeInBytes=s.stats.total_bytes,
+            )
+        )
+        aspects.append(
+            OperationClass(
+                timestampMillis=_ms(last_modified),
+                lastUpdatedTimestamp=_ms(last_modified),
+                operationType=OperationTypeClass.UPDATE,
+                numAffectedRows=s.stats.row_count,
+            )
+        )
     return folder_aspects(s.dataset, env) + [MetadataChangeProposalWrapper(entityUrn=urn, aspect=a) for a in aspects]
+
+
+# ---------------------------------------------------------- the adapters' base
+
+
+class DataHubCatalog:
+    """What every DataHub-speaking adapter shares; subclasses only differ in `_send`."""
+
+    def __init__(self, name: str, env: str = "PROD"):
+        self.name = name
+        self.env = env
+
+    def aspects(self, snapshots: Sequence[Snapshot]) -> list[MetadataChangeProposalWrapper]:
+        """Every snapshot's aspects, each sent once (datasets in one folder share its container)."""
+        out, seen = [], set()
+        for s in snapshots:
+            for mcp in snapshot_aspects(s, self.env):
+                key = json.dumps(mcp.to_obj(), sort_keys=True)
+                if key not in seen:
+                    seen.add(key)
+                    out.append(mcp)
+        return out
+
+    def fingerprint(self, snapshot: Snapshot) -> str:
+        return content_hash([m.to_obj() for m in snapshot_aspects(snapshot, self.env)])
+
+    def emit(self, snapshots: Sequence[Snapshot]) -> int:
+        mcps = self.aspects(snapshots)
+        self._send(mcps)
+        return len(mcps)
+
+    def _send(self, mcps: list[MetadataChangeProposalWrapper]) -> None:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """Nothing held between emits by default."""
+
+
+def snapshots_from_entities(entities: Iterable[tuple[str, Mapping[str, Any]]]) -> Iterator[Snapshot]:
+    """Datasets among (urn, typed aspects by name) pairs, as snapshots (others are skipped)."""
+    now = datetime.now(timezone.utc)
+    for urn, aspects in entities:
+        if urn.startswith("urn:li:dataset:"):
+            yield snapshot_from_aspects(urn, aspects, now)
+
+
+# ------------------------------------------------------------ reading back
+
+
+def _schema_from_aspect(schema: SchemaMetadataClass | None) -> Schema:
+    if schema is None:
+        return Schema()
+    raw = getattr(schema.platformSchema, "rawSchema", None)
+    try:
+        return schema_from_json(json.loads(raw))  # written by Lumos: exact
+    except (TypeError, ValueError, KeyError, AttributeError):
+        pass
+    # written by something else: top-level fields, types as the catalog spells them
+    fields = []
+    for f in schema.fields:
+        path = get_simple_field_path_from_v2_field_path(f.fieldPath)
+        if "." not in path:
+            fields.append(
+                Field(path, Primitive("unknown"), f.nullable, description=f.description, native_type=f.nativeDataType)
+            )
+    return Schema(tuple(fields))
+
+
+def _owner_from(owner: OwnerClass) -> Owner:
+    urn = Urn.from_string(owner.owner)
+    kind = "group" if urn.entity_type == "corpGroup" else "user"
+    return Owner(urn.entity_ids[0], kind, owner.type if owner.type in OWNERSHIP_TYPES else "NONE")
+
+
+def snapshot_from_aspects(urn: str, aspects: Mapping[str, Any], captured_at: datetime) -> Snapshot:
+    """A Lumos snapshot of what the catalog holds for a dataset (typed aspects by name).
+
+    `lumos.record` gives back what only Lumos knows (versions, changes, errors…); the
+    standard aspects win for what people may have edited in the catalog (description,
+    owners, tags, domain, lineage, schema)."""
+    parsed = DatasetUrn.from_string(urn)
+    platform, name = parsed.get_data_platform_urn().platform_name, parsed.name
+    props: DatasetPropertiesClass | None = aspects.get("datasetProperties")
+    custom = dict(props.customProperties) if props else {}
+    doc = json.loads(custom[RECORD_PROPERTY]) if RECORD_PROPERTY in custom else _bare_record(platform, name, props)
+    doc["captured_at"] = captured_at.isoformat()
+    doc["schema"] = schema_to_json(_schema_from_aspect(aspects.get("schemaMetadata")))
+    doc["description"] = props.description if props else None
+    ownership = aspects.get("ownership")
+    doc["owners"] = (
+        [{"id": o.id, "kind": o.kind, "type": o.type} for o in map(_owner_from, ownership.owners)] if ownership else []
+    )
+    tags = aspects.get("globalTags")
+    doc["tags"] = [TagUrn.from_string(t.tag).name for t in tags.tags] if tags else []
+    domains = aspects.get("domains")
+    doc["domain"] = Urn.from_string(domains.domains[0]).entity_ids[0] if domains and domains.domains else None
+    known = {e["upstream"]["name"]: e for e in doc.get("upstream", [])}
+    lineage = aspects.get("upstreamLineage")
+    doc["upstream"] = [
+        known.get(u.name)
+        or {
+            "upstream": {
+                "urn": dataset_urn_of(u),
+                "platform": u.get_data_platform_urn().platform_name,
+                "name": u.name,
+                "location": "",
+                "format": None,
+            }
+        }
+        for u in (DatasetUrn.from_string(x.dataset) for x in (lineage.upstreams if lineage else []))
+    ]
+    status = aspects.get("status")
+    doc["removed"] = bool(status and status.removed)
+    return snapshot_from_json(doc)
+
+
+def dataset_urn_of(urn: DatasetUrn) -> str:
+    """The Lumos URN of a DataHub dataset URN."""
+    return lumos_dataset_urn(urn.get_data_platform_urn().platform_name, urn.name)
+
+
+def _bare_record(platform: str, name: str, props: DatasetPropertiesClass | None) -> dict:
+    """A snapshot document for a dataset Lumos never wrote: only what any catalog has."""
+    custom = props.customProperties if props else {}
+    modified = props.lastModified.time if props and props.lastModified else None
+    return {
+        "format_version": SNAPSHOT_FORMAT,
+        "dataset": {
+            "platform": platform,
+            "name": name,
+            "location": (props.uri if props else None) or "",
+            "format": custom.get("lumos.format") or None,
+        },
+        "partition_key": None,
+        "version": None,
+        "stats": {
+            "file_count": 0,
+            "total_bytes": 0,
+            "row_count": None,
+            "partition_values": {},
+            "last_modified": datetime.fromtimestamp(modified / 1000, timezone.utc).isoformat() if modified else None,
+        },
+        "errors": [],
+        "conflicts": [],
+        "changes": [],
+        "previous_version": None,
+        "change_class": None,
+        "policy": None,
+    }

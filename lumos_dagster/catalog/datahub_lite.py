@@ -6,12 +6,13 @@
 from __future__ import annotations
 
 import os
-from typing import Sequence
+from typing import Iterator
 
+from datahub.emitter.mcp import MetadataChangeProposalWrapper
 from datahub.lite.lite_local import DataHubLiteLocal
 from datahub.lite.lite_util import get_datahub_lite
 
-from lumos_dagster.catalog.datahub import snapshot_aspects
+from lumos_dagster.catalog.datahub import DataHubCatalog, snapshots_from_entities
 from lumos_dagster.model import Snapshot
 
 
@@ -28,23 +29,25 @@ def open_lite(path: str, read_only: bool = False) -> DataHubLiteLocal:
     return get_datahub_lite(lite_config(os.path.abspath(path), read_only), read_only=read_only)
 
 
-class DataHubLiteCatalog:
+class DataHubLiteCatalog(DataHubCatalog):
     def __init__(self, path: str, env: str = "PROD"):
         self.path = os.path.abspath(path)
-        self.env = env
-        self.name = f"datahub-lite:{self.path}"
+        super().__init__(f"datahub-lite:{self.path}", env)
 
-    def emit(self, snapshots: Sequence[Snapshot]) -> int:
-        lite = open_lite(self.path)
-        n = 0
+    def _send(self, mcps: list[MetadataChangeProposalWrapper]) -> None:
+        lite = open_lite(self.path)  # opened per batch: nothing holds the file between runs
         try:
-            for s in snapshots:
-                for mcp in snapshot_aspects(s, self.env):
-                    lite.write(mcp)
-                    n += 1
+            for mcp in mcps:
+                lite.write(mcp)
         finally:
             lite.close()
-        return n
 
-    def close(self) -> None:
-        """Nothing held between emits: the file is opened per batch."""
+    def read_all(self) -> Iterator[Snapshot]:
+        if not os.path.exists(self.path):
+            return
+        lite = open_lite(self.path, read_only=True)
+        try:
+            entities = [next(iter(e.items())) for e in lite.get_all_entities(typed=True)]
+        finally:
+            lite.close()
+        yield from snapshots_from_entities(entities)

@@ -114,10 +114,10 @@ def summary(config_file: str | None, partition: str | None) -> None:
             click.echo("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)))
         for p in problems:
             click.echo(f"  ! {p}")
-        if config.catalog.type == "datahub-lite":
+        path = config.lite_path
+        if path:
             from lumos_dagster.catalog.datahub_lite import open_lite
 
-            path = config.resolve(config.catalog.path)
             if os.path.exists(path):
                 lite = open_lite(path, read_only=True)
                 try:
@@ -143,7 +143,9 @@ def lite(config_file: str | None, args: tuple[str, ...]) -> None:
     from lumos_dagster.catalog.datahub_lite import lite_config
 
     config = load(config_file)
-    path = config.resolve(config.catalog.path)
+    path = config.lite_path
+    if path is None:
+        raise click.ClickException(f"{config.source_file}: catalog: no datahub-lite catalog to run `datahub lite` on")
     with tempfile.TemporaryDirectory(prefix="lumos-datahub-") as home:
         with open(os.path.join(home, ".datahubenv"), "w") as fh:
             # the CLI insists on a gms section even for Lite; nothing contacts it

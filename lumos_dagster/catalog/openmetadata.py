@@ -1,0 +1,224 @@
+"""OpenMetadata over its REST API (`/api/v1/...`), with plain `requests` so its SDK stays
+optional: service → database → schema → table (columns with nested children, owners,
+tags), and lineage edges between tables.
+
+A dataset `raw/orders` becomes table `orders` in schema `raw` (`a/b/c`: schema `a`, table
+`b__c`; a name without a folder goes to schema `default`). Tags live in the `Lumos`
+classification. Owners are looked up by name among users (groups: teams); an owner
+OpenMetadata does not know is left out and logged, not invented.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Sequence
+
+import requests
+from requests.adapters import HTTPAdapter
+from urllib3.util.retry import Retry
+
+from lumos_dagster.catalog.base import content_hash
+from lumos_dagster.errors import CatalogError
+from lumos_dagster.model import (
+    Array,
+    DataType,
+    Decimal,
+    Enum,
+    Field,
+    Fixed,
+    Map,
+    Primitive,
+    Snapshot,
+    Struct,
+    Time,
+    Timestamp,
+    UnionType,
+    type_str,
+)
+
+log = logging.getLogger(__name__)
+CLASSIFICATION = "Lumos"
+_PRIMITIVES = {
+    "boolean": "BOOLEAN", "int8": "TINYINT", "int16": "SMALLINT", "int32": "INT", "int64": "BIGINT",
+    "uint8": "SMALLINT", "uint16": "INT", "uint32": "BIGINT", "uint64": "NUMERIC",
+    "float16": "FLOAT", "float32": "FLOAT", "float64": "DOUBLE", "string": "STRING", "binary": "BINARY",
+    "date": "DATE", "uuid": "UUID", "json": "JSON", "interval": "INTERVAL", "null": "NULL", "unknown": "UNKNOWN",
+}  # fmt: skip
+
+
+def data_type(t: DataType) -> str:
+    if isinstance(t, Primitive):
+        return _PRIMITIVES[t.kind]
+    if isinstance(t, Timestamp):
+        return "TIMESTAMPZ" if t.tz else "TIMESTAMP"
+    kinds = {Decimal: "DECIMAL", Time: "TIME", Fixed: "BINARY", Enum: "ENUM", Struct: "STRUCT", Array: "ARRAY",
+             Map: "MAP", UnionType: "UNION"}  # fmt: skip
+    return kinds[type(t)]
+
+
+def column(f: Field) -> dict:
+    body: dict = {
+        "name": f.name,
+        "dataType": data_type(f.type),
+        "dataTypeDisplay": type_str(f.type),
+        "constraint": "NULL" if f.nullable else "NOT_NULL",
+    }
+    if f.description:
+        body["description"] = f.description
+    if isinstance(f.type, Decimal):
+        body["precision"], body["scale"] = f.type.precision, f.type.scale
+    if isinstance(f.type, Fixed):
+        body["dataLength"] = f.type.size
+    inner = f.type
+    if isinstance(inner, Array):
+        body["arrayDataType"] = data_type(inner.element)
+    while isinstance(inner, (Array, Map)):
+        inner = inner.element if isinstance(inner, Array) else inner.value
+    if isinstance(inner, Struct):
+        body["children"] = [column(c) for c in inner.fields]
+    return body
+
+
+def table_place(name: str) -> tuple[str, str]:
+    """(schema, table) of a dataset name."""
+    parts = name.split("/")
+    return ("default", parts[0]) if len(parts) == 1 else (parts[0], "__".join(parts[1:]))
+
+
+class OpenMetadataCatalog:
+    def __init__(
+        self,
+        server: str,
+        token: str | None = None,
+        service: str = "lumos",
+        database: str = "lake",
+        timeout_sec: float = 30,
+        retries: int = 3,
+    ):
+        self.server = server.rstrip("/")
+        self.name = f"openmetadata:{self.server}"
+        self.service, self.database = service, database
+        self.timeout = timeout_sec
+        self.session = requests.Session()
+        retry = Retry(total=retries, backoff_factor=0.5, status_forcelist=(429, 500, 502, 503, 504),
+                      allowed_methods=("GET", "PUT"))  # fmt: skip
+        self.session.mount("http://", HTTPAdapter(max_retries=retry))
+        self.session.mount("https://", HTTPAdapter(max_retries=retry))
+        self.session.headers["Content-Type"] = "application/json"
+        if token:
+            self.session.headers["Authorization"] = f"Bearer {token}"
+        self._owner_refs: dict[tuple[str, str], dict | None] = {}
+
+    # ------------------------------------------------------------- http
+
+    def _call(self, method: str, path: str, body: dict | None = None, missing_ok: bool = False) -> dict | None:
+        response = self.session.request(method, f"{self.server}/api/v1/{path}", json=body, timeout=self.timeout)
+        if missing_ok and response.status_code == 404:
+            return None
+        if response.status_code >= 400:
+            status, text = response.status_code, response.text[:300]
+            raise CatalogError(f"OpenMetadata {method} /api/v1/{path}: HTTP {status}: {text}")
+        return response.json()
+
+    def _owner(self, kind: str, owner_id: str) -> dict | None:
+        key = (kind, owner_id)
+        if key not in self._owner_refs:
+            what = "teams" if kind == "group" else "users"
+            found = self._call("GET", f"{what}/name/{owner_id}", missing_ok=True)
+            if found is None:
+                log.warning("OpenMetadata knows no %s named %s: left out of the owners", what[:-1], owner_id)
+            self._owner_refs[key] = {"id": found["id"], "type": what[:-1]} if found else None
+        return self._owner_refs[key]
+
+    # ---------------------------------------------------------- payloads
+
+    def _schema_fqn(self, schema: str) -> str:
+        return f"{self.service}.{self.database}.{schema}"
+
+    def table_body(self, s: Snapshot) -> dict:
+        schema, table = table_place(s.dataset.name)
+        body: dict = {
+            "name": table,
+            "displayName": s.dataset.name,
+            "databaseSchema": self._schema_fqn(schema),
+            "tableType": "External",
+            "columns": [column(f) for f in s.schema.fields],
+            "sourceUrl": s.dataset.location,
+            "tags": [
+                {
+                    "tagFQN": f"{CLASSIFICATION}.{t}",
+                    "source": "Classification",
+                    "labelType": "Automated",
+                    "state": "Confirmed",
+                }
+                for t in s.tags
+            ],  # fmt: skip
+        }
+        if s.description:
+            body["description"] = s.description
+        if s.removed:
+            body["deleted"] = True
+        return body
+
+    def fingerprint(self, snapshot: Snapshot) -> str:
+        return content_hash(
+            {
+                "table": self.table_body(snapshot),
+                "owners": [(o.kind, o.id) for o in snapshot.owners],
+                "upstream": sorted(e.upstream.name for e in snapshot.upstream),
+            }
+        )
+
+    # -------------------------------------------------------------- emit
+
+    def emit(self, snapshots: Sequence[Snapshot]) -> int:
+        calls = 0
+        self._call(
+            "PUT",
+            "services/databaseServices",
+            {
+                "name": self.service,
+                "serviceType": "CustomDatabase",
+                "connection": {"config": {"type": "CustomDatabase"}},
+            },
+        )
+        self._call("PUT", "databases", {"name": self.database, "service": self.service})
+        self._call("PUT", "classifications", {"name": CLASSIFICATION, "description": "Tags set by Lumos"})
+        calls += 3
+        for schema in sorted({table_place(s.dataset.name)[0] for s in snapshots}):
+            self._call("PUT", "databaseSchemas", {"name": schema, "database": f"{self.service}.{self.database}"})
+            calls += 1
+        for tag in sorted({t for s in snapshots for t in s.tags}):
+            self._call("PUT", "tags", {"name": tag, "classification": CLASSIFICATION, "description": tag})
+            calls += 1
+        ids = {}
+        for s in snapshots:  # tables first, then lineage: an edge needs both ends
+            body = self.table_body(s)
+            owners = [ref for o in s.owners if (ref := self._owner(o.kind, o.id))]
+            if owners:
+                body["owners"] = owners
+            ids[s.dataset.name] = self._call("PUT", "tables", body)["id"]
+            calls += 1
+        for s in snapshots:
+            for edge in s.upstream:
+                schema, table = table_place(edge.upstream.name)
+                upstream = self._call("GET", f"tables/name/{self._schema_fqn(schema)}.{table}", missing_ok=True)
+                if upstream is None:
+                    log.info("lineage %s → %s waits until %s is in OpenMetadata", edge.upstream.name,
+                             s.dataset.name, edge.upstream.name)  # fmt: skip
+                    continue
+                self._call(
+                    "PUT",
+                    "lineage",
+                    {
+                        "edge": {
+                            "fromEntity": {"id": upstream["id"], "type": "table"},
+                            "toEntity": {"id": ids[s.dataset.name], "type": "table"},
+                        }
+                    },
+                )
+                calls += 2
+        return calls
+
+    def close(self) -> None:
+        self.session.close()
