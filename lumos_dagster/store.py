@@ -168,6 +168,12 @@ class SnapshotStore:
         self.url = url
         try:
             self.engine = _engine(url)
+            tables = set(sa.inspect(self.engine).get_table_names())
+            if "lumos_snapshots" in tables and "lumos_meta" not in tables:
+                raise StoreError(
+                    f"the snapshot store at {url} was written by an earlier Lumos, before stores had a schema "
+                    "version: start a new store (e.g. remove .lumos/store.db and run `lumos discover`)"
+                )
             metadata.create_all(self.engine)
             self._check_schema_version()
         except sa.exc.SQLAlchemyError as exc:
@@ -340,8 +346,8 @@ class SnapshotStore:
 
     # ------------------------------------------------------------ releases
 
-    def add_release(self, name: str, versions: dict[str, str]) -> Release:
-        release = Release(name, _now(), dict(sorted(versions.items())))
+    def add_release(self, name: str, versions: dict[str, str], created_at: datetime | None = None) -> Release:
+        release = Release(name, created_at or _now(), dict(sorted(versions.items())))
         try:
             with self.engine.begin() as conn:
                 conn.execute(

@@ -2,14 +2,18 @@
 
 `handle_output` stores each partition's snapshot (history is kept) and queues it in
 the outbox in the same transaction, then delivers the outbox; a catalog that fails
-leaves the snapshots queued, and the materialization says so. `load_input` gives
-downstream assets the upstream's snapshots back from the store.
+leaves the snapshots queued, and the materialization says so. A catalog that failed is
+not tried again for the rest of the run (a dead server must not cost a timeout per
+dataset); the next run or `lumos sync` delivers. `load_input` gives downstream assets
+the upstream's snapshots back from the store.
 """
 
 from typing import Any, Optional, Union
 
-from dagster import ConfigurableIOManager, InputContext, MetadataValue, OutputContext
+from dagster import ConfigurableIOManager, InitResourceContext, InputContext, MetadataValue, OutputContext
+from pydantic import PrivateAttr
 
+from lumos_dagster.catalog.base import CatalogAdapter
 from lumos_dagster.delivery import deliver
 from lumos_dagster.model import Snapshot
 from resources.store import CatalogsResource, SnapshotStoreResource
@@ -20,30 +24,39 @@ URN_METADATA_KEY = "lumos/urn"
 class LumosIOManager(ConfigurableIOManager):
     store: SnapshotStoreResource
     catalogs: CatalogsResource
+    _adapters: list[CatalogAdapter] | None = PrivateAttr(default=None)
+    _down: dict[str, str] = PrivateAttr(default_factory=dict)  # catalog → first error this run
+
+    def _catalogs(self) -> list[CatalogAdapter]:
+        if self._adapters is None:
+            self._adapters = self.catalogs.adapters()
+        return self._adapters
+
+    def teardown_after_execution(self, context: InitResourceContext) -> None:
+        for adapter in self._adapters or ():
+            adapter.close()
 
     def handle_output(self, context: OutputContext, obj: Union[dict[Optional[str], Snapshot], Snapshot]) -> None:
         snapshots = list(obj.values()) if isinstance(obj, dict) else [obj]
+        adapters = self._catalogs()
         store = self.store.open()
-        metadata: dict[str, Any] = {}
+        metadata: dict[str, Any] = {"lumos/catalogs": MetadataValue.text(", ".join(a.name for a in adapters))}
         try:
-            adapters = self.catalogs.adapters()
             store.put(snapshots, catalogs=[a.name for a in adapters])  # recorded first: nothing is lost
             for adapter in adapters:
-                try:
+                if adapter.name not in self._down:
                     report = deliver(store, adapter)
-                finally:
-                    adapter.close()
-                if report.failed:
+                    if report.failed:
+                        self._down[adapter.name] = next(iter(report.failed.values()))
+                        context.log.warning(
+                            f"catalog {adapter.name} did not take the metadata; what it misses stays queued "
+                            f"for the next run or `lumos sync`: {self._down[adapter.name]}"
+                        )
+                if adapter.name in self._down:
                     pending = store.outbox_counts(adapter.name).get("pending", 0)
-                    error = next(iter(report.failed.values()))
                     metadata[f"lumos/pending/{adapter.name}"] = MetadataValue.int(pending)
-                    context.log.warning(
-                        f"catalog {adapter.name} did not take the metadata ({pending} snapshots queued; "
-                        f"delivered on the next run or by `lumos sync`): {error}"
-                    )
         finally:
             store.close()
-        metadata["lumos/catalogs"] = MetadataValue.text(", ".join(a.name for a in adapters))
         context.add_output_metadata(metadata)
 
     def load_input(self, context: InputContext) -> Any:

@@ -21,10 +21,12 @@ from datahub.metadata.schema_classes import MetadataChangeProposalClass
 class FakeServer:
     """Subclasses implement `handle(method, path, query, body, headers) -> (status, json)`."""
 
-    def __init__(self, token: str | None = None):
+    def __init__(self, token: str | None = None, port: int = 0):
         self.token = token
         self.requests: list[tuple[str, str, object]] = []
-        self.mode = "up"  # up | drop (close the connection without answering)
+        # up | drop: close the connection without reading a request | lose-reply: process it, then
+        # drop the connection before answering (the client cannot know it arrived)
+        self.mode = "up"
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -32,16 +34,20 @@ class FakeServer:
                 length = int(self.headers.get("Content-Length") or 0)
                 raw = self.rfile.read(length) if length else b""
                 if outer.mode == "drop":
-                    self.close_connection = True
-                    self.connection.shutdown(socket.SHUT_RDWR)
-                    return
+                    return self._hang_up()
                 if outer.token and self.headers.get("Authorization") != f"Bearer {outer.token}":
                     return self._reply(401, {"message": "unauthorized"})
                 url = urlparse(self.path)
                 body = json.loads(raw) if raw else None
                 outer.requests.append((method, self.path, body))
                 status, payload = outer.handle(method, url.path, parse_qs(url.query), body, self.headers)
+                if outer.mode == "lose-reply" and method != "GET":
+                    return self._hang_up()
                 self._reply(status, payload)
+
+            def _hang_up(self) -> None:
+                self.close_connection = True
+                self.connection.shutdown(socket.SHUT_RDWR)
 
             def _reply(self, status: int, payload) -> None:
                 data = json.dumps(payload).encode()
@@ -63,7 +69,8 @@ class FakeServer:
             def log_message(self, *args):
                 pass
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        ThreadingHTTPServer.allow_reuse_address = True
+        self.server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
         self.port = self.server.server_address[1]
         self.url = f"http://127.0.0.1:{self.port}"
         self._thread: threading.Thread | None = None
@@ -84,8 +91,8 @@ class FakeServer:
 class FakeGMS(FakeServer):
     """DataHub GMS: `/config` and the Rest.li ingest endpoints the emitter uses."""
 
-    def __init__(self, token: str | None = None):
-        super().__init__(token)
+    def __init__(self, token: str | None = None, port: int = 0):
+        super().__init__(token, port)
         self.aspects: dict[tuple[str, str], list] = {}  # (urn, aspect name) → versions (typed aspects)
 
     def ingest(self, proposal: dict) -> str:

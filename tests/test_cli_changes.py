@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 from lumos_dagster.cli import main
 from lumos_dagster.config import load_config
-from lumos_dagster.model import DatasetRef, Field, Primitive, Schema, Snapshot, snapshot_dumps
+from lumos_dagster.model import DatasetRef, Field, LineageEdge, Primitive, Schema, Snapshot, snapshot_dumps
 from lumos_dagster.store import DatasetRecord, SnapshotStore
 from lumos_dagster.versioning import assess
 from tests.conftest import TESTDATA
@@ -123,9 +123,9 @@ def project(tmp_path):
         )
         previous = assess(previous, snap)
         store.put([previous])
-    store.put(
-        [assess(None, Snapshot(DatasetRef("file", "clean/orders", "/c", "parquet"), "2026-11-22", T0, schema=V1))]
-    )
+    clean = Snapshot(DatasetRef("file", "clean/orders", "/c", "parquet"), "2026-11-22", T0, schema=V1,
+                     upstream=(LineageEdge(previous.dataset),))  # fmt: skip
+    store.put([assess(None, clean)])
     store.close()
     return path
 

@@ -46,7 +46,7 @@ def make_project(tmp_path, datasets, lineage=LINEAGE, extra=None) -> str:
     path.write_text(yaml.safe_dump(config))
     cfg = load_config(str(path))
     store = SnapshotStore(cfg.store_url)
-    store.upsert_datasets(discover(build_sources(cfg), ScanReport()))
+    store.upsert_datasets(discover(build_sources(cfg), ScanReport()).records)
     store.close()
     return str(path)
 

@@ -54,7 +54,7 @@ def project(tmp_path_factory, spark):
     (tmp / "lumos.yaml").write_text(yaml.safe_dump(config))
     cfg = load_config(str(tmp / "lumos.yaml"))
     store = SnapshotStore(cfg.store_url)
-    store.upsert_datasets(discover(build_sources(cfg), ScanReport()))
+    store.upsert_datasets(discover(build_sources(cfg), ScanReport()).records)
     store.close()
     instance = DagsterInstance.ephemeral()
     result = _job(cfg).execute_in_process(partition_key=PK, instance=instance)

@@ -33,7 +33,7 @@ def project(tmp: Path, **overrides) -> Path:
 def run(path: Path, instance, keys=None, **kwargs):
     cfg = load_config(str(path))
     store = SnapshotStore(cfg.store_url)
-    store.upsert_datasets(discover(build_sources(cfg), ScanReport()))
+    store.upsert_datasets(discover(build_sources(cfg), ScanReport()).records)
     store.close()
     job = build_definitions(cfg).resolve_implicit_global_asset_job_def()
     selection = [AssetKey(k.split("/")) for k in keys] if keys else None

@@ -50,7 +50,7 @@ def test_a_file_that_kills_its_worker_is_found_and_reported_and_the_rest_is_read
 
 
 def _records(sources):
-    return discover(sources, ScanReport())
+    return discover(sources, ScanReport()).records
 
 
 def _window(day: date):

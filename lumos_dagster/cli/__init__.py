@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from lumos_dagster.cli import changes, scan
+from lumos_dagster.cli import changes, portable, scan
 
 
 @click.group()
@@ -24,6 +24,11 @@ for command in (
     changes.history,
     changes.evolution,
     changes.release,
+    portable.sync,
+    portable.export,
+    portable.import_file,
+    portable.validate_file,
+    portable.compare,
 ):
     main.add_command(command)
 

@@ -45,21 +45,36 @@ def schema(files: tuple[str, ...], flat: bool) -> None:
 @click.command()
 @config_option
 def discover(config_file: str | None) -> None:
-    """Scan the configured sources and record the datasets found in the registry."""
+    """Scan the configured sources and record the datasets found in the registry.
+
+    Datasets that vanished from a scanned source are soft-deleted in the catalogs, unless
+    more than removal.max_share of the source vanished at once (then nothing is removed)."""
+    from lumos_dagster.catalog import build_catalogs
+    from lumos_dagster.delivery import deliver
+    from lumos_dagster.registry import reconcile
     from lumos_dagster.sources import build_sources
     from lumos_dagster.sources import discover as discover_sources
 
     config = load(config_file)
     report = ScanReport()
-    records = discover_sources(build_sources(config), report, progress=lambda msg: click.echo(msg, err=True))
+    found = discover_sources(build_sources(config), report, progress=lambda msg: click.echo(msg, err=True))
+    catalogs = build_catalogs(config)
     store = open_store(config)
     try:
-        store.upsert_datasets(records)
+        result = reconcile(store, found, config.removal.max_share, [c.name for c in catalogs], report)
+        if result.removed:
+            for catalog in catalogs:
+                try:
+                    deliver(store, catalog)
+                finally:
+                    catalog.close()
     finally:
         store.close()
-    for r in sorted(records, key=lambda r: r.name):
+    for r in sorted(found.records, key=lambda r: r.name):
         part = f"partitioned by {r.time_partition_key}" if r.time_partition_key else "not partitioned"
         click.echo(f"  {r.name:<40} {r.format:<8} {r.file_count:>6} files  {part}")
+    for name in result.removed:
+        click.echo(f"  {name:<40} removed (soft-deleted in the catalogs)")
     click.echo(report.render())
     if not report.ok:
         sys.exit(1)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Callable
 
 from lumos_dagster.config import LocalSourceConfig, LumosConfig
@@ -20,15 +21,25 @@ def build_sources(config: LumosConfig) -> dict[str, Source]:
     return out
 
 
+@dataclass
+class Discovery:
+    records: list[DatasetRecord] = field(default_factory=list)
+    scanned: list[str] = field(default_factory=list)  # sources that could be listed
+
+
 def discover(
     sources: dict[str, Source], report: ScanReport, progress: Callable[[str], None] = lambda _: None
-) -> list[DatasetRecord]:
+) -> Discovery:
     """Every dataset the sources hold, as registry records. A name found in two
     sources is a failure in the report, and neither is recorded."""
-    records: list[DatasetRecord] = []
+    out = Discovery()
+    records = out.records
     for source in sources.values():
         progress(f"scanning {source.name} ({source.root})")
         found = source.discover(report, progress=lambda n: progress(f"  listed {n} files"))
+        if found is None:
+            continue
+        out.scanned.append(source.name)
         records += [
             DatasetRecord(
                 name=ds.name,
@@ -49,4 +60,5 @@ def discover(
     duplicated = {n for n in names if names.count(n) > 1}
     for name in sorted(duplicated):
         report.fail(name, "found in more than one source; give the sources distinct templates or roots")
-    return [r for r in records if r.name not in duplicated]
+    out.records = [r for r in records if r.name not in duplicated]
+    return out

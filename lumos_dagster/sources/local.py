@@ -56,10 +56,11 @@ class LocalSource:
         formats = frozenset(self.config.formats) if self.config.formats else None
         return group_files(entries, self.config.template, formats, tuple(self.config.exclude))
 
-    def discover(self, report: ScanReport, progress: Progress | None = None) -> dict[str, DiscoveredDataset]:
+    def discover(self, report: ScanReport, progress: Progress | None = None) -> dict[str, DiscoveredDataset] | None:
+        """The datasets under the root; None when the root cannot be scanned (not "no datasets")."""
         if not os.path.isdir(self.root):
             report.fail(f"source {self.name}", f"root folder {self.root} does not exist")
-            return {}
+            return None
         entries = []
         for entry in list_files(self.root, report=report):
             entries.append(entry)

@@ -1,0 +1,206 @@
+"""`lumos sync`, `export`, `import`, `validate`, `compare`: delivery and portable snapshots."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from datetime import UTC, datetime
+
+import click
+
+from lumos_dagster import estate as portable
+from lumos_dagster.catalog import build_catalogs
+from lumos_dagster.catalog.datahub_file import DataHubFileCatalog
+from lumos_dagster.catalog.datahub_lite import DataHubLiteCatalog
+from lumos_dagster.cli.common import config_option, load, open_store
+from lumos_dagster.config import LumosConfig
+from lumos_dagster.delivery import deliver
+from lumos_dagster.errors import LumosError
+
+TARGET_HELP = (
+    "`store`, a catalog of lumos.yaml by type or name (`datahub-lite`, `datahub-rest`…), "
+    "or `datahub-lite:PATH` / `datahub-file:PATH`"
+)
+
+
+def _catalog(spec: str, config: LumosConfig | None):
+    """An adapter for a catalog spec; explicit paths need no lumos.yaml."""
+    kind, _, path = spec.partition(":")
+    if path and kind == "datahub-lite":
+        return DataHubLiteCatalog(path)
+    if path and kind == "datahub-file":
+        return DataHubFileCatalog(path)
+    if config is None:
+        raise click.ClickException(f"{spec}: a catalog of lumos.yaml, but no lumos.yaml was found (--config)")
+    for catalog in build_catalogs(config):
+        if catalog.name == spec or catalog.name.split(":", 1)[0] == spec:
+            return catalog
+    known = ", ".join(c.name for c in build_catalogs(config)) or "none"
+    raise click.ClickException(f"{spec}: no such catalog in {config.source_file} (catalogs: {known})")
+
+
+def _estate(spec: str, config: LumosConfig | None, max_bytes: int) -> portable.Estate:
+    """A portable snapshot from a file, the store, or a catalog that can be read."""
+    if os.path.isfile(spec):
+        doc = portable.load(spec, max_bytes)
+        check = portable.validate(doc)
+        if not check.ok:
+            raise portable.EstateError(f"{spec}: invalid: " + "; ".join(check.problems[:5]))
+        return portable.from_json(doc)
+    if spec == "store":
+        if config is None:
+            raise click.ClickException("store: needs a lumos.yaml (--config)")
+        store = open_store(config)
+        try:
+            return portable.from_store(store)
+        finally:
+            store.close()
+    catalog = _catalog(spec, config)
+    if not hasattr(catalog, "read_all"):
+        raise click.ClickException(
+            f"{spec}: Lumos cannot read this catalog back (it can read datahub-lite, datahub-file)"
+        )
+    return portable.from_snapshots(catalog.read_all(), source=catalog.name)
+
+
+def _config(config_file: str | None, required: bool) -> LumosConfig | None:
+    try:
+        return load(config_file)
+    except click.ClickException:
+        if required or config_file:
+            raise
+        return None
+
+
+@click.command()
+@config_option
+@click.option("--status", is_flag=True, help="Only show what is queued, delivered and failing, per catalog.")
+def sync(config_file, status) -> None:
+    """Deliver what the outbox still holds to every catalog (what failed earlier is retried)."""
+    config = load(config_file)
+    store = open_store(config)
+    failed = False
+    try:
+        for catalog in build_catalogs(config):
+            if status:
+                counts = store.outbox_counts(catalog.name)
+                click.echo(f"{catalog.name}: " + (", ".join(f"{n} {s}" for s, n in sorted(counts.items())) or "empty"))
+                for urn, attempts, error, queued in store.outbox_errors(catalog.name):
+                    age = datetime.now(UTC) - queued
+                    click.echo(f"  pending {urn} for {age.total_seconds() / 3600:.1f} h, {attempts} attempts: {error}")
+                continue
+            try:
+                report = deliver(store, catalog, progress=lambda m: click.echo(m, err=True))
+            finally:
+                catalog.close()
+            click.echo(
+                f"{catalog.name}: {report.delivered} delivered, {report.unchanged} unchanged, "
+                f"{report.superseded} superseded, {len(report.failed)} failed"
+            )
+            for name, error in list(report.failed.items())[:10]:
+                click.echo(f"  {name}: {error}")
+            failed |= bool(report.failed)
+    finally:
+        store.close()
+    sys.exit(1 if failed else 0)
+
+
+@click.command()
+@config_option
+@click.option("--from", "source", default="store", show_default=True, help=f"Where to export from: {TARGET_HELP}.")
+@click.option("--output", "-o", required=True, help="The portable snapshot file to write.")
+def export(config_file, source, output) -> None:
+    """Write the whole metadata estate as a portable Lumos snapshot (JSON)."""
+    config = _config(config_file, required=False)
+    try:
+        estate = _estate(source, config, portable.DEFAULT_MAX_BYTES)
+    except LumosError as exc:
+        raise click.ClickException(str(exc)) from None
+    doc = portable.to_json(estate)
+    tmp = f"{output}.tmp"
+    with open(tmp, "w") as fh:
+        json.dump(doc, fh, indent=1, sort_keys=True)
+    os.replace(tmp, output)
+    check = portable.validate(doc)
+    click.echo(f"{output}: {check.datasets} datasets, {check.versions} versions, {check.edges} lineage edges, "
+               f"{check.releases} releases (from {estate.source})")  # fmt: skip
+
+
+@click.command("validate")
+@click.argument("file")
+@click.option("--max-bytes", type=int, default=portable.DEFAULT_MAX_BYTES, show_default=True)
+def validate_file(file, max_bytes) -> None:
+    """Check a portable snapshot: its JSON Schema, that every reference resolves; print counts."""
+    try:
+        doc = portable.load(file, max_bytes)
+    except LumosError as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(1)
+    check = portable.validate(doc)
+    click.echo(f"{file}: {check.datasets} datasets, {check.versions} versions, {check.edges} lineage edges, "
+               f"{check.releases} releases")  # fmt: skip
+    for problem in check.problems:
+        click.echo(f"  invalid: {problem}", err=True)
+    sys.exit(0 if check.ok else 1)
+
+
+@click.command("import")
+@click.argument("file")
+@click.option("--to", "target", required=True, help=f"Where to write: {TARGET_HELP}.")
+@config_option
+@click.option("--max-bytes", type=int, default=portable.DEFAULT_MAX_BYTES, show_default=True)
+def import_file(file, target, config_file, max_bytes) -> None:
+    """Write a portable snapshot into the store or a catalog. Nothing is written unless the
+    whole file is valid."""
+    config = _config(config_file, required=target == "store")
+    try:
+        estate = _estate(file, None, max_bytes)
+    except LumosError as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(1)
+    progress = lambda m: click.echo(m, err=True)  # noqa: E731
+    if target == "store":
+        store = open_store(config)
+        try:
+            n = portable.import_into_store(estate, store, progress)
+        finally:
+            store.close()
+        click.echo(f"store: {len(estate.entries)} datasets, {n} snapshots, {len(estate.releases)} releases written")
+        return
+    catalog = _catalog(target, config)
+    try:
+        sent = portable.import_into_catalog(estate, catalog, progress=progress)
+    finally:
+        catalog.close()
+    click.echo(f"{catalog.name}: {len(estate.entries)} datasets, {sent} items written")
+
+
+@click.command()
+@click.argument("left")
+@click.argument("right")
+@config_option
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+def compare(left, right, config_file, fmt) -> None:
+    """Compare two estates (portable snapshot files, `store`, or catalogs): datasets, schemas,
+    versions, lineage, owners, tags on both sides, and what differs. Exit 1 when they differ."""
+    config = _config(config_file, required=False)
+    try:
+        result = portable.compare(
+            _estate(left, config, portable.DEFAULT_MAX_BYTES), _estate(right, config, portable.DEFAULT_MAX_BYTES)
+        )
+    except LumosError as exc:
+        raise click.ClickException(str(exc)) from None
+    if fmt == "json":
+        click.echo(json.dumps({"same": result.same, "only_left": result.only_left, "only_right": result.only_right,
+                               "differences": result.differences}, indent=2))  # fmt: skip
+    else:
+        click.echo("the same" if result.same else "they differ")
+        for name in result.only_left:
+            click.echo(f"  only in {left}: {name}")
+        for name in result.only_right:
+            click.echo(f"  only in {right}: {name}")
+        for name, diffs in result.differences.items():
+            for d in diffs:
+                click.echo(f"  {name}: {d}")
+    sys.exit(0 if result.same else 1)

@@ -1,0 +1,57 @@
+"""Keeping the registry in step with storage: new datasets recorded, vanished ones
+soft-deleted — unless too many vanish at once, which says more about the storage
+(an unmounted disk, a wrong prefix) than about the datasets."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timezone
+from typing import Sequence
+
+from lumos_dagster.model import DatasetRef, Snapshot
+from lumos_dagster.report import ScanReport
+from lumos_dagster.sources import Discovery
+from lumos_dagster.store import SnapshotStore
+
+
+@dataclass
+class Reconciliation:
+    recorded: int = 0
+    removed: list[str] = field(default_factory=list)
+    refused: dict[str, str] = field(default_factory=dict)  # source → why nothing was removed
+
+
+def reconcile(
+    store: SnapshotStore, discovery: Discovery, max_share: float, catalogs: Sequence[str], report: ScanReport
+) -> Reconciliation:
+    """Record what was found; soft-delete what vanished from a source that was scanned
+    (queued as tombstones for every catalog). A source that could not be listed, or lost
+    more than `max_share` of its datasets at once, removes nothing."""
+    out = Reconciliation()
+    found = {r.urn for r in discovery.records}
+    now = datetime.now(timezone.utc)
+    tombstones: list[Snapshot] = []
+    for source in discovery.scanned:
+        known = [r for r in store.datasets() if r.source == source]
+        vanished = [r for r in known if r.urn not in found]
+        if not vanished:
+            continue
+        if len(vanished) > max_share * len(known):
+            why = (
+                f"{len(vanished)} of its {len(known)} datasets vanished at once (more than {max_share:.0%}): "
+                "nothing was removed. Is the storage mounted and the root right? If they really are gone, "
+                "raise removal.max_share in lumos.yaml for one run."
+            )
+            out.refused[source] = why
+            report.fail(f"source {source}", why)
+            continue
+        for rec in vanished:
+            last = store.latest(rec.urn)
+            ref = last.dataset if last else DatasetRef(rec.platform, rec.name, rec.location, rec.format)
+            base = last or Snapshot(ref, None, now)
+            tombstones.append(replace(base, captured_at=now, removed=True))
+            out.removed.append(rec.name)
+    store.put(tombstones, catalogs=catalogs)
+    store.mark_removed([t.dataset.urn for t in tombstones])
+    out.recorded = store.upsert_datasets(discovery.records)
+    return out
