@@ -53,17 +53,15 @@ class OwnerConfig(_Model):
         return value
 
 
-class LocalSourceConfig(_Model):
-    type: Literal["local"] = "local"
-    name: str = Field("local", description="Unique source name; shown in reports and asset metadata.")
-    root: str = Field(description="Folder to scan; relative paths are relative to lumos.yaml.")
+class _FileSourceConfig(_Model):
+    """What every file source shares: how files group into datasets."""
+
     template: str | None = Field(
         None,
         description="Path template such as `{domain}/{dataset}/dt={date}/*`; without one, datasets are auto-detected.",
     )
     formats: list[Format] | None = Field(None, description="Only these formats (default: all supported).")
     exclude: list[str] = Field(default_factory=list, description="Glob patterns of paths to ignore.")
-    platform: str = Field("file", description="Catalog platform of the datasets found here.")
 
     @field_validator("template")
     @classmethod
@@ -76,12 +74,58 @@ class LocalSourceConfig(_Model):
         return value
 
 
+class LocalSourceConfig(_FileSourceConfig):
+    type: Literal["local"] = "local"
+    name: str = Field("local", description="Unique source name; shown in reports and asset metadata.")
+    root: str = Field(description="Folder to scan; relative paths are relative to lumos.yaml.")
+    platform: str = Field("file", description="Catalog platform of the datasets found here.")
+
+
+class S3SourceConfig(_FileSourceConfig):
+    type: Literal["s3"] = "s3"
+    name: str = Field("s3", description="Unique source name.")
+    bucket: str = Field(description="Bucket to scan.")
+    prefix: str = Field("", description="Only keys under this prefix; dataset paths are relative to it.")
+    endpoint_url: str | None = Field(None, description="S3-compatible endpoint (MinIO…); default: AWS.")
+    region: str | None = Field(None, description="Region (default: the AWS chain's).")
+    platform: str = Field("s3", description="Catalog platform of the datasets found here.")
+
+
+class PostgresSourceConfig(_Model):
+    type: Literal["postgres"] = "postgres"
+    name: str = Field("postgres", description="Unique source name.")
+    dsn: str = Field(description="libpq connection string or URL; use ${ENV} for the password.")
+    schemas: list[str] = Field(default_factory=lambda: ["*"], description="Schema name globs to include.")
+    exclude: list[str] = Field(default_factory=list, description="`schema.table` globs to leave out.")
+    platform: str = Field("postgres", description="Catalog platform of the tables.")
+
+
+class MongoSourceConfig(_Model):
+    type: Literal["mongodb"] = "mongodb"
+    name: str = Field("mongodb", description="Unique source name.")
+    uri: str = Field(description="MongoDB connection URI; use ${ENV} for credentials.")
+    databases: list[str] = Field(description="Databases to scan.")
+    exclude: list[str] = Field(
+        default_factory=lambda: ["*.system.*"], description="`database.collection` globs to leave out."
+    )
+    sample_size: int = Field(1000, ge=1, description="Documents sampled per collection to infer its schema.")
+    platform: str = Field("mongodb", description="Catalog platform of the collections.")
+
+
 def _tagged(default: str) -> Discriminator:
     """Discriminate on `type:`, which may be left out for the default kind."""
     return Discriminator(lambda v: v.get("type", default) if isinstance(v, dict) else getattr(v, "type", None))
 
 
-Source = Annotated[Union[Annotated[LocalSourceConfig, Tag("local")]], _tagged("local")]
+Source = Annotated[
+    Union[
+        Annotated[LocalSourceConfig, Tag("local")],
+        Annotated[S3SourceConfig, Tag("s3")],
+        Annotated[PostgresSourceConfig, Tag("postgres")],
+        Annotated[MongoSourceConfig, Tag("mongodb")],
+    ],
+    _tagged("local"),
+]
 
 
 class DatasetDecl(_Model):

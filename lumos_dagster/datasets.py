@@ -75,7 +75,8 @@ def resolve_datasets(config: LumosConfig, records: Sequence[DatasetRecord], sour
     specs: dict[str, DatasetSpec] = {}
     for name in names:
         rec, decl = by_name.get(name), config.declaration(name)
-        upstream = tuple(decl.upstream) if decl else ()
+        # lineage declared in lumos.yaml overrides what the source knows (a view's tables)
+        upstream = tuple(decl.upstream) if decl and decl.upstream else (rec.upstream if rec else ())
         for u in upstream:
             if u not in platform_of:
                 missing.setdefault(u, []).append(name)

@@ -54,6 +54,7 @@ ENUM_SYMBOLS_ADDED = "ENUM_SYMBOLS_ADDED"
 ENUM_SYMBOLS_REMOVED = "ENUM_SYMBOLS_REMOVED"
 UNION_BRANCHES_ADDED = "UNION_BRANCHES_ADDED"
 UNION_BRANCHES_REMOVED = "UNION_BRANCHES_REMOVED"
+PRIMARY_KEY_CHANGED = "PRIMARY_KEY_CHANGED"
 DESCRIPTION_CHANGED = "DESCRIPTION_CHANGED"
 DATASET_DESCRIPTION_CHANGED = "DATASET_DESCRIPTION_CHANGED"
 TAGS_CHANGED = "TAGS_CHANGED"
@@ -157,6 +158,9 @@ class _Differ:
             kind = DEFAULT_ADDED if not old.has_default else DEFAULT_REMOVED if not new.has_default else DEFAULT_CHANGED
             # a default is read only when the writer lacks the field, and both sides have it
             self.add(path, kind, old.default, new.default, True, True)
+        if old.is_key != new.is_key:  # uniqueness, not readability: nobody's reads break
+            key = {True: "key", False: None}
+            self.add(path, PRIMARY_KEY_CHANGED, key[old.is_key], key[new.is_key], True, True)
         if (old.description or None) != (new.description or None):
             self.add(path, DESCRIPTION_CHANGED, old.description, new.description, True, True)
 

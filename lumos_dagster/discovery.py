@@ -31,11 +31,17 @@ _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 @dataclass(frozen=True)
 class FileEntry:
-    """A listed file: posix path relative to the source root, size in bytes, mtime (epoch s)."""
+    """A listed file: posix path relative to the source root, size in bytes, mtime (epoch s),
+    and what changes whenever the content does (nanosecond mtime, or the object's ETag)."""
 
     path: str
     size: int
     mtime: float
+    tag: str = ""
+
+    @property
+    def fingerprint(self) -> str:
+        return f"{self.size}:{self.tag or self.mtime!r}"
 
 
 @dataclass(frozen=True)

@@ -147,6 +147,7 @@ class Field:
     native_type: str | None = None
     field_id: int | None = None
     aliases: tuple[str, ...] = ()
+    is_key: bool = False  # part of the primary key
 
     @property
     def has_default(self) -> bool:
@@ -296,6 +297,8 @@ def field_to_json(f: Field) -> dict:
             out[key] = value
     if f.aliases:
         out["aliases"] = list(f.aliases)
+    if f.is_key:
+        out["is_key"] = True
     return out
 
 
@@ -309,6 +312,7 @@ def field_from_json(j: dict) -> Field:
         native_type=j.get("native_type"),
         field_id=j.get("field_id"),
         aliases=tuple(j.get("aliases", ())),
+        is_key=j.get("is_key", False),
     )
 
 
@@ -364,6 +368,8 @@ class OperationalStats:
     row_count: int | None = None
     last_modified: datetime | None = None
     partition_values: dict[str, list[str]] = field(default_factory=dict)
+    # usage counters a database keeps (scans, rows inserted…), for staleness: "not modified and not queried"
+    usage: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -474,6 +480,7 @@ def snapshot_to_json(s: Snapshot) -> dict:
             "row_count": s.stats.row_count,
             "last_modified": _dt_to_json(s.stats.last_modified),
             "partition_values": s.stats.partition_values,
+            "usage": s.stats.usage,
         },
         "description": s.description,
         "domain": s.domain,
@@ -527,6 +534,7 @@ def snapshot_from_json(j: dict) -> Snapshot:
             row_count=st["row_count"],
             last_modified=_dt_from_json(st["last_modified"]),
             partition_values={k: list(v) for k, v in st["partition_values"].items()},
+            usage=dict(st["usage"]),
         ),
         description=j["description"],
         domain=j["domain"],

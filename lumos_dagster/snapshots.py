@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import Mapping, Sequence
 
@@ -15,6 +15,8 @@ from lumos_dagster.model import (
     LineageEdge,
     OperationalStats,
     Owner,
+    Schema,
+    SchemaConflict,
     Snapshot,
 )
 from lumos_dagster.versioning import DEFAULT_POLICY, assess
@@ -43,20 +45,21 @@ def files_in_window(ds: DiscoveredDataset, start: datetime | None, end: datetime
     return [f for f in ds.files if (d := ds.file_date(f)) is not None and first <= d <= last]
 
 
-def build_snapshot(
-    ref: DatasetRef,
-    partition_key: str | None,
-    captured_at: datetime,
-    files: Sequence[tuple[str, DatasetFile]],
-    results: Mapping[str, FileResult],
-    enrichment: Enrichment,
-    history: Sequence[Snapshot],
-    policy: str = DEFAULT_POLICY,
-    extra_errors: Sequence[FileError] = (),
-) -> Snapshot:
-    """`files` are (absolute path, file) pairs in a stable order; `results` is keyed by path.
-    `history`: the snapshots to version against, oldest first, the previous one last
-    (earlier versions only matter to transitive policies)."""
+@dataclass(frozen=True)
+class Contents:
+    """What was observed of a dataset partition: by reading its files, or by asking its database."""
+
+    schema: Schema = field(default_factory=Schema)
+    stats: OperationalStats = field(default_factory=OperationalStats)
+    errors: tuple[FileError, ...] = ()
+    conflicts: tuple[SchemaConflict, ...] = ()
+    description: str | None = None  # the source's own documentation (a table comment)
+
+
+def file_contents(
+    files: Sequence[tuple[str, DatasetFile]], results: Mapping[str, FileResult], extra_errors: Sequence[FileError] = ()
+) -> Contents:
+    """`files` are (path, file) pairs in a stable order; `results` is keyed by path."""
     errors = list(extra_errors)
     readable = []
     for path, _ in files:
@@ -72,10 +75,7 @@ def build_snapshot(
         for key, value in f.partition:
             partition_values.setdefault(key, set()).add(value)
     mtimes = [f.entry.mtime for _, f in files]
-    snapshot = Snapshot(
-        dataset=ref,
-        partition_key=partition_key,
-        captured_at=captured_at,
+    return Contents(
         schema=schema,
         stats=OperationalStats(
             file_count=len(files),
@@ -85,12 +85,34 @@ def build_snapshot(
             last_modified=datetime.fromtimestamp(max(mtimes), timezone.utc) if mtimes else None,
             partition_values={k: sorted(v) for k, v in partition_values.items()},
         ),
-        description=enrichment.description,
+        errors=tuple(errors),
+        conflicts=conflicts,
+    )
+
+
+def build_snapshot(
+    ref: DatasetRef,
+    partition_key: str | None,
+    captured_at: datetime,
+    contents: Contents,
+    enrichment: Enrichment,
+    history: Sequence[Snapshot],
+    policy: str = DEFAULT_POLICY,
+) -> Snapshot:
+    """The snapshot, versioned against `history`: the snapshots to compare with, oldest
+    first, the previous one last (earlier versions only matter to transitive policies)."""
+    snapshot = Snapshot(
+        dataset=ref,
+        partition_key=partition_key,
+        captured_at=captured_at,
+        schema=contents.schema,
+        stats=contents.stats,
+        description=enrichment.description or contents.description,
         domain=enrichment.domain,
         owners=enrichment.owners,
         tags=enrichment.tags,
         upstream=tuple(LineageEdge(u) for u in enrichment.upstream),
-        errors=tuple(errors),
-        conflicts=conflicts,
+        errors=contents.errors,
+        conflicts=contents.conflicts,
     )
     return assess(history[-1] if history else None, snapshot, policy, history[:-1])

@@ -120,15 +120,17 @@ class DatasetRecord:
     time_format: str | None = None
     file_count: int = 0
     total_bytes: int = 0
+    upstream: tuple[str, ...] = ()  # lineage the source itself knows (a view's tables)
 
     @property
     def urn(self) -> str:
         return dataset_urn(self.platform, self.name)
 
     def info(self) -> dict:
-        keys = ("partition_keys", "time_partition_key", "time_format", "file_count", "total_bytes")
+        keys = ("partition_keys", "time_partition_key", "time_format", "file_count", "total_bytes", "upstream")
         out = {k: v for k, v in asdict(self).items() if k in keys}
         out["partition_keys"] = list(self.partition_keys)
+        out["upstream"] = list(self.upstream)
         return out
 
 
@@ -253,6 +255,7 @@ class SnapshotStore:
                     time_format=info.get("time_format"),
                     file_count=info.get("file_count", 0),
                     total_bytes=info.get("total_bytes", 0),
+                    upstream=tuple(info.get("upstream", ())),
                 )
             )
         return out

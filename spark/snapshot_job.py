@@ -16,8 +16,8 @@ from lumos_dagster.datasets import DatasetSpec
 from lumos_dagster.discovery import DiscoveredDataset
 from lumos_dagster.model import FileError, Snapshot
 from lumos_dagster.report import ScanReport
-from lumos_dagster.snapshots import build_snapshot, files_in_window
-from lumos_dagster.sources import Source
+from lumos_dagster.snapshots import Contents, build_snapshot, file_contents, files_in_window
+from lumos_dagster.sources import Source, TableSource
 from spark.schemas import read_schemas
 
 log = logging.getLogger(__name__)
@@ -40,6 +40,16 @@ def _not_found(spec: DatasetSpec) -> FileError:
     return FileError(spec.uri, "no longer found in storage (deleted or moved?)")
 
 
+def _table_contents(source: TableSource, spec: DatasetSpec) -> Contents:
+    try:
+        desc = source.describe(spec.location)
+    except Exception as exc:  # a database that fails this dataset fails this dataset only
+        return Contents(errors=(FileError(spec.uri, f"cannot describe it: {type(exc).__name__}: {exc}"),))
+    if desc is None:
+        return Contents(errors=(_not_found(spec),))
+    return Contents(schema=desc.schema, stats=desc.stats, description=desc.description)
+
+
 def take_snapshots(
     spark,
     sources: Mapping[str, Source],
@@ -48,34 +58,44 @@ def take_snapshots(
     history: HistoryLookup,
     progress: Callable[[str], None] = log.info,
 ) -> SnapshotRun:
+    """Datasets of file sources are read on Spark; tables describe themselves (a table has
+    no history in storage: every partition sees it as it is now)."""
     run = SnapshotRun()
     captured_at = datetime.now(timezone.utc)
+    contents: dict[tuple[str, str | None], Contents] = {}
     listed: dict[str, DiscoveredDataset | None] = {}
     step = max(1, len(specs) // 10)
     for i, spec in enumerate(specs, 1):
         source = sources.get(spec.source) if spec.source else None
-        listed[spec.name] = source.dataset(spec.location, spec.format, run.report) if source else None
+        if isinstance(source, TableSource):
+            described = _table_contents(source, spec)
+            contents.update({(spec.name, pk): described for pk, _, _ in partitions})
+        else:
+            listed[spec.name] = source.dataset(spec.location, spec.format, run.report) if source else None
         if i % step == 0 or i == len(specs):
             progress(f"listed {i}/{len(specs)} datasets ({run.report.files_listed} files)")
 
     plan: dict[tuple[str, str | None], list] = {}
-    items: list[tuple[str, str | None]] = []
-    for spec in specs:
-        ds = listed[spec.name]
+    items: list[tuple] = []
+    for name, ds in listed.items():
+        spec = next(s for s in specs if s.name == name)
         for pk, start, end in partitions:
             files = []
             if ds is not None:
                 source = sources[spec.source]
                 files = [(source.uri(f.entry.path), f) for f in files_in_window(ds, start, end)]
-            plan[spec.name, pk] = files
-            items.extend((path, ds.format) for path, _ in files)
+                items.extend((path, ds.format, source.fs_spec) for path, _ in files)
+            plan[name, pk] = files
 
-    progress(f"reading the schemas of {len(set(items))} files on Spark")
+    if items:
+        progress(f"reading the schemas of {len(set(items))} files on Spark")
     results = read_schemas(spark, items)
     run.report.files_read = len(results)
+    for (name, pk), files in plan.items():
+        missing = () if listed[name] is not None else (_not_found(next(s for s in specs if s.name == name)),)
+        contents[name, pk] = file_contents(files, results, missing)
 
     for spec in specs:
-        ds = listed[spec.name]
         transitive = spec.policy.endswith("_TRANSITIVE")
         past: list[Snapshot] = []
         per_partition: dict[str | None, Snapshot] = {}
@@ -83,15 +103,7 @@ def take_snapshots(
             if n == 0:
                 past = history(spec.ref.urn, pk, transitive)
             snap = build_snapshot(
-                spec.ref,
-                pk,
-                captured_at,
-                plan[spec.name, pk],
-                results,
-                spec.enrichment,
-                past,
-                spec.policy,
-                extra_errors=() if ds is not None else (_not_found(spec),),
+                spec.ref, pk, captured_at, contents[spec.name, pk], spec.enrichment, past, spec.policy
             )
             per_partition[pk] = snap
             # the next partition of this run is versioned against this one, if it could be read

@@ -67,6 +67,7 @@ def fields_of(types):
         native_type=texts,
         field_id=st.none() | st.integers(0, 1000),
         aliases=st.lists(names, max_size=2).map(tuple),
+        is_key=st.booleans(),
     )
 
 
@@ -96,6 +97,7 @@ snapshots = st.builds(
         row_count=st.none() | st.integers(0, 10**9),
         last_modified=st.none() | moments,
         partition_values=st.dictionaries(names, st.lists(names, max_size=3), max_size=2),
+        usage=st.dictionaries(names, st.none() | st.integers(0, 10**9) | names, max_size=3),
     ),
     description=texts,
     domain=st.none() | names,

@@ -153,6 +153,7 @@ def _walk(fields: tuple[Field, ...], prefix: str) -> Iterator[SchemaFieldClass]:
             nativeDataType=f.native_type or type_str(f.type),
             nullable=f.nullable,
             description=f.description,
+            isPartOfKey=f.is_key or None,
         )
         inner = _inner_struct(f.type)
         if inner is not None:
@@ -287,6 +288,7 @@ def snapshot_aspects(s: Snapshot, env: str = "PROD") -> list[MetadataChangePropo
                 hash=s.fingerprint,
                 platformSchema=OtherSchemaClass(rawSchema=json.dumps(schema_to_json(s.schema), sort_keys=True)),
                 fields=schema_fields(s.schema),
+                primaryKeys=[p for p, f in s.schema.flatten() if f.is_key] or None,
             )
         )
     if s.owners:

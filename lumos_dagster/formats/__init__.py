@@ -11,14 +11,23 @@ from typing import Callable
 
 from lumos_dagster.errors import SchemaReadError
 from lumos_dagster.formats.avro import read_avro
-from lumos_dagster.formats.base import FileResult, FileSchema
+from lumos_dagster.formats.base import FileResult, FileSchema, FsSpec, file_size, filesystem
 from lumos_dagster.formats.orc import read_orc
 from lumos_dagster.formats.parquet import read_parquet
 from lumos_dagster.formats.text import read_csv, read_json, read_tsv
 
-__all__ = ["FORMATS", "FileResult", "FileSchema", "format_of", "sniff_format", "read_file_schema", "read_file_result"]
+__all__ = [
+    "FORMATS",
+    "FileResult",
+    "FileSchema",
+    "FsSpec",
+    "format_of",
+    "sniff_format",
+    "read_file_schema",
+    "read_file_result",
+]
 
-READERS: dict[str, Callable[[str], FileSchema]] = {
+READERS: dict[str, Callable[..., FileSchema]] = {
     "parquet": read_parquet,
     "orc": read_orc,
     "avro": read_avro,
@@ -82,19 +91,21 @@ def _reason(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}"
 
 
-def read_file_schema(path: str, fmt: str | None = None) -> FileSchema:
-    """Schema (and row count where the format records it) of one file.
+def read_file_schema(path: str, fmt: str | None = None, fs: FsSpec | None = None) -> FileSchema:
+    """Schema (and row count where the format records it) of one file, local or on the
+    remote file system `fs` describes (then `path` is `bucket/key`).
 
     Raises SchemaReadError(path, reason) for unknown formats, empty, corrupt or
     unreadable files.
     """
-    fmt = fmt or sniff_format(path)
+    fmt = fmt or (format_of(path) if fs else sniff_format(path))
     if fmt not in READERS:
         raise SchemaReadError(path, f"unrecognised format (supported: {', '.join(FORMATS)})")
     try:
-        if os.path.getsize(path) == 0:
+        remote = filesystem(fs) if fs else None
+        if file_size(path, remote) == 0:
             raise SchemaReadError(path, "empty file (0 bytes)")
-        return READERS[fmt](path)
+        return READERS[fmt](path, remote)
     except SchemaReadError:
         raise
     except FileNotFoundError:
@@ -105,11 +116,11 @@ def read_file_schema(path: str, fmt: str | None = None) -> FileSchema:
         raise SchemaReadError(path, f"cannot read {fmt}: {_reason(exc)}") from exc
 
 
-def read_file_result(item: tuple[str, str | None]) -> FileResult:
-    """`read_file_schema` for (path, format) pairs, with failures as values (runs on executors)."""
-    path, fmt = item
+def read_file_result(item: tuple) -> FileResult:
+    """`read_file_schema` for (path, format[, fs spec]) tuples, failures as values (runs on executors)."""
+    path, fmt, *rest = item
     try:
-        fs = read_file_schema(path, fmt)
+        found = read_file_schema(path, fmt, rest[0] if rest else None)
     except SchemaReadError as exc:
         return FileResult(path, error=exc.reason)
-    return FileResult(path, fs.schema, fs.row_count)
+    return FileResult(path, found.schema, found.row_count)

@@ -1,5 +1,6 @@
 """Avro: the writer schema from the container header (fastavro), the row count from
-block headers — blocks are skipped with seeks, never decoded."""
+block headers — blocks are skipped with seeks, never decoded. On remote storage the row
+count is left out: each block header would cost a request."""
 
 from __future__ import annotations
 
@@ -7,9 +8,10 @@ import json
 from typing import Any, BinaryIO
 
 import fastavro
+import pyarrow.fs as pafs
 from fastavro.read import HEADER_SCHEMA, MAGIC
 
-from lumos_dagster.formats.base import FileSchema
+from lumos_dagster.formats.base import FileSchema, open_random
 from lumos_dagster.model import (
     NO_DEFAULT,
     Array,
@@ -184,8 +186,8 @@ def _count_records(fh: BinaryIO, sync: bytes) -> int:
         total += count
 
 
-def read_avro(path: str) -> FileSchema:
-    with open(path, "rb") as fh:
+def read_avro(path: str, fs: pafs.FileSystem | None = None) -> FileSchema:
+    with open_random(path, fs) as fh:
         # The header is itself an Avro record; decoding it with fastavro's own header
         # schema keeps metadata values as bytes (fastavro.reader insists they are UTF-8,
         # which the spec does not promise: see avro/data/syncInMeta.avro).
@@ -194,7 +196,7 @@ def read_avro(path: str) -> FileSchema:
             raise ValueError(f"not an Avro object container file (magic {header['magic']!r})")
         writer_schema = json.loads(header["meta"]["avro.schema"])
         schema = from_avro_schema(writer_schema)
-        return FileSchema(schema=schema, row_count=_count_records(fh, header["sync"]))
+        return FileSchema(schema=schema, row_count=_count_records(fh, header["sync"]) if fs is None else None)
 
 
 def read_avsc(path: str) -> Schema:

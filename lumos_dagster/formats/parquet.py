@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import json
 
+import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from lumos_dagster.formats.arrow import from_arrow_schema
-from lumos_dagster.formats.base import FileSchema
+from lumos_dagster.formats.base import FileSchema, open_random
 
 # flags Arrow adds to a logical type's description that are not part of the file's type
 _INTERNAL = ("is_from_converted_type", "force_set_converted_type")
@@ -32,8 +33,8 @@ def _native_types(parquet_schema: pq.ParquetSchema) -> dict[str, str]:
     return out
 
 
-def read_parquet(path: str) -> FileSchema:
-    with open(path, "rb") as fh:
+def read_parquet(path: str, fs: pafs.FileSystem | None = None) -> FileSchema:
+    with open_random(path, fs) as fh:
         pf = pq.ParquetFile(fh)
         natives = _native_types(pf.schema)
         schema = from_arrow_schema(pf.schema_arrow, natives.get)

@@ -7,17 +7,18 @@ import json
 
 import pyarrow as pa
 import pyarrow.csv as pcsv
+import pyarrow.fs as pafs
 import pyarrow.json as pjson
 
 from lumos_dagster.formats.arrow import from_arrow_schema
-from lumos_dagster.formats.base import FileSchema
+from lumos_dagster.formats.base import FileSchema, open_stream
 
 BLOCK_SIZE = 1 << 20
 
 
-def read_csv(path: str, delimiter: str = ",") -> FileSchema:
+def read_csv(path: str, fs: pafs.FileSystem | None = None, delimiter: str = ",") -> FileSchema:
     reader = pcsv.open_csv(
-        path,
+        open_stream(path, fs),
         read_options=pcsv.ReadOptions(block_size=BLOCK_SIZE),
         parse_options=pcsv.ParseOptions(delimiter=delimiter),
     )
@@ -27,17 +28,17 @@ def read_csv(path: str, delimiter: str = ",") -> FileSchema:
         reader.close()
 
 
-def read_tsv(path: str) -> FileSchema:
-    return read_csv(path, delimiter="\t")
+def read_tsv(path: str, fs: pafs.FileSystem | None = None) -> FileSchema:
+    return read_csv(path, fs, delimiter="\t")
 
 
-def read_json(path: str) -> FileSchema:
+def read_json(path: str, fs: pafs.FileSystem | None = None) -> FileSchema:
     """Newline-delimited JSON through Arrow; a top-level JSON array is sampled instead."""
-    with pa.input_stream(path) as stream:
+    with open_stream(path, fs) as stream:
         head = stream.read(BLOCK_SIZE)
     if head.lstrip()[:1] == b"[":
         return FileSchema(schema=from_arrow_schema(_array_sample_schema(head.decode("utf-8", "replace"))))
-    reader = pjson.open_json(path, read_options=pjson.ReadOptions(block_size=BLOCK_SIZE))
+    reader = pjson.open_json(open_stream(path, fs), read_options=pjson.ReadOptions(block_size=BLOCK_SIZE))
     try:
         return FileSchema(schema=from_arrow_schema(reader.schema))
     finally:

@@ -3,28 +3,71 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, Union
 
-from lumos_dagster.config import LocalSourceConfig, LumosConfig
+from lumos_dagster.config import (
+    LocalSourceConfig,
+    LumosConfig,
+    MongoSourceConfig,
+    PostgresSourceConfig,
+    S3SourceConfig,
+)
 from lumos_dagster.report import ScanReport
-from lumos_dagster.sources.local import LocalSource
+from lumos_dagster.sources.base import FileSource, TableDescription, TableSource
 from lumos_dagster.store import DatasetRecord
 
-Source = LocalSource
+Source = Union[FileSource, TableSource]
+
+__all__ = ["Discovery", "FileSource", "Source", "TableDescription", "TableSource", "build_sources", "discover"]
+
+
+def build_source(config: LumosConfig, cfg) -> Source:
+    if isinstance(cfg, LocalSourceConfig):
+        from lumos_dagster.sources.local import LocalSource
+
+        return LocalSource(cfg, config.resolve(cfg.root))
+    if isinstance(cfg, S3SourceConfig):
+        from lumos_dagster.sources.s3 import S3Source
+
+        return S3Source(cfg)
+    if isinstance(cfg, PostgresSourceConfig):
+        from lumos_dagster.sources.postgres import PostgresSource
+
+        return PostgresSource(cfg)
+    if isinstance(cfg, MongoSourceConfig):
+        from lumos_dagster.sources.mongodb import MongoSource
+
+        return MongoSource(cfg)
+    raise TypeError(f"not a source configuration: {cfg!r}")
 
 
 def build_sources(config: LumosConfig) -> dict[str, Source]:
-    out: dict[str, Source] = {}
-    for cfg in config.sources:
-        if isinstance(cfg, LocalSourceConfig):
-            out[cfg.name] = LocalSource(cfg, config.resolve(cfg.root))
-    return out
+    return {cfg.name: build_source(config, cfg) for cfg in config.sources}
 
 
 @dataclass
 class Discovery:
     records: list[DatasetRecord] = field(default_factory=list)
     scanned: list[str] = field(default_factory=list)  # sources that could be listed
+
+
+def _file_records(source: FileSource, found) -> list[DatasetRecord]:
+    return [
+        DatasetRecord(
+            name=ds.name,
+            platform=source.platform,
+            source=source.name,
+            location=ds.location,
+            format=ds.format,
+            domain=ds.domain,
+            partition_keys=ds.partition_keys,
+            time_partition_key=ds.time_partition_key,
+            time_format=ds.time_format,
+            file_count=len(ds.files),
+            total_bytes=sum(f.entry.size for f in ds.files),
+        )
+        for ds in found.values()
+    ]
 
 
 def discover(
@@ -40,22 +83,7 @@ def discover(
         if found is None:
             continue
         out.scanned.append(source.name)
-        records += [
-            DatasetRecord(
-                name=ds.name,
-                platform=source.platform,
-                source=source.name,
-                location=ds.location,
-                format=ds.format,
-                domain=ds.domain,
-                partition_keys=ds.partition_keys,
-                time_partition_key=ds.time_partition_key,
-                time_format=ds.time_format,
-                file_count=len(ds.files),
-                total_bytes=sum(f.entry.size for f in ds.files),
-            )
-            for ds in found.values()
-        ]
+        records += _file_records(source, found) if isinstance(source, FileSource) else found
     names = [r.name for r in records]
     duplicated = {n for n in names if names.count(n) > 1}
     for name in sorted(duplicated):

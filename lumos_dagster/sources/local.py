@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import os
-from typing import Callable, Iterator
+from typing import Iterator
 
-from lumos_dagster.config import LocalSourceConfig
-from lumos_dagster.discovery import DiscoveredDataset, FileEntry, Grouping, group_files
+from lumos_dagster.discovery import FileEntry
 from lumos_dagster.report import ScanReport
-
-Progress = Callable[[int], None]
+from lumos_dagster.sources.base import FileSource
 
 
 def list_files(root: str, subpath: str = "", report: ScanReport | None = None) -> Iterator[FileEntry]:
@@ -21,7 +19,9 @@ def list_files(root: str, subpath: str = "", report: ScanReport | None = None) -
     start = os.path.join(root, subpath) if subpath else root
     if os.path.isfile(start):
         st = os.stat(start)
-        yield FileEntry(subpath, st.st_size, st.st_mtime)
+        yield FileEntry(subpath, st.st_size, st.st_mtime_ns / 1e9, str(st.st_mtime_ns))
+        return
+    if not os.path.isdir(start):
         return
     stack = [start]
     while stack:
@@ -39,49 +39,23 @@ def list_files(root: str, subpath: str = "", report: ScanReport | None = None) -
                     stack.append(e.path)
             elif e.is_file():
                 st = e.stat()
-                yield FileEntry(os.path.relpath(e.path, root).replace(os.sep, "/"), st.st_size, st.st_mtime)
+                rel = os.path.relpath(e.path, root).replace(os.sep, "/")
+                yield FileEntry(rel, st.st_size, st.st_mtime_ns / 1e9, str(st.st_mtime_ns))
 
 
-class LocalSource:
-    def __init__(self, config: LocalSourceConfig, root: str):
-        self.config = config
+class LocalSource(FileSource):
+    def __init__(self, config, root: str):
+        super().__init__(config)
         self.root = root
-        self.name = config.name
-        self.platform = config.platform
+
+    def reachable(self, report: ScanReport) -> bool:
+        if os.path.isdir(self.root):
+            return True
+        report.fail(f"source {self.name}", f"root folder {self.root} does not exist")
+        return False
+
+    def list(self, subpath: str, report: ScanReport) -> Iterator[FileEntry]:
+        return list_files(self.root, subpath, report)
 
     def uri(self, relpath: str) -> str:
         return os.path.join(self.root, relpath)
-
-    def _group(self, entries: list[FileEntry]) -> Grouping:
-        formats = frozenset(self.config.formats) if self.config.formats else None
-        return group_files(entries, self.config.template, formats, tuple(self.config.exclude))
-
-    def discover(self, report: ScanReport, progress: Progress | None = None) -> dict[str, DiscoveredDataset] | None:
-        """The datasets under the root; None when the root cannot be scanned (not "no datasets")."""
-        if not os.path.isdir(self.root):
-            report.fail(f"source {self.name}", f"root folder {self.root} does not exist")
-            return None
-        entries = []
-        for entry in list_files(self.root, report=report):
-            entries.append(entry)
-            if progress and len(entries) % 1000 == 0:
-                progress(len(entries))
-        report.files_listed += len(entries)
-        grouping = self._group(entries)
-        for path, reason in grouping.skipped:
-            report.skip(path, reason)
-        report.datasets_found += len(grouping.datasets)
-        return grouping.datasets
-
-    def dataset(self, location: str, fmt: str | None, report: ScanReport) -> DiscoveredDataset | None:
-        """The dataset's current files: its location re-listed and re-grouped by the same rules.
-
-        Found by location and format, not name: an auto-detected name can depend on
-        sibling files (`raw/mixed.csv` exists because a JSON file sits next to it).
-        """
-        if not os.path.exists(self.uri(location)):
-            return None
-        entries = list(list_files(self.root, location, report))
-        report.files_listed += len(entries)
-        found = self._group(entries).datasets.values()
-        return next((d for d in found if d.location == location and d.format == fmt), None)

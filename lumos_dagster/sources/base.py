@@ -1,0 +1,104 @@
+"""What sources have in common.
+
+File sources (local folders, S3 prefixes) list files, which the discovery rules group
+into datasets; their schemas are read from the files, on Spark. Table sources
+(PostgreSQL, MongoDB) describe their tables themselves.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Callable, Iterator
+
+from lumos_dagster.discovery import DiscoveredDataset, FileEntry, group_files
+from lumos_dagster.formats import FsSpec
+from lumos_dagster.model import OperationalStats, Schema
+from lumos_dagster.report import ScanReport
+
+Progress = Callable[[int], None]
+PROGRESS_EVERY = 1000
+
+
+class FileSource(ABC):
+    kind = "files"
+
+    def __init__(self, config):
+        self.config = config
+        self.name = config.name
+        self.platform = config.platform
+
+    #: where `list` paths are relative to, for people (a folder, s3://bucket/prefix)
+    root: str
+    #: how Spark executors reach the files (None: the local file system)
+    fs_spec: FsSpec | None = None
+
+    @abstractmethod
+    def list(self, subpath: str, report: ScanReport) -> Iterator[FileEntry]:
+        """Every file under `subpath`, paths relative to the source's root."""
+
+    @abstractmethod
+    def reachable(self, report: ScanReport) -> bool:
+        """Whether the root can be listed at all (a failure goes to the report)."""
+
+    @abstractmethod
+    def uri(self, relpath: str) -> str:
+        """The path readers open (local path, or `bucket/key` on the remote file system)."""
+
+    def _group(self, entries: list[FileEntry]):
+        formats = frozenset(self.config.formats) if self.config.formats else None
+        return group_files(entries, self.config.template, formats, tuple(self.config.exclude))
+
+    def discover(self, report: ScanReport, progress: Progress | None = None) -> dict[str, DiscoveredDataset] | None:
+        """The datasets under the root; None when the root cannot be listed (not "no datasets")."""
+        if not self.reachable(report):
+            return None
+        entries = []
+        for entry in self.list("", report):
+            entries.append(entry)
+            if progress and len(entries) % PROGRESS_EVERY == 0:
+                progress(len(entries))
+        report.files_listed += len(entries)
+        grouping = self._group(entries)
+        for path, reason in grouping.skipped:
+            report.skip(path, reason)
+        report.datasets_found += len(grouping.datasets)
+        return grouping.datasets
+
+    def dataset(self, location: str, fmt: str | None, report: ScanReport) -> DiscoveredDataset | None:
+        """The dataset's current files: its location re-listed and re-grouped by the same rules.
+
+        Found by location and format, not name: an auto-detected name can depend on
+        sibling files (`raw/mixed.csv` exists because a JSON file sits next to it).
+        """
+        entries = list(self.list(location, report))
+        report.files_listed += len(entries)
+        found = self._group(entries).datasets.values()
+        return next((d for d in found if d.location == location and d.format == fmt), None)
+
+
+@dataclass
+class TableDescription:
+    """What a table source says about one of its tables (or views, collections)."""
+
+    schema: Schema
+    stats: OperationalStats = field(default_factory=OperationalStats)
+    description: str | None = None
+    upstream: tuple[str, ...] = ()  # dataset names this one is computed from (views)
+
+
+class TableSource(ABC):
+    kind = "tables"
+
+    def __init__(self, config):
+        self.config = config
+        self.name = config.name
+        self.platform = config.platform
+
+    @abstractmethod
+    def discover(self, report: ScanReport, progress: Progress | None = None) -> list | None:
+        """Registry records of every table; None when the source cannot be reached."""
+
+    @abstractmethod
+    def describe(self, location: str) -> TableDescription | None:
+        """The table's description now; None when it is gone."""
