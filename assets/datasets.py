@@ -28,7 +28,7 @@ from dagster import (
 )
 
 from assets.checks import COMPATIBLE_CHECK, check_specs, compatible_check, readable_check
-from assets.keys import asset_keys, dagster_owners, dagster_tags, group_name
+from assets.keys import dagster_owners, dagster_tags, group_name
 from assets.metadata import newest, snapshot_metadata
 from lumos_dagster.config import LumosConfig, PartitionsConfig
 from lumos_dagster.datasets import Catalogue, DatasetSpec
@@ -41,6 +41,7 @@ from resources.store import SnapshotStoreResource
 from spark.snapshot_job import take_snapshots
 
 IO_MANAGER_KEY = "lumos_io_manager"
+RELEASE_TAG = "lumos/release"  # on runs the release sensor requests
 
 _PARTITIONS = {
     "hourly": HourlyPartitionsDefinition,
@@ -110,6 +111,11 @@ def _multi_asset(
             run = take_snapshots(
                 spark.spark_session, sources, selected, windows, store.version_history, context.log.info
             )
+            release = context.run.tags.get(RELEASE_TAG)
+            if release:  # a refresh after a release: the versions it brought belong to it
+                store.record_release_versions(
+                    release, {d.name: v for d in selected if (v := newest(run.snapshots[d.name]).version)}
+                )
         finally:
             store.close()
         context.log.info("scan report:\n" + run.report.render())
@@ -139,11 +145,9 @@ def _multi_asset(
 
 
 def build_dataset_assets(
-    config: LumosConfig, catalogue: Catalogue, sources: Mapping[str, Source]
+    config: LumosConfig, catalogue: Catalogue, sources: Mapping[str, Source], keys: Mapping[str, AssetKey]
 ) -> tuple[dict[str, AssetsDefinition], list[AssetSpec]]:
     """(cadence → the multi_asset of its datasets, external specs for missing upstreams)."""
-    names = [d.name for d in catalogue.datasets] + list(catalogue.missing_upstreams)
-    keys = asset_keys(names)
     by_cadence: dict[str, list[DatasetSpec]] = defaultdict(list)
     for d in catalogue.datasets:
         by_cadence[d.cadence].append(d)

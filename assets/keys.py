@@ -35,6 +35,11 @@ def asset_keys(names: Iterable[str]) -> dict[str, AssetKey]:
     return out
 
 
+def dataset_keys(catalogue) -> dict[str, AssetKey]:
+    """Keys of every dataset and of every upstream named but missing (they appear as external assets)."""
+    return asset_keys([d.name for d in catalogue.datasets] + list(catalogue.missing_upstreams))
+
+
 def group_name(domain: str | None) -> str:
     return _segment(domain) if domain else "datasets"
 

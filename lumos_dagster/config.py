@@ -34,6 +34,14 @@ Cadence = Literal["hourly", "daily", "weekly", "monthly"]
 OwnershipType = Literal[OWNERSHIP_TYPES]  # type: ignore[valid-type]
 
 
+def _known_zone(value: str) -> str:
+    try:
+        zoneinfo.ZoneInfo(value)
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+        raise ValueError(f"unknown time zone {value!r} (use an IANA name such as Europe/Paris)") from None
+    return value
+
+
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -128,6 +136,37 @@ Source = Annotated[
 ]
 
 
+class ScheduleDecl(_Model):
+    """When a dataset's data lands: the producing job's cron, in its time zone, plus how long
+    until the data can be read."""
+
+    cron: str = Field(description="Cron expression of the producing job, e.g. `0 6 * * *`.")
+    timezone: str = Field("UTC", description="IANA time zone the cron runs in.")
+    lag: str = Field("0", description="Availability lag after each tick, e.g. `+6h`, `90m`.")
+
+    @field_validator("cron")
+    @classmethod
+    def _cron(cls, value: str) -> str:
+        from croniter import croniter
+
+        if not croniter.is_valid(value):
+            raise ValueError(f"not a cron expression: {value!r}")
+        return value
+
+    @field_validator("timezone")
+    @classmethod
+    def _zone(cls, value: str) -> str:
+        return _known_zone(value)
+
+    @field_validator("lag")
+    @classmethod
+    def _lag(cls, value: str) -> str:
+        from lumos_dagster.windows import parse_lag
+
+        parse_lag(value)
+        return value
+
+
 class DatasetDecl(_Model):
     """Declarations enrich or override what discovery found (matched by name)."""
 
@@ -142,6 +181,7 @@ class DatasetDecl(_Model):
     accept_major: int | None = Field(
         None, ge=1, description="Breaking changes are accepted while they bring the version up to this major."
     )
+    schedule: ScheduleDecl | None = Field(None, description="When the data lands: refresh then (and after releases).")
 
 
 class AllowRule(_Model):
@@ -160,6 +200,9 @@ class CompatibilityConfig(_Model):
 
 class ReleasesConfig(_Model):
     prefix: str = Field("S-", description="Release names are the prefix and a number: S-311, S-312…")
+    watch: str | None = Field(
+        None, description="Folder (or s3://bucket/prefix) where release manifests land; the release sensor watches it."
+    )
 
 
 class DataHubLiteCatalogConfig(_Model):
@@ -251,11 +294,7 @@ class PartitionsConfig(_Model):
     @field_validator("timezone")
     @classmethod
     def _known_zone(cls, value: str) -> str:
-        try:
-            zoneinfo.ZoneInfo(value)
-        except (zoneinfo.ZoneInfoNotFoundError, ValueError):
-            raise ValueError(f"unknown time zone {value!r} (use an IANA name such as Europe/Paris)") from None
-        return value
+        return _known_zone(value)
 
 
 class SparkConfig(_Model):
@@ -290,6 +329,10 @@ class LumosConfig(_Model):
 
     def resolve(self, path: str) -> str:
         return str((Path(self.base_dir) / os.path.expanduser(path)).resolve())
+
+    def resolve_location(self, location: str) -> str:
+        """A folder or an s3:// URL; folders are relative to lumos.yaml."""
+        return location if "://" in location else self.resolve(location)
 
     @property
     def store_url(self) -> str:

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from graphlib import CycleError, TopologicalSorter
 from typing import Sequence
 
-from lumos_dagster.config import LumosConfig
+from lumos_dagster.config import LumosConfig, ScheduleDecl
 from lumos_dagster.errors import ConfigError
 from lumos_dagster.model import DatasetRef, Owner
 from lumos_dagster.snapshots import Enrichment
@@ -32,6 +32,7 @@ class DatasetSpec:
     cadence: str
     enrichment: Enrichment
     policy: str = DEFAULT_POLICY
+    schedule: ScheduleDecl | None = None  # when its data lands (cron, zone, lag)
     upstream: tuple[str, ...] = ()
     missing_upstream: tuple[str, ...] = ()  # named in lumos.yaml, found nowhere
     time_partition_key: str | None = None
@@ -91,6 +92,7 @@ def resolve_datasets(config: LumosConfig, records: Sequence[DatasetRecord], sour
             format=r.format,
             cadence=(decl.cadence if decl and decl.cadence else config.partitions.cadence),
             policy=config.policy(name),
+            schedule=decl.schedule if decl else None,
             enrichment=Enrichment(
                 description=decl.description if decl else None,
                 domain=(decl.domain if decl and decl.domain else (rec.domain if rec else None)),

@@ -6,21 +6,37 @@ The only module that assembles everything. `LUMOS_CONFIG` names the config file
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from dagster import Definitions, definitions
 
 from assets.datasets import build_dataset_assets
+from assets.keys import dataset_keys
 from lumos_dagster.catalog import catalogs_json
 from lumos_dagster.config import LumosConfig, load_config
 from lumos_dagster.datasets import resolve_datasets
-from lumos_dagster.sources import build_sources
+from lumos_dagster.sources import FileSource, build_sources
 from lumos_dagster.store import SnapshotStore
 from resources.io_manager import LumosIOManager
 from resources.spark import spark_resource
 from resources.store import CatalogsResource, SnapshotStoreResource
+from sensors.releases import dataset_schedule_sensor, release_sensor
 from sensors.schedules import cadence_schedules
+from sensors.storage import storage_sensor
+from sensors.triggers import Targets
+
+
+@dataclass(frozen=True)
+class Assembly:
+    definitions: Definitions
+    targets: Targets  # what sensors can request: dataset → asset key, partitions, schedule
 
 
 def build_definitions(config: LumosConfig) -> Definitions:
+    return assemble(config).definitions
+
+
+def assemble(config: LumosConfig) -> Assembly:
     sources = build_sources(config)
     store = SnapshotStore(config.store_url)
     try:
@@ -28,18 +44,27 @@ def build_definitions(config: LumosConfig) -> Definitions:
     finally:
         store.close()
     catalogue = resolve_datasets(config, records, {name: s.root for name, s in sources.items()})
-    by_cadence, missing = build_dataset_assets(config, catalogue, sources)
+    keys = dataset_keys(catalogue)
+    by_cadence, missing = build_dataset_assets(config, catalogue, sources, keys)
+    targets = Targets(catalogue.by_name(), keys, by_cadence)
+    sensors = [storage_sensor(s, config.store_url, targets) for s in sources.values() if isinstance(s, FileSource)]
+    if any(d.schedule for d in catalogue.datasets):
+        sensors.append(dataset_schedule_sensor(targets))
+    if config.releases.watch:
+        sensors.append(release_sensor(config.resolve_location(config.releases.watch), targets))
     store_resource = SnapshotStoreResource(url=config.store_url)
     catalogs = CatalogsResource(catalogs=catalogs_json(config))
-    return Definitions(
+    definitions = Definitions(
         assets=[*by_cadence.values(), *missing],
         schedules=cadence_schedules(by_cadence),
+        sensors=sensors,
         resources={
             "spark": spark_resource(config.spark),
             "lumos_store": store_resource,
             "lumos_io_manager": LumosIOManager(store=store_resource, catalogs=catalogs),
         },
     )
+    return Assembly(definitions, targets)
 
 
 @definitions

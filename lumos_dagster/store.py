@@ -89,6 +89,17 @@ catalog_state_table = sa.Table(
     sa.Column("delivered_at", sa.DateTime(timezone=True), nullable=False),
 )
 
+file_state_table = sa.Table(
+    "lumos_file_state",
+    metadata,
+    sa.Column("source", sa.String(256), primary_key=True),
+    sa.Column("generation", sa.Integer, primary_key=True),
+    sa.Column("path", sa.String(2048), primary_key=True),
+    sa.Column("fingerprint", sa.String(128), nullable=False),
+    sa.Column("dataset", sa.String(1024)),
+    sa.Column("partition", sa.String(64)),  # the file's time-partition date, if any
+)
+
 releases_table = sa.Table(
     "lumos_releases",
     metadata,
@@ -347,6 +358,36 @@ class SnapshotStore:
         q = sa.select(t.c.document).where(t.c.urn == urn, t.c.version == version)
         return self._one(q.order_by(t.c.partition_key.desc(), t.c.id.desc()))
 
+    # ---------------------------------------------------------- file state
+
+    def file_state(self, source: str, generation: int) -> dict[str, tuple[str, str | None, str | None]]:
+        """path → (fingerprint, dataset, partition date) as a sensor recorded it."""
+        t = file_state_table
+        q = sa.select(t.c.path, t.c.fingerprint, t.c.dataset, t.c.partition).where(
+            t.c.source == source, t.c.generation == generation
+        )
+        with self.engine.connect() as conn:
+            return {p: (f, d, pt) for p, f, d, pt in conn.execute(q)}
+
+    def save_file_state(
+        self, source: str, generation: int, rows: Iterable[tuple[str, str, str | None, str | None]]
+    ) -> None:
+        """Write a generation of a source's file state; only it and the one before are kept, so
+        a tick whose cursor was never committed can be evaluated again against the same state."""
+        t = file_state_table
+        with self.engine.begin() as conn:
+            conn.execute(t.delete().where(t.c.source == source, t.c.generation == generation))
+            conn.execute(t.delete().where(t.c.source == source, t.c.generation < generation - 1))
+            batch: list[dict] = []
+            for path, fingerprint, dataset, partition in rows:
+                batch.append(dict(source=source, generation=generation, path=path, fingerprint=fingerprint,
+                                  dataset=dataset, partition=partition))  # fmt: skip
+                if len(batch) == 5000:
+                    conn.execute(t.insert(), batch)
+                    batch = []
+            if batch:
+                conn.execute(t.insert(), batch)
+
     # ------------------------------------------------------------ releases
 
     def add_release(self, name: str, versions: dict[str, str], created_at: datetime | None = None) -> Release:
@@ -361,6 +402,19 @@ class SnapshotStore:
         except sa.exc.IntegrityError:
             raise StoreError(f"release {name} already exists; releases are immutable, pick the next name") from None
         return release
+
+    def record_release_versions(self, name: str, versions: dict[str, str]) -> None:
+        """Add (or update) datasets' versions in a release, creating it if needed."""
+        t = releases_table
+        with self.engine.begin() as conn:
+            row = conn.execute(sa.select(t.c.versions).where(t.c.name == name)).first()
+            if row is None:
+                conn.execute(t.insert().values(name=name, created_at=_now(), versions=json.dumps(versions)))
+            else:
+                merged = {**json.loads(row[0]), **versions}
+                conn.execute(
+                    t.update().where(t.c.name == name).values(versions=json.dumps(dict(sorted(merged.items()))))
+                )
 
     def releases(self) -> list[Release]:
         t = releases_table

@@ -13,6 +13,11 @@ from datahub.testing.pytest_hooks import (  # noqa: F401
 )
 
 ROOT = Path(__file__).resolve().parents[1]
+S3_TEST_CREDENTIALS = {
+    "AWS_ACCESS_KEY_ID": "lumos",
+    "AWS_SECRET_ACCESS_KEY": "lumos-secret",
+    "AWS_DEFAULT_REGION": "us-east-1",
+}
 TESTDATA = ROOT.parent / "shared" / "testdata"
 
 
@@ -27,6 +32,10 @@ def testdata() -> Path:
 def spark():
     """One local Spark session for the whole run (Dagster runs pick it up too)."""
     os.environ["PYSPARK_PYTHON"] = sys.executable
+    # Spark's Python workers keep the environment Spark started with: the credentials the S3
+    # tests' moto server takes must be there from the start, as an instance role would be
+    for key, value in S3_TEST_CREDENTIALS.items():
+        os.environ.setdefault(key, value)
     from pyspark.sql import SparkSession
 
     session = (

@@ -25,15 +25,16 @@ from lumos_dagster.report import ScanReport
 from lumos_dagster.sources import build_sources, discover
 from lumos_dagster.sources.mongodb import MongoSource
 from spark.snapshot_job import take_snapshots
+from tests.conftest import S3_TEST_CREDENTIALS
 
 # ------------------------------------------------------------------------ S3
 
 
 @pytest.fixture(scope="module")
 def s3():
-    """moto's standalone S3 server, with credentials in the environment (Spark's workers inherit them)."""
-    saved = {k: os.environ.get(k) for k in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_DEFAULT_REGION")}
-    os.environ.update(AWS_ACCESS_KEY_ID="lumos", AWS_SECRET_ACCESS_KEY="lumos-secret", AWS_DEFAULT_REGION="us-east-1")
+    """moto's standalone S3 server; the credentials it takes are in the environment (see conftest)."""
+    for key, value in S3_TEST_CREDENTIALS.items():
+        os.environ.setdefault(key, value)
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     server.start()
     host, port = server.get_host_and_port()
@@ -63,11 +64,6 @@ def s3():
         put(f"warehouse/many/items/part-{i:04d}.json", json.dumps({"i": i}).encode())
     yield {"url": url, "client": client}
     server.stop()
-    for k, v in saved.items():
-        if v is None:
-            os.environ.pop(k, None)
-        else:
-            os.environ[k] = v
 
 
 def s3_config(url, **extra):

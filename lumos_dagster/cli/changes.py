@@ -21,6 +21,7 @@ from lumos_dagster.history import next_release_name, timeline
 from lumos_dagster.impact import downstream, fan_out
 from lumos_dagster.inputs import load_side
 from lumos_dagster.model import BREAKING, dataset_urn
+from lumos_dagster.releases import Manifest, write_manifest
 from lumos_dagster.sources import build_sources
 from lumos_dagster.store import SnapshotStore
 from lumos_dagster.versioning import DEFAULT_POLICY, POLICIES, bump, change_class, judge
@@ -311,7 +312,9 @@ def evolution(config_file, since, until, fmt) -> None:
 def release(name, config_file, datasets, list_) -> None:
     """Record a release and each dataset's schema version at that moment.
 
-    NAME defaults to the next number after the prefix in lumos.yaml (S-311 → S-312)."""
+    NAME defaults to the next number after the prefix in lumos.yaml (S-311 → S-312). With
+    `releases.watch` set, a manifest is also written there: the release sensor then refreshes
+    the datasets once the data of their next window after the release is ready."""
     config = load(config_file)
     store = open_store(config)
     try:
@@ -341,3 +344,7 @@ def release(name, config_file, datasets, list_) -> None:
     click.echo(f"{rel.name}: {len(rel.versions)} datasets")
     for n, v in rel.versions.items():
         click.echo(f"  {n:<40} {v}")
+    if config.releases.watch:
+        manifest = Manifest(rel.name, rel.created_at, tuple(sorted(wanted)) if wanted else ())
+        written = write_manifest(config.resolve_location(config.releases.watch), manifest)
+        click.echo(f"manifest for the release sensor: {written}")

@@ -18,7 +18,16 @@ from lumos_dagster.store import DatasetRecord
 
 Source = Union[FileSource, TableSource]
 
-__all__ = ["Discovery", "FileSource", "Source", "TableDescription", "TableSource", "build_sources", "discover"]
+__all__ = [
+    "Discovery",
+    "FileSource",
+    "Source",
+    "TableDescription",
+    "TableSource",
+    "build_sources",
+    "discover",
+    "file_records",
+]
 
 
 def build_source(config: LumosConfig, cfg) -> Source:
@@ -51,7 +60,7 @@ class Discovery:
     scanned: list[str] = field(default_factory=list)  # sources that could be listed
 
 
-def _file_records(source: FileSource, found) -> list[DatasetRecord]:
+def file_records(source: FileSource, found) -> list[DatasetRecord]:
     return [
         DatasetRecord(
             name=ds.name,
@@ -83,7 +92,7 @@ def discover(
         if found is None:
             continue
         out.scanned.append(source.name)
-        records += _file_records(source, found) if isinstance(source, FileSource) else found
+        records += file_records(source, found) if isinstance(source, FileSource) else found
     names = [r.name for r in records]
     duplicated = {n for n in names if names.count(n) > 1}
     for name in sorted(duplicated):

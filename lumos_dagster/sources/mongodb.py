@@ -24,6 +24,7 @@ from lumos_dagster.model import (
     Struct,
     Timestamp,
     UnionType,
+    type_str,
 )
 from lumos_dagster.report import ScanReport
 from lumos_dagster.sources.base import Progress, TableDescription, TableSource
@@ -77,7 +78,8 @@ def merge_types(types: list[DataType]) -> DataType:
             distinct.append(t)
     if not distinct:
         return NULL
-    return distinct[0] if len(distinct) == 1 else UnionType(tuple(distinct))
+    # in a stable order: a union must not depend on which documents the sample drew first
+    return distinct[0] if len(distinct) == 1 else UnionType(tuple(sorted(distinct, key=type_str)))
 
 
 def _merge_two(a: DataType, b: DataType) -> DataType | None:

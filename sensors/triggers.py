@@ -1,0 +1,50 @@
+"""Turning "what changed" into run requests: which dataset assets, which partition keys."""
+
+from datetime import datetime, timedelta
+from typing import Mapping
+from zoneinfo import ZoneInfo
+
+from dagster import AssetKey, AssetsDefinition, TimeWindow
+
+from lumos_dagster.datasets import DatasetSpec
+
+#: the cron of each partition cadence, for datasets that declare no schedule of their own
+CADENCE_CRON = {"hourly": "0 * * * *", "daily": "0 0 * * *", "weekly": "0 0 * * 0", "monthly": "0 0 1 * *"}
+
+
+class Targets:
+    """Dataset name → its asset key and partitions, for the datasets Dagster knows now."""
+
+    def __init__(self, specs: Mapping[str, DatasetSpec], keys: Mapping[str, AssetKey],
+                 assets_by_cadence: Mapping[str, AssetsDefinition]):  # fmt: skip
+        self.specs, self.keys, self.assets = specs, keys, assets_by_cadence
+
+    def known(self, name: str | None) -> bool:
+        return name in self.specs
+
+    def partitions(self, name: str):
+        return self.assets[self.specs[name].cadence].partitions_def
+
+    def keys_for_date(self, name: str, day: str | None) -> list[str]:
+        """Partition keys covering a file's date; the current partition when the dataset has no dates."""
+        partitions = self.partitions(name)
+        if day is None or self.specs[name].time_partition_key is None:
+            return [partitions.get_last_partition_key()]
+        zone = ZoneInfo(partitions.timezone)
+        start = datetime.fromisoformat(day).replace(tzinfo=zone)
+        window = TimeWindow(start, start + timedelta(days=1))
+        return list(partitions.get_partition_keys_in_time_window(window))
+
+    def key_at(self, name: str, moment: datetime) -> str | None:
+        """The partition holding `moment`, if it exists (not before the first one)."""
+        partitions = self.partitions(name)
+        if moment.timestamp() < partitions.start.timestamp():
+            return None
+        return partitions.get_partition_key_for_timestamp(moment.timestamp())
+
+    def schedule(self, name: str) -> tuple[str, str, str]:
+        """(cron, zone, lag) of the dataset: declared, or its cadence's."""
+        spec = self.specs[name]
+        if spec.schedule is not None:
+            return spec.schedule.cron, spec.schedule.timezone, spec.schedule.lag
+        return CADENCE_CRON[spec.cadence], self.partitions(name).timezone, "0"

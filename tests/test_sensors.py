@@ -1,0 +1,234 @@
+"""Storage-change, release and schedule sensors, evaluated with Dagster's own sensor
+context on a real instance; release windows across time zones and DST."""
+
+import json
+import os
+from datetime import UTC, date, datetime, timedelta
+
+import pyarrow as pa
+import pytest
+import yaml
+from click.testing import CliRunner
+from dagster import DagsterInstance, build_sensor_context
+
+from lumos_dagster.cli import main
+from lumos_dagster.config import load_config
+from lumos_dagster.definitions import assemble, build_definitions
+from lumos_dagster.releases import Manifest
+from lumos_dagster.report import ScanReport
+from lumos_dagster.sources import build_sources, discover
+from lumos_dagster.store import SnapshotStore
+from lumos_dagster.windows import latest_due, next_window, parse_lag
+from sensors.releases import release_requests, schedule_requests
+from tests.lake import partitioned_lake, write_parquet
+from tests.test_sources import s3  # noqa: F401  (fixture: moto's S3 server)
+
+
+def make_project(tmp_path, **extra):
+    partitioned_lake(tmp_path / "lake", "sales/orders", days=2, start=date(2026, 11, 24), files_per_day=1)
+    write_parquet(tmp_path / "lake" / "ref" / "countries" / "c.parquet", pa.table({"code": ["FR"]}))
+    config = {"sources": [{"name": "lake", "root": "lake"}], "store": {"path": "store.db"},
+              "catalog": {"path": "lite.db"}, "partitions": {"start": "2026-11-01"}, **extra}  # fmt: skip
+    (tmp_path / "lumos.yaml").write_text(yaml.safe_dump(config))
+    cfg = load_config(str(tmp_path / "lumos.yaml"))
+    store = SnapshotStore(cfg.store_url)
+    store.upsert_datasets(discover(build_sources(cfg), ScanReport()).records)
+    store.close()
+    return cfg
+
+
+class Ticks:
+    """Evaluates a sensor tick after tick, carrying the cursor like the daemon does."""
+
+    def __init__(self, defs, name):
+        self.sensor = defs.resolve_sensor_def(name)
+        self.defs = defs
+        self.instance = DagsterInstance.ephemeral()
+        self.cursor = None
+
+    def tick(self, cursor="carry"):
+        context = build_sensor_context(instance=self.instance, cursor=self.cursor if cursor == "carry" else cursor,
+                                       definitions=self.defs)  # fmt: skip
+        result = self.sensor.evaluate_tick(context)
+        self.cursor = result.cursor
+        return result
+
+    @staticmethod
+    def wanted(result):
+        return sorted("/".join(k.path) + "@" + r.partition_key for r in result.run_requests for k in r.asset_selection)
+
+
+def test_created_modified_and_deleted_files_request_exactly_their_partitions(tmp_path):
+    cfg = make_project(tmp_path)
+    ticks = Ticks(build_definitions(cfg), "lumos_storage_lake")
+    first = ticks.tick()
+    assert not first.run_requests and "baseline of 3 files" in first.skip_message
+    assert len(ticks.cursor) < 40  # a generation number, not a list of files
+
+    part = tmp_path / "lake" / "sales" / "orders" / "dt=2026-11-25" / "part-9.parquet"
+    write_parquet(part, pa.table({"id": [1]}))
+    created = ticks.tick()
+    assert Ticks.wanted(created) == ["sales/orders@2026-11-25"]
+    (request,) = created.run_requests
+    assert request.run_key.startswith("storage:lake:2026-11-25:") and request.tags["lumos/trigger"] == "storage-change"
+    assert not ticks.tick().run_requests  # nothing changed since
+
+    before = ticks.cursor
+    stat = os.stat(part)
+    with open(part, "r+b") as fh:  # same size, new content
+        data = bytearray(fh.read())
+        data[10] ^= 0xFF
+        fh.seek(0)
+        fh.write(data)
+    os.utime(part, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1000))
+    modified = ticks.tick()
+    assert Ticks.wanted(modified) == ["sales/orders@2026-11-25"]
+    replay = ticks.tick(cursor=before)  # the daemon lost the cursor: the same tick again
+    assert [r.run_key for r in replay.run_requests] == [r.run_key for r in modified.run_requests]
+
+    os.remove(tmp_path / "lake" / "sales" / "orders" / "dt=2026-11-24" / "part-0.parquet")
+    write_parquet(tmp_path / "lake" / "ref" / "countries" / "d.parquet", pa.table({"code": ["DE"]}))
+    today = datetime.now(UTC).strftime("%Y-%m-%d")
+    assert Ticks.wanted(ticks.tick()) == sorted(["sales/orders@2026-11-24", f"ref/countries@{today}"])
+
+
+def test_a_new_dataset_is_recorded_and_becomes_an_asset_on_reload(tmp_path):
+    cfg = make_project(tmp_path)
+    ticks = Ticks(build_definitions(cfg), "lumos_storage_lake")
+    ticks.tick()
+    write_parquet(tmp_path / "lake" / "crm" / "contacts" / "a.parquet", pa.table({"id": [1]}))
+    result = ticks.tick()
+    assert not result.run_requests  # not an asset in the running code location yet
+    store = SnapshotStore(cfg.store_url)
+    assert "crm/contacts" in {r.name for r in store.datasets()}
+    store.close()
+    reloaded = build_definitions(cfg).resolve_asset_graph().get_all_asset_keys()
+    assert any(k.path == ["crm", "contacts"] for k in reloaded)
+
+
+def test_s3_objects_rewritten_with_the_same_size_are_seen_by_their_etag(tmp_path, s3):  # noqa: F811
+    client = s3["client"]
+    client.put_object(Bucket="lake", Key="watched/ev/clicks/a.json", Body=b'{"a": 1}')
+    config = {"sources": [{"type": "s3", "name": "bucket", "bucket": "lake", "prefix": "watched/",
+                           "endpoint_url": s3["url"], "region": "us-east-1"}],
+              "store": {"path": "store.db"}, "catalog": {"path": "lite.db"}}  # fmt: skip
+    (tmp_path / "lumos.yaml").write_text(yaml.safe_dump(config))
+    cfg = load_config(str(tmp_path / "lumos.yaml"))
+    store = SnapshotStore(cfg.store_url)
+    store.upsert_datasets(discover(build_sources(cfg), ScanReport()).records)
+    store.close()
+    ticks = Ticks(build_definitions(cfg), "lumos_storage_bucket")
+    ticks.tick()
+    assert not ticks.tick().run_requests
+    client.put_object(Bucket="lake", Key="watched/ev/clicks/a.json", Body=b'{"a": 2}')  # same size
+    assert Ticks.wanted(ticks.tick()) == [f"ev/clicks@{datetime.now(UTC):%Y-%m-%d}"]
+
+
+# -------------------------------------------------------------- release windows
+
+WINDOWS = [
+    # (title, released at (UTC), cron, zone, lag, first tick after (local), data ready at (UTC))
+    ("daily in UTC, no lag", "2026-11-25T10:00", "0 6 * * *", "UTC", "0", "2026-11-26T06:00+00:00",
+     "2026-11-26T06:00"),
+    ("lag pushes past midnight", "2026-11-25T10:00", "0 20 * * *", "UTC", "+6h", "2026-11-25T20:00+00:00",
+     "2026-11-26T02:00"),
+    ("New York evening is the next UTC day", "2026-11-25T23:30", "0 19 * * *", "America/New_York", "+1h",
+     "2026-11-25T19:00-05:00", "2026-11-26T01:00"),
+    ("Paris spring forward: 02:30 does not exist", "2026-03-28T20:00", "30 2 * * *", "Europe/Paris", "0",
+     "2026-03-29T03:00+02:00", "2026-03-29T01:00"),
+    ("Paris fall back: the lag is elapsed time", "2026-10-24T22:00", "30 2 * * *", "Europe/Paris", "+1h",
+     "2026-10-25T02:30+02:00", "2026-10-25T01:30"),
+    ("a release just before a tick waits for it", "2026-11-25T05:59", "0 6 * * *", "UTC", "90m",
+     "2026-11-25T06:00+00:00", "2026-11-25T07:30"),
+    ("a release exactly at a tick waits for the next", "2026-11-25T06:00", "0 6 * * *", "UTC", "0",
+     "2026-11-26T06:00+00:00", "2026-11-26T06:00"),
+    ("Sydney, half-day ahead", "2026-11-25T10:00", "0 9 * * 1-5", "Australia/Sydney", "+2h",
+     "2026-11-26T09:00+11:00", "2026-11-26T00:00"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("title,released,cron,zone,lag,tick,ready", WINDOWS, ids=[w[0] for w in WINDOWS])
+def test_release_windows(title, released, cron, zone, lag, tick, ready):
+    got_tick, got_ready = next_window(datetime.fromisoformat(released).replace(tzinfo=UTC), cron, zone,
+                                      parse_lag(lag))  # fmt: skip
+    assert got_tick.isoformat(timespec="minutes") == tick
+    assert got_ready == datetime.fromisoformat(ready).replace(tzinfo=UTC)
+
+
+def test_latest_due_window():
+    now = datetime(2026, 11, 25, 10, 0, tzinfo=UTC)
+    assert latest_due(now, "0 6 * * *", "America/New_York", parse_lag("+6h")).isoformat() == "2026-11-24T06:00:00-05:00"
+    assert latest_due(now, "0 6 * * *", "UTC", parse_lag("+4h")).isoformat() == "2026-11-25T06:00:00+00:00"
+
+
+@pytest.mark.parametrize("text", ["six hours", "+6x", "h"])
+def test_bad_lags_are_refused(text):
+    with pytest.raises(ValueError, match="not a lag"):
+        parse_lag(text)
+
+
+# ---------------------------------------------------------------- release sensor
+
+
+def test_a_release_waits_for_its_window_then_requests_that_partition(tmp_path):
+    schedule = {"cron": "0 6 * * *", "timezone": "Europe/Paris", "lag": "+2h"}
+    cfg = make_project(tmp_path, releases={"watch": "releases"},
+                       datasets=[{"name": "sales/orders", "schedule": schedule}])  # fmt: skip
+    targets = assemble(cfg).targets
+    release = Manifest("S-312", datetime(2026, 11, 25, 9, 0, tzinfo=UTC), ("sales/orders",))
+    early, done = release_requests([release], set(), targets, datetime(2026, 11, 26, 6, 59, tzinfo=UTC))
+    assert early == [] and done == []  # the 06:00 Paris window's data is ready at 08:00 Paris = 07:00 UTC
+    due, done = release_requests([release], set(), targets, datetime(2026, 11, 26, 7, 0, tzinfo=UTC))
+    assert done == ["S-312"]
+    (request,) = due
+    assert (request.partition_key, request.run_key, request.tags["lumos/release"]) == (
+        "2026-11-26",
+        "release:S-312:sales/orders",
+        "S-312",
+    )
+    assert release_requests([release], {"S-312"}, targets, datetime(2026, 11, 27, tzinfo=UTC)) == ([], [])
+
+
+def test_lumos_release_writes_the_manifest_the_sensor_picks_up(tmp_path, spark):
+    cfg = make_project(tmp_path, releases={"watch": "releases", "prefix": "S-"})
+    defs = build_definitions(cfg)
+    job = defs.resolve_implicit_global_asset_job_def()
+    assert job.execute_in_process(partition_key="2026-11-25", instance=DagsterInstance.ephemeral()).success
+    out = CliRunner().invoke(main, ["release", "--datasets", "sales/orders", "-c", str(tmp_path / "lumos.yaml")])
+    assert out.exit_code == 0 and "manifest for the release sensor" in out.stdout, out.output
+    manifest = json.loads((tmp_path / "releases" / "S-1.json").read_text())
+    assert manifest["datasets"] == ["sales/orders"]
+    # released now; a daily dataset's next window (midnight) is tomorrow: the sensor waits
+    ticks = Ticks(defs, "lumos_releases")
+    assert not ticks.tick().run_requests
+    # pretend it was released two days ago: the refresh is due, and running it records its version
+    manifest["released_at"] = (datetime.now(UTC) - timedelta(days=2)).isoformat()
+    (tmp_path / "releases" / "S-1.json").write_text(json.dumps(manifest))
+    (request,) = Ticks(defs, "lumos_releases").tick().run_requests
+    result = job.execute_in_process(
+        instance=DagsterInstance.ephemeral(), partition_key=request.partition_key,
+        asset_selection=list(request.asset_selection), tags=request.tags,
+    )  # fmt: skip
+    assert result.success
+    store = SnapshotStore(cfg.store_url)
+    (rel,) = store.releases()
+    store.close()
+    assert rel.name == "S-1" and rel.versions == {"sales/orders": "1.0.0"}
+
+
+def test_schedule_requests_for_datasets_with_a_declared_schedule(tmp_path):
+    schedule = {"cron": "0 6 * * *", "timezone": "UTC", "lag": "+1h"}
+    cfg = make_project(tmp_path, datasets=[{"name": "sales/orders", "schedule": schedule}])
+    defs = build_definitions(cfg)
+    ticks = Ticks(defs, "lumos_dataset_schedules")
+    requests = ticks.tick().run_requests
+    assert [r.tags["lumos/trigger"] for r in requests] == ["schedule"]
+    assert [["/".join(k.path) for k in r.asset_selection] for r in requests] == [["sales/orders"]]
+    now = datetime.now(UTC)
+    expected = (now - timedelta(hours=7) if now.hour < 7 else now).strftime("%Y-%m-%d")
+    assert requests[0].partition_key == expected
+    targets = assemble(cfg).targets
+    at_5 = schedule_requests(targets, datetime(2026, 11, 25, 5, 0, tzinfo=UTC))  # 06:00 + 1h not reached yet
+    at_7 = schedule_requests(targets, datetime(2026, 11, 25, 7, 0, tzinfo=UTC))
+    assert [r.partition_key for r in at_5] == ["2026-11-24"] and [r.partition_key for r in at_7] == ["2026-11-25"]
+    assert at_7[0].run_key == schedule_requests(targets, datetime(2026, 11, 25, 9, 0, tzinfo=UTC))[0].run_key
