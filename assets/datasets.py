@@ -30,10 +30,12 @@ from dagster import (
 from assets.checks import COMPATIBLE_CHECK, check_specs, compatible_check, readable_check
 from assets.keys import dagster_owners, dagster_tags, group_name
 from assets.metadata import newest, snapshot_metadata
+from assets.runtime import hours_from_runs
 from lumos_dagster.config import LumosConfig, PartitionsConfig
 from lumos_dagster.datasets import Catalogue, DatasetSpec
 from lumos_dagster.gate import judge_snapshot
 from lumos_dagster.impact import downstream
+from lumos_dagster.pricing import Bills, price_run
 from lumos_dagster.sources import Source
 from resources.io_manager import URN_METADATA_KEY
 from resources.spark import LumosSparkResource
@@ -89,6 +91,24 @@ def _multi_asset(
     config: LumosConfig,
     catalogue: Catalogue,
 ) -> AssetsDefinition:
+    specs = catalogue.by_name()
+    bills = Bills(config, catalogue)
+
+    def price(run, store, instance):
+        """Each snapshot's cost; upstreams not in this run give their stored rollup."""
+
+        def stored(name: str, pk: str | None):
+            snap = store.latest(specs[name].ref.urn, pk)
+            return snap.cost if snap else None
+
+        def hours(name: str) -> float | None:
+            decl = config.declaration(name)
+            asset = decl.cost.compute.dagster_asset if decl and decl.cost and decl.cost.compute else None
+            return hours_from_runs(instance, asset) if asset else None
+
+        selected = [d for d in datasets if d.name in run.snapshots]
+        return price_run(config, catalogue, selected, run.snapshots, run.sizes, stored, bills.month, hours)
+
     @multi_asset(
         name=f"lumos_{cadence}_datasets",
         specs=[_asset_spec(d, keys) for d in datasets],
@@ -111,6 +131,7 @@ def _multi_asset(
             run = take_snapshots(
                 spark.spark_session, sources, selected, windows, store.version_history, context.log.info
             )
+            run.snapshots.update(price(run, store, context.instance))
             release = context.run.tags.get(RELEASE_TAG)
             if release:  # a refresh after a release: the versions it brought belong to it
                 store.record_release_versions(

@@ -85,6 +85,12 @@ def snapshot_metadata(snapshots: Mapping[str | None, Snapshot], time_key: str | 
         md["lumos/versions_in_run"] = MetadataValue.text(" → ".join(versions))
     if last.stats.last_modified:
         md["lumos/last_modified"] = MetadataValue.timestamp(last.stats.last_modified)
+    if last.cost is not None:  # numbers: Dagster plots them over the materializations
+        md["lumos/cost_direct"] = MetadataValue.float(round(last.cost.direct, 2))
+        md["lumos/cost_inherited"] = MetadataValue.float(round(last.cost.inherited, 2))
+        md["lumos/cost_total"] = MetadataValue.float(round(last.cost.total, 2))
+        md["lumos/cost_basis"] = MetadataValue.text(f"{last.cost.period}, {last.cost.currency}, "
+                                                    f"{last.cost.basis} prices, {last.cost.method}")  # fmt: skip
     errors = [(f"`{e.path}`", e.reason) for s in snapshots.values() for e in s.errors]
     if errors:
         md["lumos/errors"] = md_table(("file", "reason"), errors)

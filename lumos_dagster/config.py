@@ -167,6 +167,27 @@ class ScheduleDecl(_Model):
         return value
 
 
+class ComputeDecl(_Model):
+    """What producing the dataset costs: a quantity of a priced unit per month."""
+
+    unit: Literal["usd", "core_hour", "dbu", "credit"] = Field("usd", description="Priced by cost.compute_rates.")
+    per_month: float | None = Field(None, ge=0, description="Units per month.")
+    per_run: float | None = Field(None, ge=0, description="Units per run (with runs_per_month).")
+    runs_per_month: float | None = Field(None, ge=0)
+    dagster_asset: str | None = Field(
+        None, description="Asset key (a/b) of the job that produces it: its run times in Dagster measure the hours."
+    )
+    cores: float = Field(1, gt=0, description="Cores (or DBUs per hour) the producing job uses, with dagster_asset.")
+
+
+class DatasetCostDecl(_Model):
+    storage_class: str | None = Field(None, description="Key of cost.storage_prices (default: by platform).")
+    compute: ComputeDecl | None = None
+    weights: dict[str, float] = Field(
+        default_factory=dict, description="Upstream name → share of it this dataset reads (lineage_weighted)."
+    )
+
+
 class DatasetDecl(_Model):
     """Declarations enrich or override what discovery found (matched by name)."""
 
@@ -182,6 +203,7 @@ class DatasetDecl(_Model):
         None, ge=1, description="Breaking changes are accepted while they bring the version up to this major."
     )
     schedule: ScheduleDecl | None = Field(None, description="When the data lands: refresh then (and after releases).")
+    cost: DatasetCostDecl | None = None
 
 
 class AllowRule(_Model):
@@ -196,6 +218,43 @@ class AllowRule(_Model):
 class CompatibilityConfig(_Model):
     policy: Policy = Field(DEFAULT_POLICY, description="Policy of datasets that declare none.")
     allow: list[AllowRule] = Field(default_factory=list, description="Accepted breaking changes.")
+
+
+class BillingRule(_Model):
+    """How a FOCUS charge maps to datasets: by a tag naming the dataset, or by resource id."""
+
+    tag: str | None = Field(None, description="A charge whose tag KEY holds a dataset name belongs to it.")
+    resource: str | None = Field(None, description="Glob on ResourceId, e.g. arn:aws:s3:::acme-lake*.")
+    datasets: str = Field("*", description="With `resource`: glob of the datasets sharing the charge, by bytes.")
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> "BillingRule":
+        if (self.tag is None) == (self.resource is None):
+            raise ValueError("give exactly one of tag or resource")
+        return self
+
+
+class CostConfig(_Model):
+    currency: str = "USD"
+    method: Literal["equal_split", "lineage_weighted", "last_touch"] = Field(
+        "lineage_weighted", description="How an upstream's cost is attributed to its consumers."
+    )
+    storage_prices: dict[str, float] = Field(
+        default_factory=dict, description="Price per GB-month by class, over the shipped defaults."
+    )
+    platform_storage_class: dict[str, str] = Field(
+        default_factory=lambda: {"s3": "s3:standard"}, description="Storage class of a platform's datasets."
+    )
+    compute_rates: dict[str, float] = Field(
+        default_factory=lambda: {"usd": 1.0, "core_hour": 0.05, "dbu": 0.55, "credit": 3.0},
+        description="Price of one unit of compute.",
+    )
+    billing: list[str] = Field(default_factory=list, description="FOCUS billing exports (CSV or Parquet).")
+    billing_rules: list[BillingRule] = Field(default_factory=lambda: [BillingRule(tag="lumos_dataset")])
+
+
+class ReportsConfig(_Model):
+    dir: str = Field(".lumos/reports", description="Where report assets and commands write their files.")
 
 
 class ReleasesConfig(_Model):
@@ -315,6 +374,8 @@ class LumosConfig(_Model):
     spark: SparkConfig = Field(default_factory=SparkConfig)
     compatibility: CompatibilityConfig = Field(default_factory=CompatibilityConfig)
     releases: ReleasesConfig = Field(default_factory=ReleasesConfig)
+    cost: CostConfig = Field(default_factory=CostConfig)
+    reports: ReportsConfig = Field(default_factory=ReportsConfig)
     # directory relative paths are resolved against, and the file it came from
     base_dir: str = Field(".", exclude=True)
     source_file: str = Field("<memory>", exclude=True)

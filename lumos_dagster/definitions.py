@@ -12,6 +12,7 @@ from dagster import Definitions, definitions
 
 from assets.datasets import build_dataset_assets
 from assets.keys import dataset_keys
+from assets.reports import cost_report_asset
 from lumos_dagster.catalog import catalogs_json
 from lumos_dagster.config import LumosConfig, load_config
 from lumos_dagster.datasets import resolve_datasets
@@ -54,8 +55,9 @@ def assemble(config: LumosConfig) -> Assembly:
         sensors.append(release_sensor(config.resolve_location(config.releases.watch), targets))
     store_resource = SnapshotStoreResource(url=config.store_url)
     catalogs = CatalogsResource(catalogs=catalogs_json(config))
+    reports = [cost_report_asset(config, catalogue, [keys[d.name] for d in catalogue.datasets])]
     definitions = Definitions(
-        assets=[*by_cadence.values(), *missing],
+        assets=[*by_cadence.values(), *missing, *reports],
         schedules=cadence_schedules(by_cadence),
         sensors=sensors,
         resources={

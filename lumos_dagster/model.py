@@ -396,6 +396,27 @@ BREAKING, NON_BREAKING, INFORMATIONAL = "BREAKING", "NON_BREAKING", "INFORMATION
 
 
 @dataclass(frozen=True)
+class Cost:
+    """Monthly cost of a dataset: direct (storage + compute) and inherited from upstream."""
+
+    period: str  # the month, YYYY-MM
+    storage: float
+    compute: float
+    inherited: float
+    method: str  # how upstream cost was attributed (lumos_dagster.cost.METHODS)
+    basis: str = "list"  # list prices | bill (FOCUS export) | mixed
+    currency: str = "USD"
+
+    @property
+    def direct(self) -> float:
+        return self.storage + self.compute
+
+    @property
+    def total(self) -> float:
+        return self.direct + self.inherited
+
+
+@dataclass(frozen=True)
 class SchemaChange:
     """One difference between two snapshots of a dataset.
 
@@ -438,6 +459,7 @@ class Snapshot:
     policy: str | None = None
     # a tombstone: the dataset vanished from its source and is soft-deleted in catalogs
     removed: bool = False
+    cost: Cost | None = None
 
     @property
     def fingerprint(self) -> str:
@@ -513,6 +535,17 @@ def snapshot_to_json(s: Snapshot) -> dict:
         "change_class": s.change_class,
         "policy": s.policy,
         "removed": s.removed,
+        "cost": None
+        if s.cost is None
+        else {
+            "period": s.cost.period,
+            "currency": s.cost.currency,
+            "storage": s.cost.storage,
+            "compute": s.cost.compute,
+            "inherited": s.cost.inherited,
+            "method": s.cost.method,
+            "basis": s.cost.basis,
+        },
     }
 
 
@@ -560,6 +593,17 @@ def snapshot_from_json(j: dict) -> Snapshot:
         change_class=j["change_class"],
         policy=j["policy"],
         removed=j["removed"],
+        cost=None
+        if j["cost"] is None
+        else Cost(
+            period=j["cost"]["period"],
+            storage=j["cost"]["storage"],
+            compute=j["cost"]["compute"],
+            inherited=j["cost"]["inherited"],
+            method=j["cost"]["method"],
+            basis=j["cost"]["basis"],
+            currency=j["cost"]["currency"],
+        ),
     )
 
 

@@ -32,6 +32,7 @@ HistoryLookup = Callable[[str, "str | None", bool], "list[Snapshot]"]
 class SnapshotRun:
     snapshots: dict[str, dict[str | None, Snapshot]] = field(default_factory=dict)  # name → pk → snapshot
     report: ScanReport = field(default_factory=ScanReport)
+    sizes: dict[str, int] = field(default_factory=dict)  # name → bytes of the whole dataset, all partitions
 
 
 def _not_found(spec: DatasetSpec) -> FileError:
@@ -70,8 +71,10 @@ def take_snapshots(
         if isinstance(source, TableSource):
             described = _table_contents(source, spec)
             contents.update({(spec.name, pk): described for pk, _, _ in partitions})
+            run.sizes[spec.name] = described.stats.total_bytes
         else:
             listed[spec.name] = source.dataset(spec.location, spec.format, run.report) if source else None
+            run.sizes[spec.name] = sum(f.entry.size for f in listed[spec.name].files) if listed[spec.name] else 0
         if i % step == 0 or i == len(specs):
             progress(f"listed {i}/{len(specs)} datasets ({run.report.files_listed} files)")
 

@@ -21,6 +21,7 @@ from datahub.utilities.urns.field_paths import get_simple_field_path_from_v2_fie
 from lumos_dagster.catalog.datahub import schema_fields, snapshot_aspects
 from lumos_dagster.model import (
     Array,
+    Cost,
     DatasetRef,
     Decimal,
     Enum,
@@ -77,6 +78,7 @@ def snapshot(**changes) -> Snapshot:
         change_class="minor",
         policy="FULL",
         changes=(SchemaChange("code", "UNION_BRANCHES_ADDED", "int32", "union<int32, string>", True, False),),
+        cost=Cost("2026-11", storage=12.5, compute=300, inherited=40.25, method="lineage_weighted", basis="mixed"),
         errors=(FileError("/lake/sales/orders/dt=2026-11-25/bad.avro", "cannot read avro: truncated"),),
     )
     return Snapshot(**{**base, **changes})
@@ -135,6 +137,7 @@ def test_lineage_ownership_and_properties():
     )
     assert props["lumos.changes"] == "NON_BREAKING UNION_BRANCHES_ADDED code (int32 → union<int32, string>)"
     assert props["lumos.breaking_changes"] == "0"
+    assert (props["lumos.cost.total"], props["lumos.cost.method"]) == ("352.75", "lineage_weighted")
     assert aspects["container"].container.startswith("urn:li:container:")
 
 

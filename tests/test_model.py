@@ -11,6 +11,7 @@ from lumos_dagster.model import (
     PRIMITIVE_KINDS,
     Array,
     ConflictVariant,
+    Cost,
     DatasetRef,
     Decimal,
     Enum,
@@ -111,6 +112,16 @@ snapshots = st.builds(
     change_class=st.none() | st.sampled_from(["new", "major", "minor", "patch"]),
     policy=st.none() | st.sampled_from(["FULL", "BACKWARD_TRANSITIVE"]),
     removed=st.booleans(),
+    cost=st.none()
+    | st.builds(
+        Cost,
+        st.just("2026-11"),
+        st.floats(0, 1e6),
+        st.floats(0, 1e6),
+        st.floats(0, 1e6),
+        st.sampled_from(["equal_split", "last_touch"]),
+        st.sampled_from(["list", "bill"]),
+    ),
     changes=st.lists(
         st.builds(
             SchemaChange,

@@ -188,6 +188,17 @@ def _custom_properties(s: Snapshot) -> dict[str, str]:
         props["lumos.changes"] = _summary(s.changes)
     if s.stats.row_count is not None:
         props["lumos.rows"] = str(s.stats.row_count)
+    if s.cost is not None:
+        c = s.cost
+        props.update({
+            "lumos.cost.period": c.period,
+            "lumos.cost.currency": c.currency,
+            "lumos.cost.storage": f"{c.storage:.2f}",
+            "lumos.cost.compute": f"{c.compute:.2f}",
+            "lumos.cost.inherited": f"{c.inherited:.2f}",
+            "lumos.cost.total": f"{c.total:.2f}",
+            "lumos.cost.method": c.method,
+        })  # fmt: skip
     if s.stats.partition_values:
         props["lumos.partition_keys"] = ",".join(s.stats.partition_values)
     if s.errors:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from lumos_dagster.cli import changes, portable, scan
+from lumos_dagster.cli import changes, cost, portable, scan
 
 
 @click.group()
@@ -29,6 +29,8 @@ for command in (
     portable.import_file,
     portable.validate_file,
     portable.compare,
+    cost.cost,
+    cost.savings,
 ):
     main.add_command(command)
 

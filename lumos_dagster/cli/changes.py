@@ -35,7 +35,7 @@ policy_option = click.option(
 )
 
 
-def _catalogue(config: LumosConfig, store: SnapshotStore) -> Catalogue:
+def catalogue_of(config: LumosConfig, store: SnapshotStore) -> Catalogue:
     roots = {name: s.root for name, s in build_sources(config).items()}
     return resolve_datasets(config, store.datasets(), roots)
 
@@ -96,7 +96,7 @@ def diff(old, new, policy, fmt, dataset, output, config_file) -> None:
         if any(c.severity == BREAKING for c in changes):
             store = SnapshotStore(config.store_url)
             try:
-                affected = tuple(downstream(_catalogue(config, store), name))
+                affected = tuple(downstream(catalogue_of(config, store), name))
             finally:
                 store.close()
         if b.snapshot:
@@ -128,7 +128,7 @@ def gate(config_file, datasets, since, partition, fmt, output) -> None:
         cutoff = cutoff.replace(tzinfo=UTC)
     store = open_store(config)
     try:
-        catalogue = _catalogue(config, store)
+        catalogue = catalogue_of(config, store)
         known = catalogue.by_name()
         names = [n.strip() for n in datasets.split(",")] if datasets else list(known)
         unknown = [n for n in names if n not in known]
@@ -176,7 +176,7 @@ def impact(dataset, depth, top, fmt, config_file) -> None:
     config = load(config_file)
     store = open_store(config)
     try:
-        catalogue = _catalogue(config, store)
+        catalogue = catalogue_of(config, store)
         if dataset is None:
             ranking = fan_out(catalogue)[:top]
             if fmt == "json":
@@ -234,7 +234,7 @@ def history(dataset, fmt, config_file) -> None:
     config = load(config_file)
     store = open_store(config)
     try:
-        spec = _catalogue(config, store).by_name().get(dataset)
+        spec = catalogue_of(config, store).by_name().get(dataset)
         urn = spec.ref.urn if spec else dataset_urn("file", dataset)
         entries = timeline(store.history(urn))
         releases = store.releases()

@@ -1,0 +1,70 @@
+"""`lumos cost` and `lumos savings`: what datasets cost, and what switching them off saves."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from lumos_dagster import cost_report
+from lumos_dagster.cli.changes import catalogue_of
+from lumos_dagster.cli.common import config_option, load, open_store
+
+
+@click.command()
+@config_option
+@click.option("--month", default=None, help="YYYY-MM (default: the newest month priced).")
+@click.option("--format", "fmt", type=click.Choice(list(cost_report.RENDER)), default="text", show_default=True)
+@click.option("--output", "-o", default=None, help="Also write the report to this file.")
+def cost(config_file, month, fmt, output) -> None:
+    """The cost report: by dataset, owner, domain, platform; month over month; unconsumed datasets."""
+    config = load(config_file)
+    store = open_store(config)
+    try:
+        report = cost_report.build(store, catalogue_of(config, store), month)
+    finally:
+        store.close()
+    text = cost_report.RENDER[fmt](report)
+    if output:
+        with open(output, "w") as fh:
+            fh.write(text)
+    click.echo(text, nl=not text.endswith("\n"))
+
+
+@click.command()
+@config_option
+@click.option("--datasets", required=True, help="Comma-separated datasets to switch off.")
+@click.option("--month", default=None, help="Prices of this month, YYYY-MM (default: the newest).")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+def savings(config_file, datasets, month, fmt) -> None:
+    """What switching DATASETS off saves: they go, everything downstream goes, and so does every
+    upstream nobody else reads. Shared upstreams still in use are not counted."""
+    config = load(config_file)
+    store = open_store(config)
+    try:
+        catalogue = catalogue_of(config, store)
+        report = cost_report.build(store, catalogue, month)
+    finally:
+        store.close()
+    try:
+        result = cost_report.savings(report, catalogue, [d.strip() for d in datasets.split(",")])
+    except KeyError as exc:
+        raise click.ClickException(str(exc.args[0])) from None
+    owners = sorted({o.id for d in catalogue.datasets if d.name in result.removed for o in d.enrichment.owners})
+    if fmt == "json":
+        click.echo(json.dumps({
+            "month": report.month, "currency": report.currency, "requested": list(result.requested),
+            "removed": list(result.removed), "owners": owners,
+            "monthly": {"storage": round(result.storage, 2), "compute": round(result.compute, 2),
+                        "total": round(result.monthly, 2)},
+            "annual": round(result.annual, 2), "risk": result.risk, "reasons": list(result.reasons),
+        }, indent=2))  # fmt: skip
+        return
+    c = report.currency
+    click.echo(f"switching off {', '.join(result.requested)} removes {len(result.removed)} dataset(s):")
+    for name in result.removed:
+        click.echo(f"  {name}")
+    click.echo(f"saves {result.monthly:,.2f} {c} a month (storage {result.storage:,.2f}, compute "
+               f"{result.compute:,.2f}), {result.annual:,.2f} {c} a year")  # fmt: skip
+    click.echo(f"owners to ask: {', '.join(owners) or 'nobody owns them'}")
+    click.echo(f"risk: {result.risk}" + (f" ({'; '.join(result.reasons)})" if result.reasons else ""))

@@ -1,0 +1,192 @@
+"""The cost report: by dataset, owner, domain and platform; month over month; and the
+datasets nobody consumes, with what they cost (where to look for savings).
+
+Group sums add *direct* costs, so nothing is counted twice; a dataset's total (direct +
+inherited) is what the products — the datasets without consumers — carry.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections import defaultdict
+from dataclasses import asdict, dataclass, field
+
+from lumos_dagster.cost import Node, Savings, switch_off
+from lumos_dagster.datasets import Catalogue
+from lumos_dagster.model import Snapshot
+from lumos_dagster.store import SnapshotStore
+
+
+@dataclass(frozen=True)
+class Row:
+    dataset: str
+    owners: tuple[str, ...]
+    domain: str
+    platform: str
+    storage: float
+    compute: float
+    inherited: float
+    consumers: int
+    basis: str
+
+    @property
+    def direct(self) -> float:
+        return self.storage + self.compute
+
+    @property
+    def total(self) -> float:
+        return self.direct + self.inherited
+
+
+@dataclass
+class CostReport:
+    month: str
+    currency: str
+    rows: list[Row]
+    trend: dict[str, float] = field(default_factory=dict)  # month → direct cost of every dataset
+
+    def _group(self, key) -> dict[str, float]:
+        out: dict[str, float] = defaultdict(float)
+        for r in self.rows:
+            names = key(r) or ("(none)",)
+            for name in names:  # shared ownership: an equal share each, so the groups still add up
+                out[name] += r.direct / len(names)
+        return dict(sorted(out.items(), key=lambda kv: -kv[1]))
+
+    @property
+    def by_owner(self) -> dict[str, float]:
+        return self._group(lambda r: r.owners)
+
+    @property
+    def by_domain(self) -> dict[str, float]:
+        return self._group(lambda r: (r.domain,))
+
+    @property
+    def by_platform(self) -> dict[str, float]:
+        return self._group(lambda r: (r.platform,))
+
+    @property
+    def unconsumed(self) -> list[Row]:
+        """Datasets nobody reads, costliest first: the optimization hints."""
+        return sorted((r for r in self.rows if r.consumers == 0), key=lambda r: -r.total)
+
+    @property
+    def direct(self) -> float:
+        return sum(r.direct for r in self.rows)
+
+
+def _owners(snapshot: Snapshot) -> tuple[str, ...]:
+    return tuple(o.id for o in snapshot.owners)
+
+
+def build(store: SnapshotStore, catalogue: Catalogue, month: str | None = None) -> CostReport:
+    """The latest priced snapshot of each dataset in `month` (default: the newest month priced)."""
+    consumers: dict[str, int] = defaultdict(int)
+    for d in catalogue.datasets:
+        for u in d.upstream:
+            consumers[u] += 1
+    per_month: dict[str, dict[str, Snapshot]] = defaultdict(dict)
+    for d in catalogue.datasets:
+        for s in store.history(d.ref.urn):  # oldest first: the latest capture of a month wins
+            if s.cost is not None and not s.removed:
+                per_month[s.cost.period][d.name] = s
+    month = month or max(per_month, default="")
+    latest = per_month.get(month, {})
+    rows = [
+        Row(
+            name,
+            _owners(s),
+            s.domain or "(none)",
+            s.dataset.platform,
+            s.cost.storage,
+            s.cost.compute,
+            s.cost.inherited,
+            consumers[name],
+            s.cost.basis,
+        )  # fmt: skip
+        for name, s in sorted(latest.items())
+    ]
+    trend = {m: sum(s.cost.direct for s in snaps.values()) for m, snaps in sorted(per_month.items())}
+    currency = next((s.cost.currency for s in latest.values()), "USD")
+    return CostReport(month, currency, rows, trend)
+
+
+def savings(report: CostReport, catalogue: Catalogue, datasets: list[str]) -> Savings:
+    """What switching `datasets` off saves, from the report's direct costs."""
+    priced = {r.dataset: r for r in report.rows}
+    nodes = {
+        d.name: Node(d.name, storage=priced[d.name].storage if d.name in priced else 0.0,
+                     compute=priced[d.name].compute if d.name in priced else 0.0, upstream=d.upstream)
+        for d in catalogue.datasets
+    }  # fmt: skip
+    owners = {d.name: [o.id for o in d.enrichment.owners] for d in catalogue.datasets}
+    return switch_off(nodes, datasets, owners)
+
+
+# ------------------------------------------------------------------ output
+
+
+def _money(value: float, currency: str) -> str:
+    return f"{value:,.2f} {currency}"
+
+
+def to_json(report: CostReport) -> dict:
+    return {
+        "month": report.month,
+        "currency": report.currency,
+        "direct_total": round(report.direct, 2),
+        "datasets": [{**asdict(r), "direct": round(r.direct, 2), "total": round(r.total, 2)} for r in report.rows],
+        "by_owner": {k: round(v, 2) for k, v in report.by_owner.items()},
+        "by_domain": {k: round(v, 2) for k, v in report.by_domain.items()},
+        "by_platform": {k: round(v, 2) for k, v in report.by_platform.items()},
+        "trend": {k: round(v, 2) for k, v in report.trend.items()},
+        "unconsumed": [
+            {"dataset": r.dataset, "total": round(r.total, 2), "owners": list(r.owners)} for r in report.unconsumed
+        ],  # fmt: skip
+    }
+
+
+def to_csv(report: CostReport) -> str:
+    out = io.StringIO()
+    writer = csv.writer(out)
+    writer.writerow(["month", "dataset", "owners", "domain", "platform", "storage", "compute", "direct", "inherited",
+                     "total", "consumers", "basis"])  # fmt: skip
+    for r in report.rows:
+        writer.writerow([report.month, r.dataset, ";".join(r.owners), r.domain, r.platform, f"{r.storage:.2f}",
+                         f"{r.compute:.2f}", f"{r.direct:.2f}", f"{r.inherited:.2f}", f"{r.total:.2f}", r.consumers,
+                         r.basis])  # fmt: skip
+    return out.getvalue()
+
+
+def to_markdown(report: CostReport) -> str:
+    c = report.currency
+    lines = [f"### Cost, {report.month or 'no priced month yet'}", "",
+             f"Direct cost of {len(report.rows)} datasets: **{_money(report.direct, c)}** a month.", "",
+             "| dataset | direct | inherited | total | consumers |", "|---|---:|---:|---:|---:|"]  # fmt: skip
+    for r in sorted(report.rows, key=lambda r: -r.total):
+        lines.append(f"| `{r.dataset}` | {r.direct:,.2f} | {r.inherited:,.2f} | {r.total:,.2f} | {r.consumers} |")
+    for title, groups in (("owner", report.by_owner), ("domain", report.by_domain), ("platform", report.by_platform)):
+        lines += ["", f"| {title} | direct |", "|---|---:|"] + [f"| {k} | {v:,.2f} |" for k, v in groups.items()]
+    lines += ["", "| month | direct |", "|---|---:|"] + [f"| {m} | {v:,.2f} |" for m, v in report.trend.items()]
+    if report.unconsumed:
+        lines += ["", "Nobody consumes these; each carries what it was built from:", ""]
+        lines += [f"* `{r.dataset}`: {_money(r.total, c)}" for r in report.unconsumed]
+    return "\n".join(lines)
+
+
+def to_text(report: CostReport) -> str:
+    lines = [f"{report.month}: direct cost {_money(report.direct, report.currency)} a month"]
+    lines.append(f"{'dataset':<40} {'direct':>12} {'inherited':>12} {'total':>12}")
+    for r in sorted(report.rows, key=lambda r: -r.total):
+        lines.append(f"{r.dataset:<40} {r.direct:>12,.2f} {r.inherited:>12,.2f} {r.total:>12,.2f}")
+    for title, groups in (("owner", report.by_owner), ("domain", report.by_domain), ("platform", report.by_platform)):
+        lines.append(f"by {title}: " + ", ".join(f"{k} {v:,.2f}" for k, v in groups.items()))
+    lines.append("trend: " + ", ".join(f"{m} {v:,.2f}" for m, v in report.trend.items()))
+    for r in report.unconsumed:
+        lines.append(f"no consumer: {r.dataset} {r.total:,.2f}")
+    return "\n".join(lines)
+
+
+RENDER = {"text": to_text, "markdown": to_markdown, "csv": to_csv, "json": lambda r: json.dumps(to_json(r), indent=2)}
