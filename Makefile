@@ -6,9 +6,10 @@ STAMP := $(VENV)/.installed-$(shell cat pyproject.toml constraints.txt | cksum |
 export DAGSTER_HOME := $(CURDIR)/.lumos/dagster
 TODAY := $(shell date -u +%F)
 CODE := lumos_dagster assets resources sensors spark tests benchmarks
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 QUIET_LOGS := '{"loggers": {"console": {"config": {"log_level": "INFO"}}}}'
 
-.PHONY: install demo test ui lite bench clean
+.PHONY: install browser demo test ui lite bench clean
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -17,6 +18,12 @@ $(STAMP): pyproject.toml constraints.txt
 	rm -f $(VENV)/.installed-* && touch $@
 
 install: $(STAMP)
+
+## headless Chromium: the tests open the HTML report in it (Debian's package)
+browser:
+	@command -v chromium >/dev/null || { echo "installing Debian's chromium for the report tests"; \
+		$(SUDO) apt-get update -qq && \
+		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium >/dev/null; }
 
 ## build the sample lake, discover it, snapshot every dataset for today, print a summary
 demo: $(STAMP)
@@ -28,7 +35,7 @@ demo: $(STAMP)
 	$(BIN)/lumos summary
 
 ## lint, then the whole test suite
-test: $(STAMP)
+test: $(STAMP) browser
 	$(BIN)/ruff check $(CODE)
 	$(BIN)/ruff format --check $(CODE)
 	$(BIN)/pytest $(PYTEST_ARGS)

@@ -1,19 +1,41 @@
-"""Asset checks on dataset snapshots: `files_readable` and the `schema_compatible` gate."""
+"""Asset checks on dataset snapshots: `files_readable`, the `schema_compatible` gate, and when
+governance is configured `metadata_complete` (required documentation) and `data_quality`."""
 
 from typing import Mapping, Sequence
 
 from dagster import AssetCheckResult, AssetCheckSeverity, AssetCheckSpec, AssetKey, MetadataValue
 
 from assets.metadata import changes_table, md_table
+from lumos_dagster.config import RequiredConfig
 from lumos_dagster.gate import Verdict
+from lumos_dagster.governance import missing_context
 from lumos_dagster.impact import Affected
 from lumos_dagster.model import Snapshot
 
 READABLE_CHECK = "files_readable"
 COMPATIBLE_CHECK = "schema_compatible"
+COMPLETE_CHECK = "metadata_complete"
+QUALITY_CHECK = "data_quality"
 
 
-def check_specs(key: AssetKey) -> list[AssetCheckSpec]:
+def check_specs(key: AssetKey, required_mode: str | None = None, quality: bool = False) -> list[AssetCheckSpec]:
+    """`required_mode`: warn | block when lumos.yaml requires documentation of this dataset."""
+    extra = []
+    if required_mode is not None:
+        extra.append(
+            AssetCheckSpec(
+                COMPLETE_CHECK,
+                asset=key,
+                blocking=required_mode == "block",
+                description="The documentation governance.required asks for is there",
+            )
+        )
+    if quality:
+        extra.append(
+            AssetCheckSpec(
+                QUALITY_CHECK, asset=key, description="Tests pass, the data is fresh, the score meets quality.min_score"
+            )
+        )
     return [
         AssetCheckSpec(READABLE_CHECK, asset=key, description="Every file of the dataset can be read"),
         AssetCheckSpec(
@@ -22,6 +44,7 @@ def check_specs(key: AssetKey) -> list[AssetCheckSpec]:
             blocking=True,
             description="No breaking schema change under the dataset's policy, unless accepted in lumos.yaml",
         ),
+        *extra,
     ]
 
 
@@ -67,5 +90,45 @@ def compatible_check(key: AssetKey, verdicts: Sequence[Verdict], affected: Seque
             if unaccepted
             else f"compatible under {policy}" + (f" ({len(accepted)} accepted breaking change(s))" if accepted else "")
         ),
+        metadata=metadata,
+    )
+
+
+def complete_check(key: AssetKey, snapshot: Snapshot, required: RequiredConfig) -> AssetCheckResult:
+    missing = missing_context(snapshot, required) or []
+    return AssetCheckResult(
+        check_name=COMPLETE_CHECK,
+        asset_key=key,
+        passed=not missing,
+        severity=AssetCheckSeverity.ERROR if required.mode == "block" else AssetCheckSeverity.WARN,
+        description=f"missing: {'; '.join(missing)}" if missing else "documented as required",
+        metadata={"lumos/missing": MetadataValue.text("; ".join(missing))} if missing else {},
+    )
+
+
+def quality_check(key: AssetKey, snapshot: Snapshot, min_score: float) -> AssetCheckResult:
+    q = snapshot.quality
+    failed = [a for a in q.assertions if a.status in ("fail", "error")] if q else []
+    problems = [f"{len(failed)} failed test(s)"] if failed else []
+    if q is not None and q.score is not None and q.score < min_score:
+        problems.append(f"score {q.score:.2f} < {min_score}")
+    if q is not None and q.freshness == "stale":
+        problems.append(f"stale ({q.age_hours:g} h old, SLA {snapshot.sla})")
+    metadata = {}
+    if q is not None and q.score is not None:
+        metadata["lumos/quality_score"] = MetadataValue.float(round(q.score, 3))
+    if failed:
+        metadata["lumos/failed"] = md_table(
+            ("check", "column", "from", "message"),
+            [(a.name, a.column or "-", a.source, a.message or "") for a in failed],
+        )
+    return AssetCheckResult(
+        check_name=QUALITY_CHECK,
+        asset_key=key,
+        passed=not problems,
+        severity=AssetCheckSeverity.ERROR if failed else AssetCheckSeverity.WARN,
+        description="; ".join(problems)
+        if problems
+        else ("no quality evidence yet" if q is None else "tests pass, fresh"),
         metadata=metadata,
     )

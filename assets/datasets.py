@@ -7,7 +7,7 @@ datasets × partitions runs as one op with one Spark session (single-run policy)
 
 # no `from __future__ import annotations`: Dagster reads the op's parameter annotations
 from collections import defaultdict
-from datetime import datetime
+from datetime import datetime, timezone
 from typing import Mapping
 
 from dagster import (
@@ -27,20 +27,30 @@ from dagster import (
     multi_asset,
 )
 
-from assets.checks import COMPATIBLE_CHECK, check_specs, compatible_check, readable_check
+from assets.checks import (
+    COMPATIBLE_CHECK,
+    COMPLETE_CHECK,
+    check_specs,
+    compatible_check,
+    complete_check,
+    quality_check,
+    readable_check,
+)
 from assets.keys import dagster_owners, dagster_tags, group_name
 from assets.metadata import newest, snapshot_metadata
 from assets.runtime import hours_from_runs
 from lumos_dagster.config import LumosConfig, PartitionsConfig
 from lumos_dagster.datasets import Catalogue, DatasetSpec
 from lumos_dagster.gate import judge_snapshot
+from lumos_dagster.governance import assess, has_quality_sources, read_assertions, required_of
 from lumos_dagster.impact import downstream
 from lumos_dagster.pricing import Bills, price_run
 from lumos_dagster.sources import Source
 from resources.io_manager import URN_METADATA_KEY
 from resources.spark import LumosSparkResource
 from resources.store import SnapshotStoreResource
-from spark.snapshot_job import take_snapshots
+from spark.profile import NotProfiled, profile_files
+from spark.snapshot_job import SnapshotRun, take_snapshots
 
 IO_MANAGER_KEY = "lumos_io_manager"
 RELEASE_TAG = "lumos/release"  # on runs the release sensor requests
@@ -82,6 +92,36 @@ def _asset_spec(d: DatasetSpec, keys: Mapping[str, AssetKey]) -> AssetSpec:
     )
 
 
+def _required_mode(config: LumosConfig, d: DatasetSpec) -> str | None:
+    required = config.governance.required
+    return required.mode if required_of(d.name, required) else None
+
+
+def _govern(spark, config: LumosConfig, catalogue: Catalogue, run: SnapshotRun, selected, log) -> None:
+    """Profile (opt-in, newest partition of the run) and quality of each snapshot, in place.
+    Neither can fail a snapshot: what goes wrong is logged and shown, the schema is still taken."""
+    assertions, problems = ({}, [])
+    if has_quality_sources(config):
+        assertions, problems = read_assertions(config, [d.name for d in catalogue.datasets])
+    for problem in problems:
+        log.warning(f"quality: {problem}")
+    now = datetime.now(timezone.utc)
+    for d in selected:
+        snaps = run.snapshots[d.name]
+        newest_key = max(snaps, key=lambda k: k or "")
+        profile = None
+        if d.profile is not None:
+            files = run.readable.get((d.name, newest_key), [])
+            try:
+                profile = profile_files(spark, files, d.format, d.profile.sample)
+            except NotProfiled as e:
+                log.info(f"{d.name}: not profiled: {e}")
+            except Exception as e:  # Spark refusing the data must not lose the snapshot
+                log.warning(f"{d.name}: profiling failed: {type(e).__name__}: {str(e).splitlines()[0]}")
+        for key, s in snaps.items():
+            snaps[key] = assess(s, assertions.get(d.name, ()), profile if key == newest_key else None, now)
+
+
 def _multi_asset(
     cadence: str,
     datasets: list[DatasetSpec],
@@ -93,6 +133,7 @@ def _multi_asset(
 ) -> AssetsDefinition:
     specs = catalogue.by_name()
     bills = Bills(config, catalogue)
+    quality = has_quality_sources(config)
 
     def price(run, store, instance):
         """Each snapshot's cost; upstreams not in this run give their stored rollup."""
@@ -112,7 +153,11 @@ def _multi_asset(
     @multi_asset(
         name=f"lumos_{cadence}_datasets",
         specs=[_asset_spec(d, keys) for d in datasets],
-        check_specs=[spec for d in datasets for spec in check_specs(keys[d.name])],
+        check_specs=[
+            spec
+            for d in datasets
+            for spec in check_specs(keys[d.name], _required_mode(config, d), quality or d.profile is not None)
+        ],
         can_subset=True,
         partitions_def=partitions,
         backfill_policy=BackfillPolicy.single_run(),
@@ -132,6 +177,7 @@ def _multi_asset(
                 spark.spark_session, sources, selected, windows, store.version_history, context.log.info
             )
             run.snapshots.update(price(run, store, context.instance))
+            _govern(spark.spark_session, config, catalogue, run, selected, context.log)
             release = context.run.tags.get(RELEASE_TAG)
             if release:  # a refresh after a release: the versions it brought belong to it
                 store.record_release_versions(
@@ -142,24 +188,35 @@ def _multi_asset(
         context.log.info("scan report:\n" + run.report.render())
         # a blocking check stops downstream assets in other ops; within this op, Lumos
         # holds back the datasets downstream of a failed gate itself
-        blocked: dict[str, str] = {}
+        blocking = {COMPATIBLE_CHECK} | ({COMPLETE_CHECK} if config.governance.required.mode == "block" else set())
+        blocked: dict[str, tuple[str, str]] = {}  # dataset → (blocking check failed, by which dataset)
         for d in selected:  # lineage order: Dagster wants upstreams yielded first
-            stopped_by = next((blocked.get(u) or u for u in d.upstream if u in blocked), None)
-            if stopped_by is not None:
-                blocked[d.name] = stopped_by
-                context.log.warning(f"{d.name}: not materialized: upstream {stopped_by} failed {COMPATIBLE_CHECK}")
+            stop = next((blocked[u] for u in d.upstream if u in blocked), None)
+            if stop is not None:
+                blocked[d.name] = stop
+                context.log.warning(f"{d.name}: not materialized: upstream {stop[1]} failed {stop[0]}")
                 continue
             snaps = run.snapshots[d.name]
+            last = newest(snaps)
             verdicts = [judge_snapshot(config, s) for _, s in sorted(snaps.items(), key=lambda i: i[0] or "")]
-            gate = compatible_check(keys[d.name], verdicts, downstream(catalogue, d.name))
-            if not gate.passed:
-                blocked[d.name] = d.name
+            checks = [
+                readable_check(keys[d.name], snaps),
+                compatible_check(keys[d.name], verdicts, downstream(catalogue, d.name)),
+            ]
+            mode = _required_mode(config, d)
+            if mode is not None:
+                checks.append(complete_check(keys[d.name], last, config.governance.required))
+            if quality or d.profile is not None:
+                checks.append(quality_check(keys[d.name], last, config.quality.min_score))
+            failed = next((c.check_name for c in checks if not c.passed and c.check_name in blocking), None)
+            if failed is not None:
+                blocked[d.name] = (failed, d.name)
             yield MaterializeResult(
                 asset_key=keys[d.name],
                 value=snaps,
-                metadata=snapshot_metadata(snaps, d.time_partition_key),
-                check_results=[readable_check(keys[d.name], snaps), gate],
-                data_version=DataVersion(newest(snaps).fingerprint),
+                metadata=snapshot_metadata(snaps, d.time_partition_key, keys),
+                check_results=checks,
+                data_version=DataVersion(last.fingerprint),
             )
 
     return _snapshots

@@ -2,37 +2,18 @@
 
 from __future__ import annotations
 
-import hashlib
 import re
 from typing import Iterable
 
 from dagster import AssetKey
 
-_NOT_NAME = re.compile(r"[^A-Za-z0-9_]")
+from lumos_dagster.naming import asset_paths, segment
+
 _TAG_KEY = re.compile(r"^[A-Za-z0-9_.\-/]{1,63}$")
 
 
-def _segment(text: str) -> str:
-    return _NOT_NAME.sub("_", text) or "_"
-
-
 def asset_keys(names: Iterable[str]) -> dict[str, AssetKey]:
-    """One readable key per dataset name (`sales/orders-v2` → sales/orders_v2).
-
-    Dagster derives identifiers from keys, so segments keep only [A-Za-z0-9_]; names
-    that would collide (`raw/a.csv` and `raw/a_csv`) get a short hash suffix.
-    """
-    names = list(names)
-    plain = {n: tuple(_segment(s) for s in n.split("/")) for n in names}
-    counts: dict[tuple[str, ...], int] = {}
-    for parts in plain.values():
-        counts[parts] = counts.get(parts, 0) + 1
-    out = {}
-    for n, parts in plain.items():
-        if counts[parts] > 1:
-            parts = (*parts[:-1], f"{parts[-1]}_{hashlib.sha1(n.encode()).hexdigest()[:6]}")
-        out[n] = AssetKey(list(parts))
-    return out
+    return {n: AssetKey(list(p)) for n, p in asset_paths(names).items()}
 
 
 def dataset_keys(catalogue) -> dict[str, AssetKey]:
@@ -41,7 +22,7 @@ def dataset_keys(catalogue) -> dict[str, AssetKey]:
 
 
 def group_name(domain: str | None) -> str:
-    return _segment(domain) if domain else "datasets"
+    return segment(domain) if domain else "datasets"
 
 
 def dagster_owners(owners) -> list[str]:
@@ -49,7 +30,7 @@ def dagster_owners(owners) -> list[str]:
     out = []
     for o in owners:
         if o.kind == "group":
-            out.append(f"team:{_segment(o.id)}")
+            out.append(f"team:{segment(o.id)}")
         elif "@" in o.id:
             out.append(o.id)
     return out

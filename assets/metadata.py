@@ -2,7 +2,15 @@
 
 from typing import Any, Mapping, Sequence
 
-from dagster import MetadataValue, TableColumn, TableColumnConstraints, TableSchema
+from dagster import (
+    AssetKey,
+    MetadataValue,
+    TableColumn,
+    TableColumnConstraints,
+    TableColumnDep,
+    TableColumnLineage,
+    TableSchema,
+)
 
 from lumos_dagster.model import SchemaChange, Snapshot, type_str
 
@@ -18,10 +26,61 @@ def column_schema(snapshot: Snapshot) -> TableSchema:
                 type=type_str(f.type),
                 description=f.description,
                 constraints=TableColumnConstraints(nullable=f.nullable),
+                tags={t: "" for t in f.terms} or None,  # glossary terms
             )
             for path, f in snapshot.schema.flatten()
         ]
     )
+
+
+def column_lineage(snapshot: Snapshot, keys: Mapping[str, AssetKey]) -> TableColumnLineage | None:
+    deps: dict[str, list[TableColumnDep]] = {}
+    for e in snapshot.upstream:
+        for c in e.columns:
+            if e.upstream.name in keys:
+                deps.setdefault(c.downstream, []).append(TableColumnDep(keys[e.upstream.name], c.upstream))
+    return TableColumnLineage(deps_by_column=deps) if deps else None
+
+
+def _percent(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1%}"
+
+
+def governance_metadata(last: Snapshot, keys: Mapping[str, AssetKey]) -> dict[str, Any]:
+    md: dict[str, Any] = {}
+    lineage = column_lineage(last, keys)
+    if lineage is not None:
+        md["dagster/column_lineage"] = MetadataValue.column_lineage(lineage)
+    jobs = sorted({f"{e.job.orchestrator}: {e.job.name}" for e in last.upstream if e.job})
+    if jobs:
+        md["lumos/built_by"] = MetadataValue.text(", ".join(jobs))
+    if last.sla:
+        md["lumos/sla"] = MetadataValue.text(last.sla)
+    if last.terms:
+        md["lumos/glossary_terms"] = MetadataValue.text(", ".join(last.terms))
+    q = last.quality
+    if q is not None:
+        if q.score is not None:  # a number: Dagster plots it over the materializations
+            md["lumos/quality_score"] = MetadataValue.float(round(q.score, 3))
+        md["lumos/freshness"] = MetadataValue.text(
+            q.freshness + (f" ({q.age_hours:g} h old, SLA {last.sla})" if q.age_hours is not None and last.sla else "")
+        )
+        if q.assertions:
+            md["lumos/assertions"] = md_table(
+                ("status", "check", "dimension", "column", "from", "message"),
+                [(a.status, a.name, a.dimension, a.column or "-", a.source, a.message or "") for a in q.assertions],
+            )
+    p = last.profile
+    if p is not None:
+        md["lumos/profiled_rows"] = MetadataValue.int(p.row_count)
+        md["lumos/profile"] = md_table(
+            ("column", "nulls", "distinct ≈", "min", "max"),
+            [(c.path, _percent(c.null_fraction), str(c.distinct if c.distinct is not None else "-"), c.min or "-",
+              c.max or "-") for c in p.columns],
+        )  # fmt: skip
+        if p.sample_fraction < 1:
+            md["lumos/profile_sample"] = MetadataValue.float(p.sample_fraction)
+    return md
 
 
 def md_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> MetadataValue:
@@ -56,7 +115,9 @@ def newest(snapshots: Mapping[str | None, Snapshot]) -> Snapshot:
     return snapshots[max(snapshots, key=lambda k: k or "")]
 
 
-def snapshot_metadata(snapshots: Mapping[str | None, Snapshot], time_key: str | None = None) -> dict[str, Any]:
+def snapshot_metadata(
+    snapshots: Mapping[str | None, Snapshot], time_key: str | None = None, keys: Mapping[str, AssetKey] | None = None
+) -> dict[str, Any]:
     """Metadata of one materialization. Over a partition range Dagster records the same
     metadata on every partition, so it describes the newest partition, and per-partition
     figures that would mislead there (row counts) are left to the store."""
@@ -69,6 +130,7 @@ def snapshot_metadata(snapshots: Mapping[str | None, Snapshot], time_key: str | 
         "lumos/files": MetadataValue.int(last.stats.file_count),
         "lumos/bytes": MetadataValue.int(last.stats.total_bytes),
         "lumos/fields": MetadataValue.int(len(last.schema.flatten())),
+        **governance_metadata(last, keys or {}),
     }
     if last.previous_version:
         md["lumos/previous_version"] = MetadataValue.text(last.previous_version)

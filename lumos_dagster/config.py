@@ -188,6 +188,18 @@ class DatasetCostDecl(_Model):
     )
 
 
+class ProfileDecl(_Model):
+    """Profiling on Spark: row count and per-column nulls, distinct estimate, min/max."""
+
+    enabled: bool = True
+    sample: float = Field(1.0, gt=0, le=1, description="Fraction of rows profiled (1: all).")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_bool(cls, value: Any) -> Any:
+        return {"enabled": value} if isinstance(value, bool) else value
+
+
 class DatasetDecl(_Model):
     """Declarations enrich or override what discovery found (matched by name)."""
 
@@ -204,6 +216,15 @@ class DatasetDecl(_Model):
     )
     schedule: ScheduleDecl | None = Field(None, description="When the data lands: refresh then (and after releases).")
     cost: DatasetCostDecl | None = None
+    sla: str | None = Field(None, description="How fresh the data must be, e.g. `6h`, `2d` (drives freshness).")
+    profile: ProfileDecl | None = Field(None, description="Profile the data on Spark: `true` or {sample: 0.1}.")
+
+    @field_validator("sla")
+    @classmethod
+    def _sla(cls, value: str | None) -> str | None:
+        from lumos_dagster.windows import canonical_duration
+
+        return None if value is None else canonical_duration(value)
 
 
 class AllowRule(_Model):
@@ -251,6 +272,68 @@ class CostConfig(_Model):
     )
     billing: list[str] = Field(default_factory=list, description="FOCUS billing exports (CSV or Parquet).")
     billing_rules: list[BillingRule] = Field(default_factory=lambda: [BillingRule(tag="lumos_dataset")])
+
+
+class SqlLineageConfig(_Model):
+    path: str = Field(description="Folder of .sql files (searched recursively), or one file.")
+    dialect: str | None = Field(None, description="sqlglot dialect of the files (default: hive, i.e. Spark SQL).")
+    default_schema: str | None = Field(None, description="Schema of unqualified table names.")
+
+
+class DbtConfig(_Model):
+    manifest: str = Field(description="dbt's target/manifest.json.")
+    run_results: str | None = Field(None, description="dbt's target/run_results.json (test results).")
+
+
+class LineageConfig(_Model):
+    """Lineage read from code. Declared `upstream` in `datasets` stays the override."""
+
+    sql: list[SqlLineageConfig] = Field(default_factory=list)
+    dbt: DbtConfig | None = None
+    names: dict[str, str] = Field(
+        default_factory=dict,
+        description="Table name in code (e.g. `analytics.orders`) → dataset name, where they differ.",
+    )
+
+
+class GlossaryRule(_Model):
+    column: str = Field(description="Column-name glob (case-insensitive), e.g. `cust_id` or `*_email`.")
+    term: str = Field(description="Business term, e.g. `Customer Identifier`.")
+
+
+class PathDescription(_Model):
+    path: str = Field(description="Dataset-name glob, e.g. `raw/events/*`.")
+    description: str
+
+
+RequiredField = Literal["description", "owner", "domain", "tags", "sla", "column_descriptions"]
+
+
+class RequiredConfig(_Model):
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+    fields: list[RequiredField] = Field(default_factory=list, description="What every dataset must have.")
+    mode: Literal["warn", "block"] = Field("warn", description="block: downstream assets wait until it is filled.")
+    except_: list[str] = Field(default_factory=list, alias="except", description="Dataset-name globs exempted.")
+
+
+class GovernanceConfig(_Model):
+    glossary: list[GlossaryRule] = Field(default_factory=list)
+    descriptions: list[PathDescription] = Field(default_factory=list)
+    required: RequiredConfig = Field(default_factory=RequiredConfig)
+    stale_days: int = Field(30, ge=1, description="A dataset not modified for this many days is stale.")
+    webhook: str | None = Field(None, description="URL the missing-context report is POSTed to (JSON).")
+    catalog_url: str | None = Field(
+        None, description="DataHub UI base URL, for links in reports (e.g. http://datahub:9002)."
+    )
+    dagster_url: str | None = Field(None, description="Dagster UI base URL, for links in reports.")
+
+
+class QualityConfig(_Model):
+    great_expectations: list[str] = Field(
+        default_factory=list, description="Great Expectations validation result files (JSON) or folders of them."
+    )
+    min_score: float = Field(0.0, ge=0, le=1, description="The quality check fails below this score.")
 
 
 class ReportsConfig(_Model):
@@ -376,6 +459,9 @@ class LumosConfig(_Model):
     releases: ReleasesConfig = Field(default_factory=ReleasesConfig)
     cost: CostConfig = Field(default_factory=CostConfig)
     reports: ReportsConfig = Field(default_factory=ReportsConfig)
+    lineage: LineageConfig = Field(default_factory=LineageConfig)
+    governance: GovernanceConfig = Field(default_factory=GovernanceConfig)
+    quality: QualityConfig = Field(default_factory=QualityConfig)
     # directory relative paths are resolved against, and the file it came from
     base_dir: str = Field(".", exclude=True)
     source_file: str = Field("<memory>", exclude=True)

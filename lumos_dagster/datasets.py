@@ -7,15 +7,17 @@ or declared is reported as missing rather than invented.
 
 from __future__ import annotations
 
+import fnmatch
 from dataclasses import dataclass
 from graphlib import CycleError, TopologicalSorter
-from typing import Sequence
+from typing import Mapping, Sequence
 
-from lumos_dagster.config import LumosConfig, ScheduleDecl
+from lumos_dagster.config import LumosConfig, OwnerConfig, ProfileDecl, ScheduleDecl
 from lumos_dagster.errors import ConfigError
-from lumos_dagster.model import DatasetRef, Owner
+from lumos_dagster.lineage.resolve import CodeDoc, doc_from_json
+from lumos_dagster.model import ColumnMapping, DatasetRef, LineageEdge, Owner
 from lumos_dagster.snapshots import Enrichment
-from lumos_dagster.store import DatasetRecord
+from lumos_dagster.store import DatasetRecord, SnapshotStore
 from lumos_dagster.versioning import DEFAULT_POLICY
 
 UNDISCOVERED = "(not discovered)"
@@ -33,6 +35,7 @@ class DatasetSpec:
     enrichment: Enrichment
     policy: str = DEFAULT_POLICY
     schedule: ScheduleDecl | None = None  # when its data lands (cron, zone, lag)
+    profile: ProfileDecl | None = None  # profiled on Spark when set
     upstream: tuple[str, ...] = ()
     missing_upstream: tuple[str, ...] = ()  # named in lumos.yaml, found nowhere
     time_partition_key: str | None = None
@@ -57,8 +60,20 @@ class Catalogue:
         return {d.name: d for d in self.datasets}
 
 
-def resolve_datasets(config: LumosConfig, records: Sequence[DatasetRecord], source_roots: dict[str, str]) -> Catalogue:
-    """`source_roots`: source name → absolute root, to give each dataset its URI."""
+def load_catalogue(config: LumosConfig, store: SnapshotStore, source_roots: dict[str, str]) -> Catalogue:
+    code = {name: doc_from_json(doc) for name, doc in store.code().items()}
+    return resolve_datasets(config, store.datasets(), source_roots, code)
+
+
+def resolve_datasets(
+    config: LumosConfig,
+    records: Sequence[DatasetRecord],
+    source_roots: dict[str, str],
+    code: Mapping[str, CodeDoc] | None = None,
+) -> Catalogue:
+    """`source_roots`: source name → absolute root, to give each dataset its URI; `code`: what SQL
+    files and dbt models say about datasets (lineage, documentation)."""
+    code = code or {}
     by_name: dict[str, DatasetRecord] = {}
     for rec in records:
         if rec.source in source_roots:  # datasets of a source since removed from lumos.yaml are not managed
@@ -75,9 +90,12 @@ def resolve_datasets(config: LumosConfig, records: Sequence[DatasetRecord], sour
     missing: dict[str, list[str]] = {}
     specs: dict[str, DatasetSpec] = {}
     for name in names:
-        rec, decl = by_name.get(name), config.declaration(name)
-        # lineage declared in lumos.yaml overrides what the source knows (a view's tables)
-        upstream = tuple(decl.upstream) if decl and decl.upstream else (rec.upstream if rec else ())
+        rec, decl, doc = by_name.get(name), config.declaration(name), code.get(name, CodeDoc())
+        # lineage declared in lumos.yaml overrides what code and the source know (a view's tables)
+        if decl and decl.upstream:
+            upstream = tuple(decl.upstream)
+        else:
+            upstream = tuple(dict.fromkeys(doc.upstream + (rec.upstream if rec else ())))
         for u in upstream:
             if u not in platform_of:
                 missing.setdefault(u, []).append(name)
@@ -93,12 +111,19 @@ def resolve_datasets(config: LumosConfig, records: Sequence[DatasetRecord], sour
             cadence=(decl.cadence if decl and decl.cadence else config.partitions.cadence),
             policy=config.policy(name),
             schedule=decl.schedule if decl else None,
+            profile=decl.profile if decl and decl.profile and decl.profile.enabled else None,
             enrichment=Enrichment(
-                description=decl.description if decl else None,
+                description=(decl.description if decl else None) or doc.description,
                 domain=(decl.domain if decl and decl.domain else (rec.domain if rec else None)),
-                owners=tuple(Owner(o.id, o.kind, o.type) for o in decl.owners) if decl else (),
-                tags=tuple(decl.tags) if decl else (),
-                upstream=tuple(ref(u) for u in graph[name]),
+                owners=_owners(decl.owners if decl and decl.owners else doc.owners),
+                tags=tuple(dict.fromkeys((tuple(decl.tags) if decl else ()) + doc.tags)),
+                upstream=tuple(_edge(ref(u), doc) for u in graph[name]),
+                sla=(decl.sla if decl else None) or doc.sla,
+                default_description=next(
+                    (p.description for p in config.governance.descriptions if fnmatch.fnmatchcase(name, p.path)), None
+                ),
+                column_descriptions=doc.column_descriptions,
+                glossary=tuple((g.column, g.term) for g in config.governance.glossary),
             ),
             upstream=graph[name],
             missing_upstream=tuple(u for u in upstream if u not in platform_of),
@@ -112,3 +137,16 @@ def resolve_datasets(config: LumosConfig, records: Sequence[DatasetRecord], sour
         cycle = " → ".join(exc.args[1])
         raise ConfigError(f"{config.source_file}: datasets[].upstream: lineage has a cycle: {cycle}") from None
     return Catalogue(tuple(specs[n] for n in order), {k: tuple(v) for k, v in missing.items()})
+
+
+def _owners(owners: Sequence) -> tuple[Owner, ...]:
+    """Declared owners, or code's (plain strings, read as lumos.yaml reads them)."""
+    configs = (o if isinstance(o, OwnerConfig) else OwnerConfig.model_validate(o) for o in owners)
+    return tuple(Owner(o.id, o.kind, o.type) for o in configs)
+
+
+def _edge(upstream: DatasetRef, doc: CodeDoc) -> LineageEdge:
+    """The edge, with its columns and job when code builds it (the first job found names it)."""
+    found = [e for e in doc.edges if e.upstream == upstream.name]
+    columns: tuple[ColumnMapping, ...] = tuple(dict.fromkeys(c for e in found for c in e.columns))
+    return LineageEdge(upstream, columns, found[0].job if found else None)

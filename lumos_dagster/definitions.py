@@ -12,10 +12,10 @@ from dagster import Definitions, definitions
 
 from assets.datasets import build_dataset_assets
 from assets.keys import dataset_keys
-from assets.reports import cost_report_asset
+from assets.reports import report_assets
 from lumos_dagster.catalog import catalogs_json
 from lumos_dagster.config import LumosConfig, load_config
-from lumos_dagster.datasets import resolve_datasets
+from lumos_dagster.datasets import load_catalogue
 from lumos_dagster.sources import FileSource, build_sources
 from lumos_dagster.store import SnapshotStore
 from resources.io_manager import LumosIOManager
@@ -41,10 +41,9 @@ def assemble(config: LumosConfig) -> Assembly:
     sources = build_sources(config)
     store = SnapshotStore(config.store_url)
     try:
-        records = store.datasets()
+        catalogue = load_catalogue(config, store, {name: s.root for name, s in sources.items()})
     finally:
         store.close()
-    catalogue = resolve_datasets(config, records, {name: s.root for name, s in sources.items()})
     keys = dataset_keys(catalogue)
     by_cadence, missing = build_dataset_assets(config, catalogue, sources, keys)
     targets = Targets(catalogue.by_name(), keys, by_cadence)
@@ -55,7 +54,7 @@ def assemble(config: LumosConfig) -> Assembly:
         sensors.append(release_sensor(config.resolve_location(config.releases.watch), targets))
     store_resource = SnapshotStoreResource(url=config.store_url)
     catalogs = CatalogsResource(catalogs=catalogs_json(config))
-    reports = [cost_report_asset(config, catalogue, [keys[d.name] for d in catalogue.datasets])]
+    reports = [report_assets(config, catalogue, [keys[d.name] for d in catalogue.datasets])]
     definitions = Definitions(
         assets=[*by_cadence.values(), *missing, *reports],
         schedules=cadence_schedules(by_cadence),

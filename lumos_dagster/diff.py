@@ -57,6 +57,7 @@ UNION_BRANCHES_REMOVED = "UNION_BRANCHES_REMOVED"
 PRIMARY_KEY_CHANGED = "PRIMARY_KEY_CHANGED"
 DESCRIPTION_CHANGED = "DESCRIPTION_CHANGED"
 DATASET_DESCRIPTION_CHANGED = "DATASET_DESCRIPTION_CHANGED"
+GLOSSARY_CHANGED = "GLOSSARY_CHANGED"
 TAGS_CHANGED = "TAGS_CHANGED"
 OWNERS_CHANGED = "OWNERS_CHANGED"
 DOMAIN_CHANGED = "DOMAIN_CHANGED"
@@ -69,6 +70,7 @@ METADATA_KINDS = frozenset(
     {
         DESCRIPTION_CHANGED,
         DATASET_DESCRIPTION_CHANGED,
+        GLOSSARY_CHANGED,
         TAGS_CHANGED,
         OWNERS_CHANGED,
         DOMAIN_CHANGED,
@@ -163,6 +165,8 @@ class _Differ:
             self.add(path, PRIMARY_KEY_CHANGED, key[old.is_key], key[new.is_key], True, True)
         if (old.description or None) != (new.description or None):
             self.add(path, DESCRIPTION_CHANGED, old.description, new.description, True, True)
+        if sorted(old.terms) != sorted(new.terms):
+            self.add(path, GLOSSARY_CHANGED, ", ".join(sorted(old.terms)), ", ".join(sorted(new.terms)), True, True)
 
     def nullability(self, path: str, old: bool, new: bool) -> None:
         if old and not new:  # old data may hold nulls the new reader refuses

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
-from typing import Any, Iterator, Union
+from typing import Any, Callable, Iterator, Union
 
 SNAPSHOT_FORMAT = "lumos.snapshot/1"
 
@@ -148,6 +148,7 @@ class Field:
     field_id: int | None = None
     aliases: tuple[str, ...] = ()
     is_key: bool = False  # part of the primary key
+    terms: tuple[str, ...] = ()  # glossary terms
 
     @property
     def has_default(self) -> bool:
@@ -161,7 +162,7 @@ class Schema:
     def fingerprint(self) -> str:
         """Stable hash of what readers depend on: names, types, nullability, defaults.
 
-        Descriptions and native type spellings are left out: changing them is not a
+        Descriptions, glossary terms and native type spellings are left out: changing them is not a
         schema change for anyone reading the data.
         """
         payload = json.dumps(_without(schema_to_json(self), _NOT_STRUCTURE), sort_keys=True)
@@ -179,7 +180,7 @@ class Schema:
         return next((f for f in self.fields if f.name == name), None)
 
 
-_NOT_STRUCTURE = frozenset({"description", "native_type"})
+_NOT_STRUCTURE = frozenset({"description", "native_type", "terms"})
 
 
 def _without(value: Any, keys: frozenset[str]) -> Any:
@@ -197,6 +198,17 @@ def _flatten(fields: tuple[Field, ...], prefix: str) -> Iterator[tuple[str, Fiel
         inner = _struct_inside(f.type)
         if inner is not None:
             yield from _flatten(inner.fields, path + ".")
+
+
+def map_struct_fields(t: DataType, fn: Callable[[tuple[Field, ...]], tuple[Field, ...]]) -> DataType:
+    """`t` with the fields of the struct it holds (directly, or through arrays and maps) replaced by `fn`'s."""
+    if isinstance(t, Struct):
+        return Struct(fn(t.fields))
+    if isinstance(t, Array):
+        return replace(t, element=map_struct_fields(t.element, fn))
+    if isinstance(t, Map):
+        return replace(t, value=map_struct_fields(t.value, fn))
+    return t
 
 
 def _struct_inside(t: DataType) -> Struct | None:
@@ -299,6 +311,8 @@ def field_to_json(f: Field) -> dict:
         out["aliases"] = list(f.aliases)
     if f.is_key:
         out["is_key"] = True
+    if f.terms:
+        out["terms"] = list(f.terms)
     return out
 
 
@@ -313,6 +327,7 @@ def field_from_json(j: dict) -> Field:
         field_id=j.get("field_id"),
         aliases=tuple(j.get("aliases", ())),
         is_key=j.get("is_key", False),
+        terms=tuple(j.get("terms", ())),
     )
 
 
@@ -355,10 +370,73 @@ class Owner:
 
 
 @dataclass(frozen=True)
+class ColumnMapping:
+    """A column of the snapshot's dataset computed from a column of the edge's upstream."""
+
+    downstream: str
+    upstream: str
+
+
+@dataclass(frozen=True)
+class JobRef:
+    """The code behind a lineage edge: a SQL file, a dbt model."""
+
+    orchestrator: str  # sql | dbt
+    flow: str  # the folder or dbt project it belongs to
+    name: str  # the file path or the dbt unique_id
+
+
+@dataclass(frozen=True)
 class LineageEdge:
-    """`upstream` feeds the snapshot's dataset; both are dataset names on `platform`."""
+    """`upstream` feeds the snapshot's dataset, column by column when `columns` says how."""
 
     upstream: DatasetRef
+    columns: tuple[ColumnMapping, ...] = ()
+    job: JobRef | None = None
+
+
+@dataclass(frozen=True)
+class AssertionResult:
+    """A data-quality check on the dataset, as a test tool (dbt, Great Expectations) reported it."""
+
+    name: str
+    status: str  # pass | fail | warn | error | skipped
+    dimension: str  # completeness | uniqueness | validity | accuracy | consistency | freshness
+    column: str | None = None
+    source: str = ""
+    message: str | None = None
+    observed_at: str | None = None
+
+
+@dataclass(frozen=True)
+class Quality:
+    score: float | None  # 0..1 (see lumos_dagster.quality.quality_score)
+    freshness: str  # fresh | stale | unknown (against the dataset's SLA)
+    age_hours: float | None
+    assertions: tuple[AssertionResult, ...] = ()
+
+
+@dataclass(frozen=True)
+class ColumnProfile:
+    path: str
+    null_fraction: float | None
+    distinct: int | None  # an estimate (HyperLogLog)
+    min: str | None = None
+    max: str | None = None
+
+
+@dataclass(frozen=True)
+class Profile:
+    """Measured on a partition's data by Spark, from a sample when `sample_fraction` < 1."""
+
+    row_count: int
+    sample_fraction: float
+    columns: tuple[ColumnProfile, ...] = ()
+
+    @property
+    def completeness(self) -> float | None:
+        known = [c.null_fraction for c in self.columns if c.null_fraction is not None]
+        return 1 - sum(known) / len(known) if known else None
 
 
 @dataclass
@@ -460,6 +538,11 @@ class Snapshot:
     # a tombstone: the dataset vanished from its source and is soft-deleted in catalogs
     removed: bool = False
     cost: Cost | None = None
+    # governance
+    terms: tuple[str, ...] = ()  # glossary terms of the dataset
+    sla: str | None = None  # how fresh it must be, e.g. "6h"
+    quality: Quality | None = None
+    profile: Profile | None = None
 
     @property
     def fingerprint(self) -> str:
@@ -487,6 +570,83 @@ def _ref_from_json(j: dict) -> DatasetRef:
     return DatasetRef(platform=j["platform"], name=j["name"], location=j["location"], format=j["format"])
 
 
+def _edge_to_json(e: LineageEdge) -> dict:
+    return {
+        "upstream": _ref_to_json(e.upstream),
+        "columns": [{"downstream": c.downstream, "upstream": c.upstream} for c in e.columns],
+        "job": None if e.job is None else {"orchestrator": e.job.orchestrator, "flow": e.job.flow, "name": e.job.name},
+    }
+
+
+def _edge_from_json(j: dict) -> LineageEdge:
+    job = j.get("job")
+    return LineageEdge(
+        _ref_from_json(j["upstream"]),
+        tuple(ColumnMapping(c["downstream"], c["upstream"]) for c in j.get("columns", ())),
+        None if job is None else JobRef(job["orchestrator"], job["flow"], job["name"]),
+    )
+
+
+def _quality_to_json(q: Quality | None) -> dict | None:
+    if q is None:
+        return None
+    return {
+        "score": q.score,
+        "freshness": q.freshness,
+        "age_hours": q.age_hours,
+        "assertions": [
+            {
+                "name": a.name,
+                "status": a.status,
+                "dimension": a.dimension,
+                "column": a.column,
+                "source": a.source,
+                "message": a.message,
+                "observed_at": a.observed_at,
+            }
+            for a in q.assertions
+        ],  # fmt: skip
+    }
+
+
+def _quality_from_json(j: dict | None) -> Quality | None:
+    if j is None:
+        return None
+    return Quality(
+        j["score"],
+        j["freshness"],
+        j["age_hours"],
+        tuple(
+            AssertionResult(
+                a["name"], a["status"], a["dimension"], a["column"], a["source"], a["message"], a["observed_at"]
+            )
+            for a in j["assertions"]
+        ),  # fmt: skip
+    )
+
+
+def _profile_to_json(p: Profile | None) -> dict | None:
+    if p is None:
+        return None
+    return {
+        "row_count": p.row_count,
+        "sample_fraction": p.sample_fraction,
+        "columns": [
+            {"path": c.path, "null_fraction": c.null_fraction, "distinct": c.distinct, "min": c.min, "max": c.max}
+            for c in p.columns
+        ],
+    }
+
+
+def _profile_from_json(j: dict | None) -> Profile | None:
+    if j is None:
+        return None
+    columns = tuple(
+        ColumnProfile(c["path"], c["null_fraction"], c["distinct"], c["min"], c["max"]) for c in j["columns"]
+    )
+    return Profile(j["row_count"], j["sample_fraction"], columns)
+
+
 def snapshot_to_json(s: Snapshot) -> dict:
     return {
         "format_version": SNAPSHOT_FORMAT,
@@ -508,7 +668,7 @@ def snapshot_to_json(s: Snapshot) -> dict:
         "domain": s.domain,
         "owners": [{"id": o.id, "kind": o.kind, "type": o.type} for o in s.owners],
         "tags": list(s.tags),
-        "upstream": [{"upstream": _ref_to_json(e.upstream)} for e in s.upstream],
+        "upstream": [_edge_to_json(e) for e in s.upstream],
         "errors": [{"path": e.path, "reason": e.reason} for e in s.errors],
         "conflicts": [
             {
@@ -546,6 +706,10 @@ def snapshot_to_json(s: Snapshot) -> dict:
             "method": s.cost.method,
             "basis": s.cost.basis,
         },
+        "terms": list(s.terms),
+        "sla": s.sla,
+        "quality": _quality_to_json(s.quality),
+        "profile": _profile_to_json(s.profile),
     }
 
 
@@ -573,7 +737,7 @@ def snapshot_from_json(j: dict) -> Snapshot:
         domain=j["domain"],
         owners=tuple(Owner(o["id"], o["kind"], o["type"]) for o in j["owners"]),
         tags=tuple(j["tags"]),
-        upstream=tuple(LineageEdge(_ref_from_json(e["upstream"])) for e in j["upstream"]),
+        upstream=tuple(_edge_from_json(e) for e in j["upstream"]),
         errors=tuple(FileError(e["path"], e["reason"]) for e in j["errors"]),
         conflicts=tuple(
             SchemaConflict(
@@ -604,6 +768,11 @@ def snapshot_from_json(j: dict) -> Snapshot:
             basis=j["cost"]["basis"],
             currency=j["cost"]["currency"],
         ),
+        # governance fields arrived after format 1 was first written: absent means none
+        terms=tuple(j.get("terms", ())),
+        sla=j.get("sla"),
+        quality=_quality_from_json(j.get("quality")),
+        profile=_profile_from_json(j.get("profile")),
     )
 
 

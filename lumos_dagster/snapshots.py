@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import fnmatch
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta, timezone
 from typing import Mapping, Sequence
 
@@ -11,6 +12,7 @@ from lumos_dagster.formats import FileResult
 from lumos_dagster.merge import merge_schemas
 from lumos_dagster.model import (
     DatasetRef,
+    Field,
     FileError,
     LineageEdge,
     OperationalStats,
@@ -18,19 +20,49 @@ from lumos_dagster.model import (
     Schema,
     SchemaConflict,
     Snapshot,
+    map_struct_fields,
 )
 from lumos_dagster.versioning import DEFAULT_POLICY, assess
 
 
 @dataclass(frozen=True)
 class Enrichment:
-    """What declarations add to what the files say."""
+    """What declarations, code and governance rules add to what the files say."""
 
     description: str | None = None
     domain: str | None = None
     owners: tuple[Owner, ...] = ()
     tags: tuple[str, ...] = ()
-    upstream: tuple[DatasetRef, ...] = ()
+    upstream: tuple[LineageEdge, ...] = ()
+    sla: str | None = None
+    # used only when neither declarations, code nor the source document the dataset
+    default_description: str | None = None
+    column_descriptions: Mapping[str, str] = field(default_factory=dict)  # flat path → description
+    glossary: tuple[tuple[str, str], ...] = ()  # (column-name glob, business term)
+
+
+def documented(schema: Schema, enrichment: Enrichment) -> Schema:
+    """Columns the source leaves undocumented get code's descriptions; glossary terms attach by name."""
+    if not enrichment.column_descriptions and not enrichment.glossary:
+        return schema
+
+    def walk(fields: tuple[Field, ...], prefix: str) -> tuple[Field, ...]:
+        out = []
+        for f in fields:
+            path = prefix + f.name
+            name = f.name.lower()
+            terms = tuple(t for pattern, t in enrichment.glossary if fnmatch.fnmatchcase(name, pattern.lower()))
+            out.append(
+                replace(
+                    f,
+                    type=map_struct_fields(f.type, lambda inner, p=path: walk(inner, p + ".")),
+                    description=f.description or enrichment.column_descriptions.get(path),
+                    terms=tuple(dict.fromkeys(f.terms + terms)),
+                )
+            )
+        return tuple(out)
+
+    return Schema(walk(schema.fields, ""))
 
 
 def files_in_window(ds: DiscoveredDataset, start: datetime | None, end: datetime | None) -> list[DatasetFile]:
@@ -101,17 +133,20 @@ def build_snapshot(
 ) -> Snapshot:
     """The snapshot, versioned against `history`: the snapshots to compare with, oldest
     first, the previous one last (earlier versions only matter to transitive policies)."""
+    schema = documented(contents.schema, enrichment)
     snapshot = Snapshot(
         dataset=ref,
         partition_key=partition_key,
         captured_at=captured_at,
-        schema=contents.schema,
+        schema=schema,
         stats=contents.stats,
-        description=enrichment.description or contents.description,
+        description=enrichment.description or contents.description or enrichment.default_description,
         domain=enrichment.domain,
         owners=enrichment.owners,
         tags=enrichment.tags,
-        upstream=tuple(LineageEdge(u) for u in enrichment.upstream),
+        upstream=enrichment.upstream,
+        terms=tuple(sorted({t for _, f in schema.flatten() for t in f.terms})),
+        sla=enrichment.sla,
         errors=contents.errors,
         conflicts=contents.conflicts,
     )

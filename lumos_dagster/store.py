@@ -108,6 +108,13 @@ releases_table = sa.Table(
     sa.Column("versions", sa.Text, nullable=False),  # JSON: dataset name → schema version
 )
 
+code_table = sa.Table(
+    "lumos_code",
+    metadata,
+    sa.Column("dataset", sa.String(1024), primary_key=True),
+    sa.Column("doc", sa.Text, nullable=False),  # JSON: what SQL files and dbt models say (lineage.resolve)
+)
+
 
 @dataclass(frozen=True)
 class Release:
@@ -421,6 +428,22 @@ class SnapshotStore:
         with self.engine.connect() as conn:
             rows = conn.execute(sa.select(t).order_by(t.c.created_at, t.c.name)).mappings().all()
         return [Release(r["name"], _aware(r["created_at"]), json.loads(r["versions"])) for r in rows]
+
+    # -------------------------------------------------------------- code
+
+    def save_code(self, docs: dict[str, dict]) -> None:
+        """Replace what code says about datasets (read whole at each discovery)."""
+        with self.engine.begin() as conn:
+            conn.execute(code_table.delete())
+            if docs:
+                conn.execute(
+                    code_table.insert(), [{"dataset": k, "doc": json.dumps(v, sort_keys=True)} for k, v in docs.items()]
+                )
+
+    def code(self) -> dict[str, dict]:
+        with self.engine.connect() as conn:
+            rows = conn.execute(sa.select(code_table.c.dataset, code_table.c.doc)).all()
+        return {name: json.loads(doc) for name, doc in rows}
 
     # -------------------------------------------------------------- outbox
 

@@ -28,6 +28,31 @@ def parse_lag(text: str) -> timedelta:
     return timedelta(days=days, hours=hours, minutes=minutes)
 
 
+_PART = re.compile(r"\s*(\d+)\s*([a-z]+)\s*")
+_MINUTES = {"m": 1, "min": 1, "minute": 1, "h": 60, "hr": 60, "hour": 60, "d": 1440, "day": 1440}
+
+
+def parse_duration(text: str) -> timedelta:
+    """A positive duration: `6h`, `6 hours`, `90 min`, `1d 12h`."""
+    text = str(text).lower()
+    minutes, pos = 0, 0
+    for m in _PART.finditer(text):
+        unit = m.group(2)
+        unit = unit if unit in _MINUTES else unit.removesuffix("s")
+        if m.start() != pos or unit not in _MINUTES:
+            break
+        minutes, pos = minutes + int(m.group(1)) * _MINUTES[unit], m.end()
+    if pos != len(text) or not minutes:
+        raise ValueError(f"{text!r} is not a duration like 30m, 6h, 2d or 1d 12h")
+    return timedelta(minutes=minutes)
+
+
+def canonical_duration(text: str) -> str:
+    """A duration in one unit, as SLAs are stored: `1d 12h` → `36h`, `90 min` → `90m`, `48h` → `2d`."""
+    minutes = int(parse_duration(text).total_seconds()) // 60
+    return f"{minutes // 1440}d" if minutes % 1440 == 0 else f"{minutes // 60}h" if minutes % 60 == 0 else f"{minutes}m"
+
+
 def next_window(after: datetime, cron: str, tz: str, lag: timedelta) -> tuple[datetime, datetime]:
     """(the first cron tick strictly after `after`, when its data is ready: tick + lag).
 

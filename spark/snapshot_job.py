@@ -33,6 +33,7 @@ class SnapshotRun:
     snapshots: dict[str, dict[str | None, Snapshot]] = field(default_factory=dict)  # name → pk → snapshot
     report: ScanReport = field(default_factory=ScanReport)
     sizes: dict[str, int] = field(default_factory=dict)  # name → bytes of the whole dataset, all partitions
+    readable: dict[tuple[str, str | None], list[str]] = field(default_factory=dict)  # (name, pk) → files read
 
 
 def _not_found(spec: DatasetSpec) -> FileError:
@@ -97,6 +98,7 @@ def take_snapshots(
     for (name, pk), files in plan.items():
         missing = () if listed[name] is not None else (_not_found(next(s for s in specs if s.name == name)),)
         contents[name, pk] = file_contents(files, results, missing)
+        run.readable[name, pk] = [path for path, _ in files if results[path].error is None]
 
     for spec in specs:
         transitive = spec.policy.endswith("_TRANSITIVE")

@@ -181,3 +181,10 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+class WebhookReceiver(FakeServer):
+    """Any HTTP endpoint taking JSON posts (Slack-like incoming webhooks, a ticketing bridge…)."""
+
+    def handle(self, method, path, query, body, headers):
+        return 200, {"ok": True}

@@ -2,9 +2,13 @@
 
 import os
 from datetime import date, timedelta
+from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def write_parquet(path, table: pa.Table) -> str:
@@ -32,3 +36,13 @@ def partitioned_lake(
                 cols["coupon"] = pa.array([None] * 10, pa.string())
             written.append(write_parquet(os.path.join(root, name, f"dt={day}", f"part-{n}.parquet"), pa.table(cols)))
     return written
+
+
+def demo_config() -> dict:
+    """The demo's lumos.yaml, with the code and test results it points at made absolute."""
+    config = yaml.safe_load((ROOT / "lumos.yaml").read_text())
+    for sql in config.get("lineage", {}).get("sql", []):
+        sql["path"] = str(ROOT / sql["path"])
+    quality = config.get("quality", {})
+    quality["great_expectations"] = [str(ROOT / p) for p in quality.get("great_expectations", [])]
+    return config

@@ -153,6 +153,8 @@ def test_catalogs_read_back_what_lumos_wrote(tmp_path):
         for s in snapshots:
             got, want = snapshot_to_json(back[s.dataset.name]), snapshot_to_json(s)
             got.pop("captured_at"), want.pop("captured_at")
+            if want["quality"]:  # not sent: the data's age grows on every run
+                want["quality"]["age_hours"] = None
             assert got == want, (catalog.name, s.dataset.name)
 
 

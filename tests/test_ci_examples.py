@@ -11,6 +11,7 @@ from pathlib import Path
 import yaml
 
 from lumos_dagster.demo import build_demo_lake
+from tests.lake import demo_config
 from tests.test_gate import drop_from_todays_orders
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -28,7 +29,7 @@ def test_both_examples_run_the_same_script():
 def test_the_gate_script_passes_a_compatible_change_and_fails_a_breaking_one(tmp_path):
     today = datetime.now(UTC).date()
     build_demo_lake(str(tmp_path / "lake"), today=today)
-    config = yaml.safe_load((ROOT / "lumos.yaml").read_text())
+    config = demo_config()
     config["sources"][0]["root"] = "lake"
     config["store"], config["catalog"]["path"] = {"path": "store.db"}, "catalog.db"
     (tmp_path / "lumos.yaml").write_text(yaml.safe_dump(config))

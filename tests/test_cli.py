@@ -14,7 +14,7 @@ from click.testing import CliRunner
 from lumos_dagster.catalog.datahub_lite import DataHubLiteCatalog
 from lumos_dagster.cli import main
 from lumos_dagster.model import DatasetRef, Field, Primitive, Schema, Snapshot
-from tests.lake import partitioned_lake, write_parquet
+from tests.lake import demo_config, partitioned_lake, write_parquet
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
@@ -98,7 +98,7 @@ def test_lite_runs_datahubs_own_cli_on_the_projects_catalog(tmp_path):
 
 def test_the_demo_path_from_the_makefile(tmp_path):
     """What `make demo` runs: demo lake, discover, `dagster asset materialize`, summary."""
-    config = yaml.safe_load((ROOT / "lumos.yaml").read_text())
+    config = demo_config()
     config["store"], config["catalog"]["path"] = {"path": "store.db"}, "catalog.db"
     config["sources"][0]["root"] = "lake"
     (tmp_path / "lumos.yaml").write_text(yaml.safe_dump(config))

@@ -132,7 +132,7 @@ def test_the_cost_report_asset_writes_its_files(example, tmp_path):
     from dagster import AssetKey
 
     result = job.execute_in_process(instance=instance, asset_selection=[AssetKey("lumos_cost_report")])
-    (m,) = result.asset_materializations_for_node("lumos_cost_report")
+    (m,) = result.asset_materializations_for_node("lumos_reports")
     assert m.metadata["lumos/direct_cost"].value == pytest.approx(8200)
     assert json.loads((tmp_path / ".lumos" / "reports" / "cost-2026-11.json").read_text())["month"] == "2026-11"
     assert "Nobody consumes these" in m.metadata["lumos/summary"].value

@@ -21,17 +21,23 @@ from datahub.utilities.urns.field_paths import get_simple_field_path_from_v2_fie
 from lumos_dagster.catalog.datahub import schema_fields, snapshot_aspects
 from lumos_dagster.model import (
     Array,
+    AssertionResult,
+    ColumnMapping,
+    ColumnProfile,
     Cost,
     DatasetRef,
     Decimal,
     Enum,
     Field,
     FileError,
+    JobRef,
     LineageEdge,
     Map,
     OperationalStats,
     Owner,
     Primitive,
+    Profile,
+    Quality,
     Schema,
     SchemaChange,
     Snapshot,
@@ -44,7 +50,14 @@ GOLDEN = Path(__file__).parent / "golden"
 ITEM = Struct((Field("sku", Primitive("string")), Field("qty", Primitive("int32"), nullable=False)))
 SCHEMA = Schema(
     (
-        Field("order_id", Primitive("int64"), nullable=False, description="Unique order number", native_type="long"),
+        Field(
+            "order_id",
+            Primitive("int64"),
+            nullable=False,
+            description="Unique order number",
+            native_type="long",
+            terms=("Order Identifier",),
+        ),
         Field("amount", Decimal(10, 2)),
         Field("placed_at", Timestamp("ms", "UTC")),
         Field("status", Enum(("NEW", "PAID"), "Status")),
@@ -72,7 +85,41 @@ def snapshot(**changes) -> Snapshot:
         domain="sales",
         owners=(Owner("ann@example.com"), Owner("data-eng", "group", "TECHNICAL_OWNER")),
         tags=("pii",),
-        upstream=(LineageEdge(DatasetRef("file", "raw/orders", "/lake/raw/orders", "avro")),),
+        upstream=(
+            LineageEdge(
+                DatasetRef("file", "raw/orders", "/lake/raw/orders", "avro"),
+                (ColumnMapping("order_id", "id"), ColumnMapping("amount", "total")),
+                JobRef("sql", "sql", "staging/load_orders.sql"),
+            ),
+        ),
+        terms=("Order Identifier",),
+        sla="6h",
+        quality=Quality(
+            0.75,
+            "fresh",
+            1.0,
+            (
+                AssertionResult(
+                    "not_null_orders_order_id",
+                    "pass",
+                    "completeness",
+                    "order_id",
+                    "dbt",
+                    None,
+                    "2026-11-25T05:30:00+00:00",
+                ),
+                AssertionResult(
+                    "expect_table_row_count_to_be_between",
+                    "fail",
+                    "consistency",
+                    None,
+                    "great_expectations",
+                    "observed 1000",
+                    "2026-11-25T05:40:00+00:00",
+                ),
+            ),  # fmt: skip
+        ),
+        profile=Profile(1000, 1.0, (ColumnProfile("order_id", 0.0, 998, "1", "1000"),)),
         version="1.2.0",
         previous_version="1.1.0",
         change_class="minor",
@@ -152,3 +199,46 @@ def test_schema_hash_is_the_fingerprint():
     s = snapshot()
     schema: SchemaMetadataClass = _aspects(s)["schemaMetadata"]
     assert schema.hash == s.fingerprint
+
+
+def _by_entity(s: Snapshot) -> dict[str, dict]:
+    out: dict[str, dict] = {}
+    for m in snapshot_aspects(s):
+        out.setdefault(m.entityUrn, {})[m.aspectName] = m.aspect
+    return out
+
+
+def test_column_lineage_goes_to_the_dataset_and_to_the_job_that_builds_it():
+    entities = _by_entity(snapshot())
+    orders = "urn:li:dataset:(urn:li:dataPlatform:file,sales/orders,PROD)"
+    raw = "urn:li:dataset:(urn:li:dataPlatform:file,raw/orders,PROD)"
+    fine = entities[orders]["upstreamLineage"].fineGrainedLineages
+    assert [(f.upstreams, f.downstreams) for f in fine] == [
+        ([f"urn:li:schemaField:({raw},id)"], [f"urn:li:schemaField:({orders},order_id)"]),
+        ([f"urn:li:schemaField:({raw},total)"], [f"urn:li:schemaField:({orders},amount)"]),
+    ]
+    job = "urn:li:dataJob:(urn:li:dataFlow:(sql,sql,PROD),staging/load_orders.sql)"
+    io = entities[job]["dataJobInputOutput"]
+    assert (io.inputDatasets, io.outputDatasets) == ([raw], [orders])
+    assert entities[job]["dataJobInfo"].flowUrn == "urn:li:dataFlow:(sql,sql,PROD)"
+    assert entities["urn:li:dataFlow:(sql,sql,PROD)"]["dataFlowInfo"].name == "sql"
+
+
+def test_glossary_terms_profile_and_assertions():
+    entities = _by_entity(snapshot())
+    orders = entities["urn:li:dataset:(urn:li:dataPlatform:file,sales/orders,PROD)"]
+    by_flat = {get_simple_field_path_from_v2_field_path(f.fieldPath): f for f in orders["schemaMetadata"].fields}
+    assert [t.urn for t in by_flat["order_id"].glossaryTerms.terms] == ["urn:li:glossaryTerm:Order Identifier"]
+    assert by_flat["amount"].glossaryTerms is None
+    assert entities["urn:li:glossaryTerm:Order Identifier"]["glossaryTermInfo"].name == "Order Identifier"
+    field = orders["datasetProfile"].fieldProfiles[0]
+    assert (field.fieldPath, field.nullProportion, field.uniqueCount, field.min, field.max) == (
+        "order_id", 0.0, 998, "1", "1000"
+    )  # fmt: skip
+    assert orders["datasetProperties"].customProperties["lumos.quality.score"] == "0.750"
+    runs = {
+        a["assertionInfo"].datasetAssertion.nativeType: a["assertionRunEvent"].result.type
+        for a in entities.values()
+        if "assertionInfo" in a
+    }
+    assert runs == {"not_null_orders_order_id": "SUCCESS", "expect_table_row_count_to_be_between": "FAILURE"}

@@ -20,7 +20,7 @@ from lumos_dagster.report import ScanReport
 from lumos_dagster.sources import build_sources, discover
 from lumos_dagster.store import SnapshotStore
 from tests.conftest import lite_aspect_versions
-from tests.lake import write_parquet
+from tests.lake import demo_config, write_parquet
 
 ROOT = Path(__file__).resolve().parents[1]
 DAY = date(2026, 11, 25)
@@ -46,7 +46,7 @@ def project(tmp_path_factory, spark):
     """The demo configuration, pointed at a lake dated DAY in a temporary folder, discovered and materialized."""
     tmp = tmp_path_factory.mktemp("e2e")
     build_demo_lake(str(tmp / "lake"), today=DAY)
-    config = yaml.safe_load((ROOT / "lumos.yaml").read_text())
+    config = demo_config()
     config["sources"][0]["root"] = "lake"
     config["store"] = {"path": "store.db"}
     config["catalog"]["path"] = "catalog.db"

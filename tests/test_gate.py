@@ -11,17 +11,18 @@ from dagster import AssetKey, DagsterInstance
 from lumos_dagster.config import load_config
 from lumos_dagster.definitions import build_definitions
 from lumos_dagster.demo import ORDER_SCHEMA, build_demo_lake
+from lumos_dagster.lineage.resolve import refresh_code
 from lumos_dagster.report import ScanReport
 from lumos_dagster.sources import build_sources, discover
 from lumos_dagster.store import SnapshotStore
-from tests.lake import write_parquet
+from tests.lake import demo_config, write_parquet
 
 ROOT = Path(__file__).resolve().parents[1]
 PK = "2026-11-25"
 
 
 def project(tmp: Path, **overrides) -> Path:
-    config = yaml.safe_load((ROOT / "lumos.yaml").read_text())
+    config = demo_config()
     config["sources"][0]["root"] = "lake"
     config["store"], config["catalog"]["path"] = {"path": "store.db"}, "catalog.db"
     config["partitions"]["start"] = "2026-11-01"
@@ -34,6 +35,7 @@ def run(path: Path, instance, keys=None, **kwargs):
     cfg = load_config(str(path))
     store = SnapshotStore(cfg.store_url)
     store.upsert_datasets(discover(build_sources(cfg), ScanReport()).records)
+    refresh_code(store, cfg)
     store.close()
     job = build_definitions(cfg).resolve_implicit_global_asset_job_def()
     selection = [AssetKey(k.split("/")) for k in keys] if keys else None

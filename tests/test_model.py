@@ -10,6 +10,9 @@ from lumos_dagster.model import (
     NO_DEFAULT,
     PRIMITIVE_KINDS,
     Array,
+    AssertionResult,
+    ColumnMapping,
+    ColumnProfile,
     ConflictVariant,
     Cost,
     DatasetRef,
@@ -18,11 +21,14 @@ from lumos_dagster.model import (
     Field,
     FileError,
     Fixed,
+    JobRef,
     LineageEdge,
     Map,
     OperationalStats,
     Owner,
     Primitive,
+    Profile,
+    Quality,
     Schema,
     SchemaChange,
     SchemaConflict,
@@ -69,6 +75,7 @@ def fields_of(types):
         field_id=st.none() | st.integers(0, 1000),
         aliases=st.lists(names, max_size=2).map(tuple),
         is_key=st.booleans(),
+        terms=st.lists(names, max_size=2).map(tuple),
     )
 
 
@@ -106,7 +113,49 @@ snapshots = st.builds(
         st.builds(Owner, names, st.sampled_from(["user", "group"]), st.sampled_from(["DATAOWNER", "NONE"])), max_size=2
     ).map(tuple),
     tags=st.lists(names, max_size=3).map(tuple),
-    upstream=st.lists(refs.map(LineageEdge), max_size=2).map(tuple),
+    upstream=st.lists(
+        st.builds(
+            LineageEdge,
+            refs,
+            st.lists(st.builds(ColumnMapping, names, names), max_size=2).map(tuple),
+            st.none() | st.builds(JobRef, st.sampled_from(["sql", "dbt"]), names, names),
+        ),
+        max_size=2,
+    ).map(tuple),
+    terms=st.lists(names, max_size=2).map(tuple),
+    sla=st.none() | st.sampled_from(["6h", "2d"]),
+    quality=st.none()
+    | st.builds(
+        Quality,
+        st.none() | st.floats(0, 1),
+        st.sampled_from(["fresh", "stale", "unknown"]),
+        st.none() | st.floats(0, 1e4),
+        st.lists(
+            st.builds(
+                AssertionResult,
+                names,
+                st.sampled_from(["pass", "fail", "warn"]),
+                st.sampled_from(["completeness", "validity"]),
+                st.none() | names,
+                st.sampled_from(["dbt", "great_expectations"]),
+                texts,
+                st.none() | st.just("2026-11-25T00:00:00+00:00"),
+            ),
+            max_size=2,
+        ).map(tuple),
+    ),
+    profile=st.none()
+    | st.builds(
+        Profile,
+        st.integers(0, 10**9),
+        st.floats(0.01, 1),
+        st.lists(
+            st.builds(
+                ColumnProfile, names, st.none() | st.floats(0, 1), st.none() | st.integers(0, 10**6), texts, texts
+            ),
+            max_size=2,
+        ).map(tuple),
+    ),
     version=st.none() | st.just("1.2.3"),
     previous_version=st.none() | st.just("1.1.0"),
     change_class=st.none() | st.sampled_from(["new", "major", "minor", "patch"]),

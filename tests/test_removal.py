@@ -57,7 +57,7 @@ def removed_in_lite(config) -> dict[str, bool]:
 
 def asset_names(config) -> set[str]:
     keys = build_definitions(config).resolve_asset_graph().get_all_asset_keys()
-    return {"/".join(k.path) for k in keys} - {"lumos_cost_report"}
+    return {"/".join(k.path) for k in keys} - {"lumos_cost_report", "lumos_overview"}
 
 
 def test_a_vanished_dataset_is_soft_deleted_and_comes_back_when_it_reappears(tmp_path):

@@ -12,26 +12,55 @@ from datetime import datetime, timezone
 from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 from datahub.emitter.mce_builder import (
+    datahub_guid,
+    make_assertion_urn,
+    make_data_flow_urn,
+    make_data_job_urn_with_flow,
     make_data_platform_urn,
     make_dataset_urn,
     make_domain_urn,
     make_group_urn,
+    make_schema_field_urn,
     make_tag_urn,
+    make_term_urn,
     make_user_urn,
 )
 from datahub.emitter.mcp import MetadataChangeProposalWrapper
 from datahub.emitter.mcp_builder import FolderKey, add_dataset_to_container, gen_containers
 from datahub.metadata.schema_classes import (
     ArrayTypeClass,
+    AssertionInfoClass,
+    AssertionResultClass,
+    AssertionResultTypeClass,
+    AssertionRunEventClass,
+    AssertionRunStatusClass,
+    AssertionSourceClass,
+    AssertionSourceTypeClass,
+    AssertionStdOperatorClass,
+    AssertionTypeClass,
+    AuditStampClass,
     BooleanTypeClass,
     BytesTypeClass,
+    DataFlowInfoClass,
+    DataJobInfoClass,
+    DataJobInputOutputClass,
+    DataPlatformInstanceClass,
+    DatasetAssertionInfoClass,
+    DatasetAssertionScopeClass,
+    DatasetFieldProfileClass,
     DatasetLineageTypeClass,
     DatasetProfileClass,
     DatasetPropertiesClass,
     DateTypeClass,
     DomainsClass,
     EnumTypeClass,
+    FineGrainedLineageClass,
+    FineGrainedLineageDownstreamTypeClass,
+    FineGrainedLineageUpstreamTypeClass,
     GlobalTagsClass,
+    GlossaryTermAssociationClass,
+    GlossaryTermInfoClass,
+    GlossaryTermsClass,
     MapTypeClass,
     NullTypeClass,
     NumberTypeClass,
@@ -68,6 +97,8 @@ from lumos_dagster.model import (
     Enum,
     Field,
     Fixed,
+    JobRef,
+    LineageEdge,
     Map,
     Owner,
     Primitive,
@@ -154,10 +185,24 @@ def _walk(fields: tuple[Field, ...], prefix: str) -> Iterator[SchemaFieldClass]:
             nullable=f.nullable,
             description=f.description,
             isPartOfKey=f.is_key or None,
+            glossaryTerms=_terms(f.terms),
         )
         inner = _inner_struct(f.type)
         if inner is not None:
             yield from _walk(inner.fields, path)
+
+
+LUMOS_ACTOR = "urn:li:corpuser:lumos"
+
+
+def _terms(terms: Sequence[str]) -> GlossaryTermsClass | None:
+    if not terms:
+        return None
+    # time 0: the same terms must give the same aspect on every run
+    return GlossaryTermsClass(
+        terms=[GlossaryTermAssociationClass(urn=make_term_urn(t)) for t in terms],
+        auditStamp=AuditStampClass(time=0, actor=LUMOS_ACTOR),
+    )
 
 
 def schema_fields(schema: Schema) -> list[SchemaFieldClass]:
@@ -203,6 +248,12 @@ def _custom_properties(s: Snapshot) -> dict[str, str]:
         props["lumos.partition_keys"] = ",".join(s.stats.partition_values)
     if s.errors:
         props["lumos.errors"] = str(len(s.errors))
+    if s.sla:
+        props["lumos.sla"] = s.sla
+    if s.quality is not None:
+        if s.quality.score is not None:
+            props["lumos.quality.score"] = f"{s.quality.score:.3f}"
+        props["lumos.freshness"] = s.quality.freshness
     return props
 
 
@@ -253,6 +304,8 @@ def _record(s: Snapshot) -> str:
     """The rest of the Lumos snapshot, so that metadata can leave the catalog intact."""
     doc = {k: v for k, v in snapshot_to_json(s).items() if k not in _NOT_IN_RECORD}
     doc["errors"] = doc["errors"][:MAX_RECORDED_ERRORS]
+    if doc.get("quality"):  # the age grows on every run: re-sending it would version the catalog for nothing
+        doc["quality"] = {**doc["quality"], "age_hours": None}
     return json.dumps(doc, sort_keys=True, separators=(",", ":"))
 
 
@@ -287,7 +340,8 @@ def snapshot_aspects(s: Snapshot, env: str = "PROD") -> list[MetadataChangePropo
             upstreams=[
                 UpstreamClass(dataset=dataset_urn(e.upstream, env), type=DatasetLineageTypeClass.TRANSFORMED)
                 for e in s.upstream
-            ]
+            ],
+            fineGrainedLineages=_column_lineage(urn, s.upstream, env) or None,
         ),
     ]
     if s.schema.fields:  # an unreadable partition must not blank the catalog's schema
@@ -317,6 +371,7 @@ def snapshot_aspects(s: Snapshot, env: str = "PROD") -> list[MetadataChangePropo
                 rowCount=s.stats.row_count,
                 columnCount=len(s.schema.fields) or None,
                 sizeInBytes=s.stats.total_bytes,
+                fieldProfiles=_field_profiles(s),
             )
         )
         aspects.append(
@@ -327,7 +382,134 @@ def snapshot_aspects(s: Snapshot, env: str = "PROD") -> list[MetadataChangePropo
                 numAffectedRows=s.stats.row_count,
             )
         )
-    return folder_aspects(s.dataset, env) + [MetadataChangeProposalWrapper(entityUrn=urn, aspect=a) for a in aspects]
+    own = [MetadataChangeProposalWrapper(entityUrn=urn, aspect=a) for a in aspects]
+    return folder_aspects(s.dataset, env) + own + governance_aspects(s, urn, env)
+
+
+def _column_lineage(urn: str, edges: Sequence[LineageEdge], env: str) -> list[FineGrainedLineageClass]:
+    out = []
+    for e in edges:
+        up = dataset_urn(e.upstream, env)
+        for c in e.columns:
+            out.append(
+                FineGrainedLineageClass(
+                    upstreamType=FineGrainedLineageUpstreamTypeClass.FIELD_SET,
+                    upstreams=[make_schema_field_urn(up, c.upstream)],
+                    downstreamType=FineGrainedLineageDownstreamTypeClass.FIELD,
+                    downstreams=[make_schema_field_urn(urn, c.downstream)],
+                )
+            )
+    return out
+
+
+def _field_profiles(s: Snapshot) -> list[DatasetFieldProfileClass] | None:
+    if s.profile is None:
+        return None
+    return [
+        DatasetFieldProfileClass(
+            fieldPath=c.path,
+            nullProportion=c.null_fraction,
+            uniqueCount=c.distinct,
+            min=c.min,
+            max=c.max,
+        )
+        for c in s.profile.columns
+    ]
+
+
+_RESULT = {
+    "pass": AssertionResultTypeClass.SUCCESS,
+    "warn": AssertionResultTypeClass.FAILURE,
+    "fail": AssertionResultTypeClass.FAILURE,
+    "error": AssertionResultTypeClass.ERROR,
+}
+_TOOL_PLATFORM = {"dbt": "dbt", "great_expectations": "great-expectations"}
+
+
+def governance_aspects(s: Snapshot, urn: str, env: str) -> list[MetadataChangeProposalWrapper]:
+    """The entities around the dataset: the jobs that build it (dataFlow/dataJob), the glossary
+    terms its columns carry, and the quality checks run on it (assertions and their results)."""
+    out: list[MetadataChangeProposalWrapper] = []
+    jobs: dict[JobRef, list[LineageEdge]] = {}
+    for e in s.upstream:
+        if e.job is not None:
+            jobs.setdefault(e.job, []).append(e)
+    for job, edges in jobs.items():
+        flow = make_data_flow_urn(job.orchestrator, job.flow, env)
+        job_urn = make_data_job_urn_with_flow(flow, job.name)
+        out += [
+            MetadataChangeProposalWrapper(entityUrn=flow, aspect=DataFlowInfoClass(name=job.flow)),
+            MetadataChangeProposalWrapper(
+                entityUrn=job_urn,
+                aspect=DataJobInfoClass(
+                    name=job.name, type="SQL" if job.orchestrator == "sql" else "COMMAND", flowUrn=flow
+                ),
+            ),  # fmt: skip
+            MetadataChangeProposalWrapper(
+                entityUrn=job_urn,
+                aspect=DataJobInputOutputClass(
+                    inputDatasets=[dataset_urn(e.upstream, env) for e in edges],
+                    outputDatasets=[urn],
+                    fineGrainedLineages=_column_lineage(urn, edges, env) or None,
+                ),
+            ),
+        ]
+    for term in sorted({t for _, f in s.schema.flatten() for t in f.terms}):
+        out.append(
+            MetadataChangeProposalWrapper(
+                entityUrn=make_term_urn(term),
+                aspect=GlossaryTermInfoClass(definition=term, termSource="INTERNAL", name=term),
+            )
+        )
+    for a in s.quality.assertions if s.quality else ():
+        assertion = make_assertion_urn(datahub_guid({"dataset": urn, "source": a.source, "name": a.name,
+                                                     "column": a.column}))  # fmt: skip
+        out += [
+            MetadataChangeProposalWrapper(
+                entityUrn=assertion,
+                aspect=AssertionInfoClass(
+                    type=AssertionTypeClass.DATASET,
+                    datasetAssertion=DatasetAssertionInfoClass(
+                        dataset=urn,
+                        scope=DatasetAssertionScopeClass.DATASET_COLUMN
+                        if a.column
+                        else DatasetAssertionScopeClass.DATASET_ROWS,
+                        fields=[make_schema_field_urn(urn, a.column)] if a.column else None,
+                        operator=AssertionStdOperatorClass._NATIVE_,
+                        nativeType=a.name,
+                    ),
+                    source=AssertionSourceClass(type=AssertionSourceTypeClass.EXTERNAL),
+                    customProperties={"lumos.dimension": a.dimension},
+                    description=a.name,
+                ),
+            ),
+            MetadataChangeProposalWrapper(
+                entityUrn=assertion,
+                aspect=DataPlatformInstanceClass(
+                    platform=make_data_platform_urn(_TOOL_PLATFORM.get(a.source, a.source or "lumos"))
+                ),
+            ),
+        ]
+        if a.status in _RESULT:  # a skipped check has no result to show
+            moment = a.observed_at or (s.stats.last_modified.isoformat() if s.stats.last_modified else None)
+            millis = _ms(datetime.fromisoformat(moment)) if moment else 0
+            out.append(
+                MetadataChangeProposalWrapper(
+                    entityUrn=assertion,
+                    aspect=AssertionRunEventClass(
+                        timestampMillis=millis,
+                        runId=f"{a.source}-{millis}",
+                        asserteeUrn=urn,
+                        assertionUrn=assertion,
+                        status=AssertionRunStatusClass.COMPLETE,
+                        result=AssertionResultClass(
+                            type=_RESULT[a.status],
+                            nativeResults={"message": a.message} if a.message else None,
+                        ),
+                    ),
+                )
+            )
+    return out
 
 
 # ---------------------------------------------------------- the adapters' base

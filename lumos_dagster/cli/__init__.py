@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from lumos_dagster.cli import changes, cost, portable, scan
+from lumos_dagster.cli import changes, cost, governance, portable, scan
 
 
 @click.group()
@@ -31,6 +31,8 @@ for command in (
     portable.compare,
     cost.cost,
     cost.savings,
+    governance.report,
+    governance.search,
 ):
     main.add_command(command)
 

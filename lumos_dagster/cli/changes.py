@@ -12,7 +12,7 @@ import click
 from lumos_dagster.change_report import ChangeReport, exit_code, render
 from lumos_dagster.cli.common import config_option, load, open_store
 from lumos_dagster.config import LumosConfig, load_config
-from lumos_dagster.datasets import Catalogue, resolve_datasets
+from lumos_dagster.datasets import Catalogue, load_catalogue
 from lumos_dagster.diff import diff_schemas, diff_snapshots
 from lumos_dagster.errors import LumosError
 from lumos_dagster.gate import judge_snapshot
@@ -37,7 +37,7 @@ policy_option = click.option(
 
 def catalogue_of(config: LumosConfig, store: SnapshotStore) -> Catalogue:
     roots = {name: s.root for name, s in build_sources(config).items()}
-    return resolve_datasets(config, store.datasets(), roots)
+    return load_catalogue(config, store, roots)
 
 
 def _emit(text: str, output: str | None) -> None:

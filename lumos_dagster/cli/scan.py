@@ -51,6 +51,7 @@ def discover(config_file: str | None) -> None:
     more than removal.max_share of the source vanished at once (then nothing is removed)."""
     from lumos_dagster.catalog import build_catalogs
     from lumos_dagster.delivery import deliver
+    from lumos_dagster.lineage.resolve import refresh_code
     from lumos_dagster.registry import reconcile
     from lumos_dagster.sources import build_sources
     from lumos_dagster.sources import discover as discover_sources
@@ -62,6 +63,7 @@ def discover(config_file: str | None) -> None:
     store = open_store(config)
     try:
         result = reconcile(store, found, config.removal.max_share, [c.name for c in catalogs], report)
+        code = refresh_code(store, config)
         if result.removed:
             for catalog in catalogs:
                 try:
@@ -75,6 +77,13 @@ def discover(config_file: str | None) -> None:
         click.echo(f"  {r.name:<40} {r.format:<8} {r.file_count:>6} files  {part}")
     for name in result.removed:
         click.echo(f"  {name:<40} removed (soft-deleted in the catalogs)")
+    if code is not None:
+        edges = sum(len(d.edges) for d in code.docs.values())
+        click.echo(f"code: {len(code.docs)} datasets built by SQL/dbt, {edges} lineage edges")
+        for table, jobs in sorted(code.external.items()):
+            click.echo(f"  {table:<40} read or written by {', '.join(jobs)}, not a dataset Lumos manages")
+        for problem in code.problems:
+            click.echo(f"  warning: {problem}")
     click.echo(report.render())
     if not report.ok:
         sys.exit(1)

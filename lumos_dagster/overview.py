@@ -1,0 +1,211 @@
+"""The bird's-eye view of the estate, from the snapshot store: inventory, stale and unowned
+datasets, this week's changes, the riskiest datasets, coverage and cost — as the plain dict
+`overview_render` turns into HTML, Excel, CSV, JSON and markdown — and the per-owner list of
+missing context, with links."""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from lumos_dagster import cost_report, overview_render
+from lumos_dagster.config import LumosConfig
+from lumos_dagster.datasets import Catalogue
+from lumos_dagster.governance import Todo, catalog_link, missing_by_owner, todo_json, todo_markdown
+from lumos_dagster.impact import fan_out
+from lumos_dagster.model import BREAKING, Snapshot
+from lumos_dagster.naming import asset_paths
+from lumos_dagster.store import SnapshotStore
+
+TITLE = "Lumos estate overview"
+RISKY_ROWS = 10
+COST_ROWS = 10
+
+
+@dataclass(frozen=True)
+class Estate:
+    """What the store holds now: each dataset's latest snapshot and this week's snapshots."""
+
+    latest: dict[str, Snapshot]
+    week: dict[str, list[Snapshot]]  # oldest first
+
+    @classmethod
+    def load(cls, store: SnapshotStore, catalogue: Catalogue, since: datetime) -> Estate:
+        latest, week = {}, {}
+        for d in catalogue.datasets:
+            history = store.history(d.ref.urn)
+            if history and not history[-1].removed:
+                latest[d.name] = max(history, key=lambda s: (s.partition_key or "", s.captured_at))
+                week[d.name] = [s for s in history if s.captured_at >= since]
+        return cls(latest, week)
+
+
+def _teams(s: Snapshot) -> list[str]:
+    groups = [o.id for o in s.owners if o.kind == "group"]
+    return groups or [o.id for o in s.owners] or ["(none)"]
+
+
+def _changes(snapshots: list[Snapshot]) -> list[dict[str, Any]]:
+    """One row per version reached this week (many partitions reaching it count once)."""
+    rows, seen = [], set()
+    for s in sorted(snapshots, key=lambda s: s.captured_at):
+        if s.change_class in ("major", "minor", "patch") and s.version not in seen:
+            seen.add(s.version)
+            rows.append(
+                {
+                    "dataset": s.dataset.name,
+                    "version": s.version,
+                    "previous_version": s.previous_version,
+                    "change_class": s.change_class,
+                    "breaking": sum(c.severity == BREAKING for c in s.changes),
+                    "changes": len(s.changes),
+                    "when": s.captured_at.isoformat(),
+                }
+            )
+    return rows
+
+
+def _cost(store: SnapshotStore, catalogue: Catalogue) -> dict[str, Any] | None:
+    report = cost_report.build(store, catalogue)
+    if not report.rows:
+        return None
+    top = sorted(report.rows, key=lambda r: (-r.total, r.dataset))[:COST_ROWS]
+    return {
+        "month": report.month,
+        "currency": report.currency,
+        "total": round(report.direct, 2),
+        "by_domain": {k: round(v, 2) for k, v in report.by_domain.items()},
+        "top": [{"dataset": r.dataset, "total": round(r.total, 2)} for r in top],
+    }
+
+
+def build_overview(
+    store: SnapshotStore, catalogue: Catalogue, config: LumosConfig, now: datetime, estate: Estate | None = None
+) -> dict[str, Any]:
+    estate = estate or Estate.load(store, catalogue, now - timedelta(days=7))
+    snaps = estate.latest
+    specs = catalogue.by_name()
+    n = len(snaps)
+    stale_after = timedelta(days=config.governance.stale_days)
+    stale = [
+        {
+            "dataset": name,
+            "last_modified": s.stats.last_modified.isoformat(),
+            "days": (now - s.stats.last_modified).days,
+            "owners": [o.id for o in s.owners],
+        }
+        for name, s in sorted(snaps.items())
+        if s.stats.last_modified and now - s.stats.last_modified > stale_after
+    ]
+    stale.sort(key=lambda r: (-r["days"], r["dataset"]))
+    unowned = [
+        {"dataset": name, "platform": s.dataset.platform, "domain": s.domain}
+        for name, s in sorted(snaps.items())
+        if not s.owners
+    ]
+    changes = sorted(
+        (row for name in sorted(estate.week) for row in _changes(estate.week[name])),
+        key=lambda r: (r["when"], r["dataset"]),
+        reverse=True,
+    )
+    risky = [
+        {"dataset": name, "downstream": count, "owners": [o.id for o in specs[name].enrichment.owners]}
+        for name, count in fan_out(catalogue)[:RISKY_ROWS]
+        if count > 0
+    ]
+    counts = {
+        "owned": sum(bool(s.owners) for s in snaps.values()),
+        "documented": sum(bool(s.description) for s in snaps.values()),
+        "tagged": sum(bool(s.tags) for s in snaps.values()),
+        "with_quality": sum(bool(s.quality and s.quality.assertions) or bool(s.profile) for s in snaps.values()),
+    }
+    cost = _cost(store, catalogue)
+    totals: dict[str, Any] = {
+        "datasets": n,
+        **counts,
+        "stale": len(stale),
+        "breaking_this_week": sum(r["breaking"] for r in changes),
+    }
+    if cost:
+        totals["monthly_cost"] = cost["total"]
+    return {
+        "title": TITLE,
+        "generated_at": now.isoformat(timespec="seconds"),
+        "totals": totals,
+        "inventory": {
+            "by_platform": dict(Counter(s.dataset.platform for s in snaps.values())),
+            "by_domain": dict(Counter(s.domain or "(none)" for s in snaps.values())),
+            "by_team": dict(Counter(t for s in snaps.values() for t in _teams(s))),
+        },
+        "stale": stale,
+        "unowned": unowned,
+        "changes_this_week": changes,
+        "risky": risky,
+        "coverage": {
+            "owners": counts["owned"] / n if n else 0.0,
+            "docs": counts["documented"] / n if n else 0.0,
+            "tags": counts["tagged"] / n if n else 0.0,
+            "quality": counts["with_quality"] / n if n else 0.0,
+        },
+        "cost": cost,
+    }
+
+
+def owner_todos(estate: Estate, config: LumosConfig, catalogue: Catalogue) -> dict[str, list[Todo]]:
+    """What each owner must fill in, linked to the catalog and Dagster pages when their URLs are set."""
+    gov = config.governance
+    paths = asset_paths(d.name for d in catalogue.datasets)
+
+    def links(s: Snapshot) -> tuple[tuple[str, str], ...]:
+        out = []
+        if gov.catalog_url:
+            out.append(("catalog", catalog_link(gov.catalog_url, _datahub_urn(s, config))))
+        if gov.dagster_url and s.dataset.name in paths:
+            out.append(("dagster", f"{gov.dagster_url.rstrip('/')}/assets/{'/'.join(paths[s.dataset.name])}"))
+        return tuple(out)
+
+    return missing_by_owner(estate.latest.values(), gov.required, links)
+
+
+def _datahub_urn(s: Snapshot, config: LumosConfig) -> str:
+    from lumos_dagster.catalog.datahub import dataset_urn
+
+    env = next((c.env for c in config.catalogs if hasattr(c, "env")), "PROD")
+    return dataset_urn(s.dataset, env)
+
+
+def write_reports(folder: str, overview: dict[str, Any], todos: dict[str, list[Todo]]) -> dict[str, str]:
+    """Every format into `folder`; returns format → path."""
+    os.makedirs(folder, exist_ok=True)
+    paths = {
+        "html": os.path.join(folder, "overview.html"),
+        "xlsx": os.path.join(folder, "overview.xlsx"),
+        "json": os.path.join(folder, "overview.json"),
+        "markdown": os.path.join(folder, "overview.md"),
+        "csv": os.path.join(folder, "overview-csv"),
+        "missing_context": os.path.join(folder, "missing-context.md"),
+        "missing_context_json": os.path.join(folder, "missing-context.json"),
+    }
+    texts = {
+        "html": overview_render.to_html(overview),
+        "json": overview_render.to_json(overview),
+        "markdown": overview_render.to_markdown(overview),
+        "missing_context": "# Missing context, by owner\n\n" + todo_markdown(todos),
+        "missing_context_json": overview_render.to_json(todo_json(todos)),
+    }
+    for key, text in texts.items():
+        _write_atomically(paths[key], text)
+    overview_render.to_xlsx(overview, paths["xlsx"])
+    overview_render.to_csv_files(overview, paths["csv"])
+    return paths
+
+
+def _write_atomically(path: str, text: str) -> None:
+    """A reader (a browser, a webhook) never sees half a report."""
+    tmp = f"{path}.tmp"
+    with open(tmp, "w", encoding="utf-8") as fh:
+        fh.write(text)
+    os.replace(tmp, path)

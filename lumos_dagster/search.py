@@ -1,0 +1,289 @@
+"""Offline ranked search over datasets: BM25 over a few weighted zones of each document.
+
+Pure Python: callers pass the documents (from a snapshot store, an estate file, ...) and
+get ranked hits back; nothing here talks to a catalog. `search()` indexes the documents it
+is given; a `SearchIndex` kept around answers several queries over the same documents.
+
+Ranking, in order of precedence:
+
+1. a dataset whose name equals the query (case-insensitively) comes first;
+2. then documents matching more of the query's words: a word matches a token exactly or,
+   from three characters on, as the prefix of a longer token ("ord" finds "orders");
+3. then BM25 (k1=1.2, b=0.75): each zone is scored on its own, length-normalised against
+   that zone's average, and the zones are summed with weights (name 5, field names 3, tags 3,
+   descriptions 2, owners/domain/platform 1) so that a name match keeps its weight however
+   often the term recurs elsewhere; a prefix match counts `PREFIX_WEIGHT` of an occurrence.
+
+`Hit.score` carries that order in one number: its integer part is the tier (query words
+matched; an exact name sits one above the most a query can match), its fraction the BM25
+score squashed into [0, 1).
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+import re
+from collections import Counter, defaultdict
+from dataclasses import dataclass
+from functools import cached_property, lru_cache
+from itertools import chain
+from typing import Callable, Iterable
+
+K1 = 1.2
+B = 0.75
+PREFIX_WEIGHT = 0.5  # a power of two: sums of prefix matches stay exact whatever their order
+MIN_PREFIX = 3
+# zone -> weight; the order is the order of `_zone_texts`
+ZONE_WEIGHTS = {
+    "name": 5.0,
+    "fields": 3.0,
+    "tags": 3.0,
+    "description": 2.0,
+    "field_descriptions": 2.0,
+    "meta": 1.0,  # owners, domain, platform
+}
+
+
+@dataclass(frozen=True)
+class Document:
+    """What is searchable about one dataset."""
+
+    dataset: str
+    platform: str = ""
+    domain: str | None = None
+    owners: tuple[str, ...] = ()
+    tags: tuple[str, ...] = ()
+    description: str | None = None
+    fields: tuple[tuple[str, str | None], ...] = ()  # (flat field path, field description)
+    quality: float | None = None  # 0..1, None when unknown
+
+
+@dataclass(frozen=True)
+class Hit:
+    """One ranked dataset; `matched` says where the query matched, for display."""
+
+    dataset: str
+    score: float
+    matched: tuple[str, ...]  # "name", "field:<path>", "tag:<tag>", "description", ...
+
+
+# a chunk keeps the characters data names are built from; "/" separates path segments
+_CHUNK = re.compile(r"[\w.\-]+")
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
+_SEPARATOR = re.compile(r"[\W_]+")
+
+
+@lru_cache(maxsize=1 << 18)  # words repeat a lot across names and descriptions
+def _split(chunk: str) -> tuple[str, tuple[str, ...]]:
+    """A chunk as (the whole chunk, its atoms), lowercased: "customerId" -> ("customerid", ("customer", "id"))."""
+    atoms = tuple(filter(None, _SEPARATOR.split(_CAMEL.sub(" ", chunk).lower())))
+    return chunk.strip("._-").lower(), atoms
+
+
+def _words(text: str) -> list[tuple[str, tuple[str, ...]]]:
+    """The chunks of a query that hold anything searchable."""
+    return [word for word in map(_split, _CHUNK.findall(text)) if word[1]]
+
+
+@lru_cache(maxsize=1 << 18)
+def _chunk_tokens(chunk: str) -> tuple[str, ...]:
+    whole, atoms = _split(chunk)
+    # the whole chunk too when it has several atoms, so "customer_id" matches as one token
+    return atoms if not atoms or whole in atoms else (*atoms, whole)
+
+
+def tokenize(text: str) -> tuple[str, ...]:
+    """Lowercased atoms of every chunk, split on separators and camelCase, plus each multi-atom chunk whole."""
+    return tuple(chain.from_iterable(map(_chunk_tokens, _CHUNK.findall(text))))
+
+
+def _zone_texts(doc: Document) -> tuple[list[str], ...]:
+    return (
+        [doc.dataset],
+        [path for path, _ in doc.fields],
+        list(doc.tags),
+        [doc.description] if doc.description else [],
+        [text for _, text in doc.fields if text],
+        [*doc.owners, doc.domain or "", doc.platform],
+    )
+
+
+def _saturate(tf: float) -> float:
+    return tf * (K1 + 1) / (tf + K1)
+
+
+class SearchIndex:
+    """Per zone, each document's term counts and length norm; query terms are scored against them."""
+
+    def __init__(self, documents: Iterable[Document]):
+        self.documents = tuple(documents)
+        # per zone, one Counter per document: counting in C is most of what building costs
+        self._counts: list[list[Counter[str]]] = [[] for _ in ZONE_WEIGHTS]
+        for doc in self.documents:
+            for counts, texts in zip(self._counts, _zone_texts(doc), strict=True):
+                # one pass over the joined texts: chunks never span a space
+                counts.append(Counter(tokenize(" ".join(texts))))
+        self._norms = [_length_norms(counts) for counts in self._counts]
+        self._by_name: defaultdict[str, list[int]] = defaultdict(list)
+        for i, doc in enumerate(self.documents):
+            self._by_name[doc.dataset.casefold()].append(i)
+
+    @cached_property
+    def _vocabulary(self) -> list[str]:
+        """Every indexed token, sorted for prefix look-ups; built on the first query that needs it."""
+        return sorted(set().union(*chain.from_iterable(self._counts)))
+
+    def _idf(self, df: int) -> float:
+        n = len(self.documents)
+        return math.log(1 + (n - df + 0.5) / (df + 0.5))
+
+    def _expansions(self, term: str) -> set[str]:
+        """Indexed tokens that `term` is a proper prefix of."""
+        vocabulary = self._vocabulary
+        start = end = bisect.bisect_right(vocabulary, term)
+        while end < len(vocabulary) and vocabulary[end].startswith(term):
+            end += 1
+        return set(vocabulary[start:end])
+
+    def _term_scores(self, terms: list[str]) -> dict[str, dict[int, float]]:
+        """BM25 of each query term in each document holding it: idf times the weighted sum of per-zone scores.
+
+        A token the term is a proper prefix of counts `PREFIX_WEIGHT` of an occurrence. Scanning every
+        zone of every document is what a query costs, so one scan serves all terms.
+        """
+        shares: defaultdict[str, list[tuple[str, float]]] = defaultdict(list)  # token -> (term, share of a match)
+        for term in terms:
+            shares[term].append((term, 1.0))
+            if len(term) >= MIN_PREFIX:
+                for token in self._expansions(term):
+                    shares[token].append((term, PREFIX_WEIGHT))
+        wanted = set(shares)
+        scores: dict[str, dict[int, float]] = {term: {} for term in terms}
+        for weight, counts, norms in zip(ZONE_WEIGHTS.values(), self._counts, self._norms, strict=True):
+            for i, zone in enumerate(counts):
+                # walk the smaller side in C: `set.intersection(dict)` walks the dict, `keys() & set` the set
+                shared = wanted.intersection(zone) if len(zone) < len(wanted) else zone.keys() & wanted
+                # sums of counts and halves are exact, so set order (the hash seed) cannot change a score
+                frequencies: dict[str, float] = {}
+                for token in shared:
+                    for term, share in shares[token]:
+                        frequencies[term] = frequencies.get(term, 0.0) + share * zone[token]
+                for term, tf in frequencies.items():
+                    scores[term][i] = scores[term].get(i, 0.0) + weight * _saturate(tf / norms[i])
+        for by_document in scores.values():
+            idf = self._idf(len(by_document))
+            for i in by_document:
+                by_document[i] *= idf
+        return scores
+
+    def search(
+        self,
+        query: str,
+        *,
+        platform: str | None = None,
+        owner: str | None = None,
+        tag: str | None = None,
+        min_quality: float | None = None,
+        limit: int = 20,
+    ) -> list[Hit]:
+        """The best `limit` documents passing every filter, best first; an empty query lists them by name."""
+        if limit < 0:
+            raise ValueError(f"limit must be >= 0, got {limit}")
+        keep = _filter(platform, owner, tag, min_quality)
+        if not query.strip():
+            browsed = sorted((doc for doc in self.documents if keep(doc)), key=lambda doc: doc.dataset)
+            return [Hit(doc.dataset, 0.0, ()) for doc in browsed[:limit]]
+
+        words = _words(query)
+        atoms = {atom for _, parts in words for atom in parts}
+        terms = sorted(atoms | {whole for whole, _ in words})  # sorted: the same float sums on every run
+        bm25: defaultdict[int, float] = defaultdict(float)
+        covered: defaultdict[int, int] = defaultdict(int)
+        for term, term_scores in self._term_scores(terms).items():
+            for i, score in term_scores.items():
+                bm25[i] += score
+                if term in atoms:
+                    covered[i] += 1
+        exact = set(self._by_name.get(query.strip().casefold(), ()))
+
+        ranked = []
+        for i in bm25.keys() | exact:
+            doc = self.documents[i]
+            if keep(doc):
+                tier = len(atoms) + 1 if i in exact else covered[i]
+                ranked.append((tier + bm25[i] / (bm25[i] + 1), doc.dataset, i))
+        ranked.sort(key=lambda entry: (-entry[0], entry[1], entry[2]))
+
+        is_match = _matcher(terms)
+        return [
+            Hit(name, score, _matched(self.documents[i], is_match, i in exact)) for score, name, i in ranked[:limit]
+        ]
+
+
+def search(
+    documents: Iterable[Document],
+    query: str,
+    *,
+    platform: str | None = None,
+    owner: str | None = None,
+    tag: str | None = None,
+    min_quality: float | None = None,
+    limit: int = 20,
+) -> list[Hit]:
+    """Rank `documents` for `query`; an empty query lists the documents passing the filters by name."""
+    return SearchIndex(documents).search(
+        query, platform=platform, owner=owner, tag=tag, min_quality=min_quality, limit=limit
+    )
+
+
+def _length_norms(counts: list[Counter[str]]) -> list[float]:
+    """BM25's length normalisation of one zone in each document: longer than average dilutes a match."""
+    lengths = [zone.total() for zone in counts]
+    # a zone no document has keeps an average of 1, so the division stays defined (its lengths are all 0)
+    average = sum(lengths) / len(lengths) if lengths and any(lengths) else 1.0
+    return [1 - B + B * length / average for length in lengths]
+
+
+def _filter(
+    platform: str | None, owner: str | None, tag: str | None, min_quality: float | None
+) -> Callable[[Document], bool]:
+    owner_key = owner.casefold() if owner is not None else None
+    tag_key = tag.casefold() if tag is not None else None
+
+    def keep(doc: Document) -> bool:
+        return (
+            (platform is None or doc.platform == platform)
+            and (owner_key is None or any(o.casefold() == owner_key for o in doc.owners))
+            and (tag_key is None or any(t.casefold() == tag_key for t in doc.tags))
+            and (min_quality is None or (doc.quality is not None and doc.quality >= min_quality))
+        )
+
+    return keep
+
+
+def _matcher(terms: list[str]) -> Callable[[str], bool]:
+    """Whether a text holds a token the query matched, exactly or by prefix (the same rule as scoring)."""
+    exact = set(terms)
+    prefixes = tuple(term for term in terms if len(term) >= MIN_PREFIX)
+
+    def is_match(text: str) -> bool:
+        return any(token in exact or token.startswith(prefixes) for token in tokenize(text))
+
+    return is_match
+
+
+def _matched(doc: Document, is_match: Callable[[str], bool], exact_name: bool) -> tuple[str, ...]:
+    """Where the query matched, zone by zone in index order, for display."""
+    labels = ["name"] if exact_name or is_match(doc.dataset) else []
+    labels += [f"field:{path}" for path, _ in doc.fields if is_match(path)]
+    labels += [f"tag:{tag}" for tag in doc.tags if is_match(tag)]
+    if doc.description and is_match(doc.description):
+        labels.append("description")
+    labels += [f"field-description:{path}" for path, text in doc.fields if text and is_match(text)]
+    labels += [f"owner:{owner}" for owner in doc.owners if is_match(owner)]
+    if doc.domain and is_match(doc.domain):
+        labels.append("domain")
+    if doc.platform and is_match(doc.platform):
+        labels.append("platform")
+    return tuple(labels)
