@@ -1,5 +1,6 @@
 import os
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,8 @@ S3_TEST_CREDENTIALS = {
     "AWS_DEFAULT_REGION": "us-east-1",
 }
 TESTDATA = ROOT.parent / "shared" / "testdata"
+# moto's request recorder writes into the working directory unless told otherwise (read at import)
+os.environ.setdefault("MOTO_RECORDER_FILEPATH", os.path.join(tempfile.mkdtemp(prefix="lumos-moto-"), "recording"))
 
 
 @pytest.fixture(scope="session")
