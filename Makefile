@@ -40,6 +40,16 @@ test: $(STAMP) browser
 	$(BIN)/ruff format --check $(CODE)
 	$(BIN)/pytest $(PYTEST_ARGS)
 
+## Lumos beside DataHub's own s3 source and the physical floor, and the micro benchmarks; writes
+## docs/benchmarks.md. ARGS=--large for the issue's target sizes. DataHub's s3 extra pins an older
+## pyarrow, so it gets its own environment (same acryl-datahub version as Lumos).
+DATAHUB_VERSION = $(shell $(BIN)/python -c "from importlib.metadata import version; print(version('acryl-datahub'))")
+bench: $(STAMP)
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[test,bench]'
+	test -x .venv-datahub/bin/datahub || { $(PYTHON) -m venv .venv-datahub && \
+		.venv-datahub/bin/python -m pip install --quiet "acryl-datahub[s3]==$(DATAHUB_VERSION)"; }
+	$(BIN)/python -m benchmarks $(ARGS)
+
 ## the Dagster UI on http://127.0.0.1:3000 (after `make demo`)
 ui: $(STAMP)
 	@mkdir -p $(DAGSTER_HOME)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from dagster import Definitions, definitions
+from dagster import Definitions, definitions, in_process_executor
 
 from assets.datasets import build_dataset_assets
 from assets.keys import dataset_keys
@@ -59,6 +59,9 @@ def assemble(config: LumosConfig) -> Assembly:
         assets=[*by_cadence.values(), *missing, *reports],
         schedules=cadence_schedules(by_cadence),
         sensors=sensors,
+        # one process per run: its steps share one Spark session (a step per process would start a JVM
+        # each) and the run does not pay a second interpreter start and code-location load
+        executor=in_process_executor,
         resources={
             "spark": spark_resource(config.spark),
             "lumos_store": store_resource,

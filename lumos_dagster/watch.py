@@ -33,6 +33,7 @@ class Look:
     changes: list[FileChange] = field(default_factory=list)
     new_datasets: dict = field(default_factory=dict)  # name → DiscoveredDataset, for the registry
     baseline: bool = False  # the first look: everything is recorded, nothing is a change
+    state: str = ""  # digest of the whole listing: an equal one next time means nothing changed
 
     @property
     def digest(self) -> str:
@@ -44,17 +45,28 @@ def digest(changes: list[FileChange]) -> str:
     return hashlib.sha1(payload.encode()).hexdigest()[:16]
 
 
-def look(source: FileSource, store: SnapshotStore, generation: int | None, known: set[str], report: ScanReport) -> Look:
-    """List the source and compare with `generation` (None: no earlier look)."""
+def listing_state(current: dict[str, str]) -> str:
+    return hashlib.sha1("\n".join(f"{p}\t{f}" for p, f in sorted(current.items())).encode()).hexdigest()
+
+
+def look(
+    source: FileSource, store: SnapshotStore, generation: int | None, report: ScanReport, state: str | None = None
+) -> Look:
+    """List the source and compare with `generation` (None: no earlier look). When the listing's
+    digest equals `state` (the previous look's), nothing changed: the store is not even read."""
     entries = list(source.list("", report))
+    current = {e.path: e.fingerprint for e in entries}
+    digest_now = listing_state(current)
+    if generation is not None and digest_now == state:
+        return Look(generation=generation, files=len(entries), state=digest_now)
     grouping = source._group(entries)
     where: dict[str, tuple[str, str | None]] = {}
     for ds in grouping.datasets.values():
         for f in ds.files:
             date = ds.file_date(f)
             where[f.entry.path] = (ds.name, date.isoformat() if date else None)
-    current = {e.path: e.fingerprint for e in entries}
-    out = Look(generation=(generation or 0) + 1, files=len(entries), baseline=generation is None)
+    out = Look(generation=(generation or 0) + 1, files=len(entries), baseline=generation is None, state=digest_now)
+    known = {r.name for r in store.datasets(include_removed=True)}
     out.new_datasets = {name: ds for name, ds in grouping.datasets.items() if name not in known}
     if generation is not None:
         before = store.file_state(source.name, generation)

@@ -51,8 +51,7 @@ def storage_sensor(source: FileSource, store_url: str, targets: Targets, interva
         report = ScanReport()
         store = SnapshotStore(store_url)
         try:
-            known = {r.name for r in store.datasets(include_removed=True)}
-            seen = look(source, store, cursor.get("generation"), known, report)
+            seen = look(source, store, cursor.get("generation"), report, cursor.get("state"))
             if report.failures:  # keep the cursor: the next tick compares with the same state
                 return SkipReason(f"cannot list {source.root}: {report.failures[0][1]}")
             if seen.new_datasets:  # recorded now; they become assets when the code location reloads
@@ -63,7 +62,7 @@ def storage_sensor(source: FileSource, store_url: str, targets: Targets, interva
                 )
         finally:
             store.close()
-        next_cursor = json.dumps({"generation": seen.generation})
+        next_cursor = json.dumps({"generation": seen.generation, "state": seen.state})
         if seen.baseline:
             return SensorResult(skip_reason=f"baseline of {seen.files} files recorded", cursor=next_cursor)
         requests = plan(source.name, seen.changes, targets)

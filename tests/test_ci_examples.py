@@ -5,14 +5,14 @@ import json
 import os
 import subprocess
 import sys
-from datetime import UTC, datetime
+from datetime import date
 from pathlib import Path
 
 import yaml
 
 from lumos_dagster.demo import build_demo_lake
 from tests.lake import demo_config
-from tests.test_gate import drop_from_todays_orders
+from tests.test_gate import PK, drop_from_todays_orders
 
 ROOT = Path(__file__).resolve().parents[1]
 CI = ROOT / "examples" / "ci"
@@ -27,8 +27,8 @@ def test_both_examples_run_the_same_script():
 
 
 def test_the_gate_script_passes_a_compatible_change_and_fails_a_breaking_one(tmp_path):
-    today = datetime.now(UTC).date()
-    build_demo_lake(str(tmp_path / "lake"), today=today)
+    # the lake and the partition are pinned: the change below rewrites that day's orders
+    build_demo_lake(str(tmp_path / "lake"), today=date.fromisoformat(PK))
     config = demo_config()
     config["sources"][0]["root"] = "lake"
     config["store"], config["catalog"]["path"] = {"path": "store.db"}, "catalog.db"
@@ -40,6 +40,7 @@ def test_the_gate_script_passes_a_compatible_change_and_fails_a_breaking_one(tmp
         "LUMOS_CONFIG": str(tmp_path / "lumos.yaml"),
         "DAGSTER_HOME": str(tmp_path / "dagster"),
         "LUMOS_SELECT": "key:raw/orders+",  # raw/orders and its consumers
+        "LUMOS_PARTITION": PK,
         "LUMOS_REPORT": str(tmp_path / "report.md"),
     }
 

@@ -63,7 +63,7 @@ def test_created_modified_and_deleted_files_request_exactly_their_partitions(tmp
     ticks = Ticks(build_definitions(cfg), "lumos_storage_lake")
     first = ticks.tick()
     assert not first.run_requests and "baseline of 3 files" in first.skip_message
-    assert len(ticks.cursor) < 40  # a generation number, not a list of files
+    assert len(ticks.cursor) < 100  # a generation number and a digest, not a list of files
 
     part = tmp_path / "lake" / "sales" / "orders" / "dt=2026-11-25" / "part-9.parquet"
     write_parquet(part, pa.table({"id": [1]}))
@@ -232,3 +232,27 @@ def test_schedule_requests_for_datasets_with_a_declared_schedule(tmp_path):
     at_7 = schedule_requests(targets, datetime(2026, 11, 25, 7, 0, tzinfo=UTC))
     assert [r.partition_key for r in at_5] == ["2026-11-24"] and [r.partition_key for r in at_7] == ["2026-11-25"]
     assert at_7[0].run_key == schedule_requests(targets, datetime(2026, 11, 25, 9, 0, tzinfo=UTC))[0].run_key
+
+
+def test_an_unchanged_listing_is_settled_by_its_digest_without_touching_the_store(tmp_path):
+    from lumos_dagster.watch import look
+
+    cfg = make_project(tmp_path)
+    source = build_sources(cfg)["lake"]
+    store = SnapshotStore(cfg.store_url)
+    try:
+        first = look(source, store, None, ScanReport())
+
+        class Untouchable:
+            def __getattr__(self, name):
+                raise AssertionError(f"an unchanged look used store.{name}")
+
+        report = ScanReport()
+        again = look(source, Untouchable(), first.generation, report, first.state)
+        assert (again.generation, again.changes, report.files_read) == (first.generation, [], 0)
+        os.remove(tmp_path / "lake" / "ref" / "countries" / "c.parquet")
+        changed = look(source, store, first.generation, ScanReport(), first.state)
+        assert [(c.kind, c.dataset) for c in changed.changes] == [("deleted", "ref/countries")]
+        assert changed.generation == first.generation + 1 and changed.state != first.state
+    finally:
+        store.close()

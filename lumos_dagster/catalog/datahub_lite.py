@@ -30,16 +30,23 @@ def open_lite(path: str, read_only: bool = False) -> DataHubLiteLocal:
 
 
 class DataHubLiteCatalog(DataHubCatalog):
+    """Holds the file open from the first write to `close()`: Lite rebuilds its browse index over
+    every entity when it is closed, so closing after each batch would make a run quadratic."""
+
     def __init__(self, path: str, env: str = "PROD"):
         self.path = os.path.abspath(path)
+        self._lite: DataHubLiteLocal | None = None
         super().__init__(f"datahub-lite:{self.path}", env)
 
     def _send(self, mcps: list[MetadataChangeProposalWrapper]) -> None:
-        lite = open_lite(self.path)  # opened per batch: nothing holds the file between runs
-        try:
-            for mcp in mcps:
-                lite.write(mcp)
-        finally:
+        if self._lite is None:
+            self._lite = open_lite(self.path)
+        for mcp in mcps:
+            self._lite.write(mcp)
+
+    def close(self) -> None:
+        if self._lite is not None:
+            lite, self._lite = self._lite, None
             lite.close()
 
     def read_all(self) -> Iterator[Snapshot]:
