@@ -515,12 +515,9 @@ def render(rows: list[Row]) -> str:
     return "\n".join(lines)
 
 
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.micro", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--large", action="store_true", help="catalog 5,000 datasets, backfill 100 × 30")
-    args = parser.parse_args(argv)
-    catalog, backfill = (5_000, (100, 30)) if args.large else (500, BACKFILL_TARGET)
-    catalog_repeat = 1 if args.large else 2
+def run_all(large: bool = False) -> list[Row]:
+    """Every micro benchmark: the issue's target sizes; `large` grows the catalog and backfill runs."""
+    catalog, backfill = (5_000, (100, 30)) if large else (500, BACKFILL_TARGET)
 
     def backfill_run() -> list[Row]:
         spark = spark_session()
@@ -532,7 +529,7 @@ def main(argv: list[str] | None = None) -> None:
     runs: list[tuple[str, Callable[[], list[Row]]]] = [
         ("diff_throughput", lambda: diff_throughput(*DIFF_TARGET)),
         ("cost_rollup", lambda: cost_rollup(*COST_TARGET, repeat=2)),
-        ("catalog_write_rate", lambda: catalog_write_rate(catalog, repeat=catalog_repeat)),
+        ("catalog_write_rate", lambda: catalog_write_rate(catalog, repeat=1 if large else 2)),
         ("backfill_overhead", backfill_run),
     ]
     rows: list[Row] = []
@@ -540,7 +537,13 @@ def main(argv: list[str] | None = None) -> None:
         start = time.perf_counter()
         rows += fn()
         print(f"{name}: done in {time.perf_counter() - start:.1f} s", file=sys.stderr, flush=True)
-    print(render(rows))
+    return rows
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.micro", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--large", action="store_true", help="catalog 5,000 datasets, backfill 100 × 30")
+    print(render(run_all(parser.parse_args(argv).large)))
 
 
 if __name__ == "__main__":

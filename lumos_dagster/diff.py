@@ -110,14 +110,26 @@ class _Differ:
     # ------------------------------------------------------------ fields
 
     def fields(self, prefix: str, old: Sequence[Field], new: Sequence[Field]) -> None:
-        old_by, new_by = {f.name: f for f in old}, {f.name: f for f in new}
-        removed = [f for f in old if f.name not in new_by]
-        added = [f for f in new if f.name not in old_by]
-        pairs = [(o, new_by[o.name]) for o in old if o.name in new_by]
-        for o in list(removed):  # renames, only where field ids or aliases prove them
+        # one pass over the old fields; most pairs are identical and cost one comparison
+        new_by = {f.name: (i, f) for i, f in enumerate(new)}
+        pairs, removed, positions = [], [], []
+        for o in old:
+            hit = new_by.get(o.name)
+            if hit is None:
+                removed.append(o)
+            else:
+                positions.append(hit[0])
+                pairs.append((o, hit[1]))
+        added = []
+        if len(pairs) != len(new):
+            old_names = {f.name for f in old}
+            added = [f for f in new if f.name not in old_names]
+        renamed = False
+        for o in list(removed) if added else ():  # renames, only where field ids or aliases prove them
             n = next((a for a in added if _renamed(o, a)), None)
             if n is None:
                 continue
+            renamed = True
             removed.remove(o)
             added.remove(n)
             pairs.append((o, n))
@@ -139,8 +151,10 @@ class _Differ:
             # new readers meet old data without the field: it must be nullable or defaulted
             self.add(prefix + f.name, FIELD_ADDED, None, f, f.nullable or f.has_default, True)
         for o, n in pairs:
-            self.field(prefix + n.name, o, n)
-        self.moves(prefix, old, new, pairs)
+            if o is not n and o != n:  # an equal field has nothing to report
+                self.field(prefix + n.name, o, n)
+        if renamed or any(a > b for a, b in zip(positions, positions[1:], strict=False)):  # something moved
+            self.moves(prefix, old, new, pairs)
 
     def moves(self, prefix: str, old: Sequence[Field], new: Sequence[Field], pairs: list) -> None:
         """Fields whose relative order changed: those outside the longest run kept in order.

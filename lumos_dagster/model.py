@@ -68,7 +68,7 @@ NO_DEFAULT: Any = _NoDefault()
 # ---------------------------------------------------------------- types
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Primitive:
     kind: str
 
@@ -77,13 +77,13 @@ class Primitive:
             raise ValueError(f"unknown primitive type {self.kind!r}")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Decimal:
     precision: int
     scale: int
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Timestamp:
     """`tz` None is a timestamp without time zone (local/naive); else the zone, e.g. UTC."""
 
@@ -91,41 +91,41 @@ class Timestamp:
     tz: str | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Time:
     unit: str = "us"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Fixed:
     size: int
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Enum:
     symbols: tuple[str, ...]
     name: str | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Struct:
     fields: tuple["Field", ...]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Array:
     element: "DataType"
     element_nullable: bool = True
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Map:
     key: "DataType"
     value: "DataType"
     value_nullable: bool = True
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class UnionType:
     """A union beyond the plain nullable case (that one is `Field.nullable`)."""
 
@@ -136,7 +136,7 @@ DataType = Union[Primitive, Decimal, Timestamp, Time, Fixed, Enum, Struct, Array
 TYPE_CLASSES = (Primitive, Decimal, Timestamp, Time, Fixed, Enum, Struct, Array, Map, UnionType)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Field:
     name: str
     type: DataType
@@ -274,9 +274,13 @@ def type_to_json(t: DataType) -> Any:
     raise TypeError(f"not a canonical type: {t!r}")
 
 
+_PRIMITIVES: dict[str, Primitive] = {}
+
+
 def type_from_json(j: Any) -> DataType:
     if isinstance(j, str):
-        return Primitive(j)
+        # shared instances: equal types are then identical, which makes comparing schemas cheap
+        return _PRIMITIVES.get(j) or _PRIMITIVES.setdefault(j, Primitive(j))
     kind = j["kind"]
     if kind == "decimal":
         return Decimal(j["precision"], j["scale"])

@@ -523,10 +523,14 @@ class DataHubCatalog:
         self.env = env
 
     def aspects(self, snapshots: Sequence[Snapshot]) -> list[MetadataChangeProposalWrapper]:
-        """Every snapshot's aspects, each sent once (datasets in one folder share its container)."""
+        """Every snapshot's aspects; what datasets share (folder containers, jobs, terms) is sent once."""
         out, seen = [], set()
         for s in snapshots:
+            urn = dataset_urn(s.dataset, self.env)
             for mcp in snapshot_aspects(s, self.env):
+                if mcp.entityUrn == urn:  # the dataset's own aspects: nobody else sends them
+                    out.append(mcp)
+                    continue
                 key = json.dumps(mcp.to_obj(), sort_keys=True)
                 if key not in seen:
                     seen.add(key)
