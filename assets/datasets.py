@@ -136,10 +136,12 @@ def _multi_asset(
     quality = has_quality_sources(config)
 
     def price(run, store, instance):
-        """Each snapshot's cost; upstreams not in this run give their stored rollup."""
+        """Each snapshot's cost; upstreams not in this run give their stored rollup: the same
+        partition's, else the latest one before it (another cadence, or not yet materialized)."""
 
         def stored(name: str, pk: str | None):
-            snap = store.latest(specs[name].ref.urn, pk)
+            urn = specs[name].ref.urn
+            snap = store.latest(urn, pk) or store.previous(urn, pk)
             return snap.cost if snap else None
 
         def hours(name: str) -> float | None:

@@ -345,6 +345,7 @@ class ReleasesConfig(_Model):
     watch: str | None = Field(
         None, description="Folder (or s3://bucket/prefix) where release manifests land; the release sensor watches it."
     )
+    endpoint_url: str | None = Field(None, description="S3-compatible endpoint (MinIO…) of an s3:// `watch`.")
 
 
 class DataHubLiteCatalogConfig(_Model):

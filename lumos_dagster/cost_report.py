@@ -1,5 +1,5 @@
-"""The cost report: by dataset, owner, domain and platform; month over month; and the
-datasets nobody consumes, with what they cost (where to look for savings).
+"""The cost report: by dataset, owner, domain and platform; month over month; the datasets
+nobody consumes, with what they cost; and what switching each of them off would save.
 
 Group sums add *direct* costs, so nothing is counted twice; a dataset's total (direct +
 inherited) is what the products — the datasets without consumers — carry.
@@ -46,6 +46,8 @@ class CostReport:
     currency: str
     rows: list[Row]
     trend: dict[str, float] = field(default_factory=dict)  # month → direct cost of every dataset
+    # switching off each of the costliest unconsumed datasets (`lumos savings` for one dataset)
+    savings: list[tuple[Savings, tuple[str, ...]]] = field(default_factory=list)  # (savings, owners to ask)
 
     def _group(self, key) -> dict[str, float]:
         out: dict[str, float] = defaultdict(float)
@@ -110,7 +112,16 @@ def build(store: SnapshotStore, catalogue: Catalogue, month: str | None = None) 
     ]
     trend = {m: sum(s.cost.direct for s in snaps.values()) for m, snaps in sorted(per_month.items())}
     currency = next((s.cost.currency for s in latest.values()), "USD")
-    return CostReport(month, currency, rows, trend)
+    report = CostReport(month, currency, rows, trend)
+    report.savings = [
+        (found, affected_owners(catalogue, found))
+        for r in report.unconsumed[:SAVINGS_LISTED]
+        if (found := savings(report, catalogue, [r.dataset])).monthly > 0
+    ]
+    return report
+
+
+SAVINGS_LISTED = 20  # the costliest unconsumed datasets the report prices switching off
 
 
 def savings(report: CostReport, catalogue: Catalogue, datasets: list[str]) -> Savings:
@@ -123,6 +134,25 @@ def savings(report: CostReport, catalogue: Catalogue, datasets: list[str]) -> Sa
     }  # fmt: skip
     owners = {d.name: [o.id for o in d.enrichment.owners] for d in catalogue.datasets}
     return switch_off(nodes, datasets, owners)
+
+
+def affected_owners(catalogue: Catalogue, result: Savings) -> tuple[str, ...]:
+    """Who to ask before switching off: the owners of every dataset that would go."""
+    return tuple(sorted({o.id for d in catalogue.datasets if d.name in result.removed for o in d.enrichment.owners}))
+
+
+def savings_to_json(result: Savings, owners: tuple[str, ...]) -> dict:
+    return {
+        "requested": list(result.requested),
+        "removed": list(result.removed),
+        "owners": list(owners),
+        "monthly": {"storage": round(result.storage, 2), "compute": round(result.compute, 2),
+                    "total": round(result.monthly, 2)},
+        "annual": {"storage": round(result.storage * 12, 2), "compute": round(result.compute * 12, 2),
+                   "total": round(result.annual, 2)},
+        "risk": result.risk,
+        "reasons": list(result.reasons),
+    }  # fmt: skip
 
 
 # ------------------------------------------------------------------ output
@@ -145,6 +175,7 @@ def to_json(report: CostReport) -> dict:
         "unconsumed": [
             {"dataset": r.dataset, "total": round(r.total, 2), "owners": list(r.owners)} for r in report.unconsumed
         ],  # fmt: skip
+        "savings": [savings_to_json(found, owners) for found, owners in report.savings],
     }
 
 
@@ -173,6 +204,14 @@ def to_markdown(report: CostReport) -> str:
     if report.unconsumed:
         lines += ["", "Nobody consumes these; each carries what it was built from:", ""]
         lines += [f"* `{r.dataset}`: {_money(r.total, c)}" for r in report.unconsumed]
+    if report.savings:
+        lines += ["", "Switching one off (`lumos savings --datasets …` for any set):", "",
+                  "| switch off | a month | a year | storage | compute | datasets that go | risk | ask |",
+                  "|---|---:|---:|---:|---:|---:|---|---|"]  # fmt: skip
+        for found, owners in report.savings:
+            lines.append(f"| `{found.requested[0]}` | {found.monthly:,.2f} | {found.annual:,.2f} | "
+                         f"{found.storage:,.2f} | {found.compute:,.2f} | {len(found.removed)} | {found.risk} | "
+                         f"{', '.join(owners) or 'no owner'} |")  # fmt: skip
     return "\n".join(lines)
 
 
@@ -186,6 +225,9 @@ def to_text(report: CostReport) -> str:
     lines.append("trend: " + ", ".join(f"{m} {v:,.2f}" for m, v in report.trend.items()))
     for r in report.unconsumed:
         lines.append(f"no consumer: {r.dataset} {r.total:,.2f}")
+    for found, _ in report.savings:
+        lines.append(f"switching off {found.requested[0]} saves {found.monthly:,.2f} a month, "
+                     f"{found.annual:,.2f} a year ({len(found.removed)} datasets go, risk {found.risk})")  # fmt: skip
     return "\n".join(lines)
 
 

@@ -51,7 +51,9 @@ def assemble(config: LumosConfig) -> Assembly:
     if any(d.schedule for d in catalogue.datasets):
         sensors.append(dataset_schedule_sensor(targets))
     if config.releases.watch:
-        sensors.append(release_sensor(config.resolve_location(config.releases.watch), targets))
+        sensors.append(
+            release_sensor(config.resolve_location(config.releases.watch), targets, config.releases.endpoint_url)
+        )
     store_resource = SnapshotStoreResource(url=config.store_url)
     catalogs = CatalogsResource(catalogs=catalogs_json(config))
     reports = [report_assets(config, catalogue, [keys[d.name] for d in catalogue.datasets])]

@@ -40,7 +40,17 @@ def _snapshot_file(path: str) -> Snapshot | None:
     return None
 
 
-def load_side(spec: str, open_store: Callable[[], SnapshotStore] | None, platform: str = "file") -> Side:
+def _urn_of(store: SnapshotStore, name: str) -> str:
+    """The dataset's URN from the registry, whichever source (file, s3, postgres…) it came from."""
+    if name.startswith("urn:lumos:dataset:"):
+        return name
+    urns = sorted({r.urn for r in store.datasets(include_removed=True) if r.name == name})
+    if len(urns) > 1:
+        raise InputError(f"{name} names several datasets: give the URN instead ({' or '.join(urns)})")
+    return urns[0] if urns else dataset_urn("file", name)
+
+
+def load_side(spec: str, open_store: Callable[[], SnapshotStore] | None) -> Side:
     if os.path.isfile(spec):
         if spec.endswith(".avsc"):
             try:
@@ -60,7 +70,7 @@ def load_side(spec: str, open_store: Callable[[], SnapshotStore] | None, platfor
         raise InputError(f"{spec}: reading a version from the store needs a lumos.yaml (--config)")
     store = open_store()
     try:
-        urn = dataset_urn(platform, name)
+        urn = _urn_of(store, name)
         snap = store.latest(urn) if version == "latest" else store.at_version(urn, version)
         known = sorted({s.version for s in store.history(urn) if s.version}) if snap is None else []
     finally:

@@ -36,18 +36,19 @@ def parse_manifest(text: str, where: str) -> Manifest:
     return Manifest(str(doc["name"]), released, tuple(doc.get("datasets") or ()))
 
 
-def _s3(watch: str):
+def _s3(watch: str, endpoint_url: str | None):
     import boto3
 
     url = urlparse(watch)
-    return boto3.client("s3"), url.netloc, url.path.lstrip("/")
+    return boto3.client("s3", endpoint_url=endpoint_url), url.netloc, url.path.lstrip("/")
 
 
-def read_manifests(watch: str) -> tuple[list[Manifest], list[str]]:
-    """(manifests, problems): a malformed manifest is a problem to report, not a crash."""
+def read_manifests(watch: str, endpoint_url: str | None = None) -> tuple[list[Manifest], list[str]]:
+    """(manifests, problems): a malformed manifest is a problem to report, not a crash.
+    `endpoint_url`: an S3-compatible store (MinIO…) for an s3:// `watch`."""
     texts: list[tuple[str, str]] = []
     if watch.startswith("s3://"):
-        client, bucket, prefix = _s3(watch)
+        client, bucket, prefix = _s3(watch, endpoint_url)
         for page in client.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
             for obj in page.get("Contents", ()):
                 if obj["Key"].endswith(MANIFEST_SUFFIXES):
@@ -67,11 +68,11 @@ def read_manifests(watch: str) -> tuple[list[Manifest], list[str]]:
     return sorted(manifests, key=lambda m: m.released_at), problems
 
 
-def write_manifest(watch: str, manifest: Manifest) -> str:
+def write_manifest(watch: str, manifest: Manifest, endpoint_url: str | None = None) -> str:
     doc = {"name": manifest.name, "released_at": manifest.released_at.isoformat(), "datasets": list(manifest.datasets)}
     body = json.dumps(doc, indent=2)
     if watch.startswith("s3://"):
-        client, bucket, prefix = _s3(watch)
+        client, bucket, prefix = _s3(watch, endpoint_url)
         key = f"{prefix.rstrip('/')}/{manifest.name}.json".lstrip("/")
         client.put_object(Bucket=bucket, Key=key, Body=body.encode())
         return f"s3://{bucket}/{key}"

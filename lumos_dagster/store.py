@@ -11,7 +11,7 @@ import json
 import os
 from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
-from typing import Iterable, Sequence
+from typing import Callable, Iterable, Sequence, TypeVar
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
@@ -183,6 +183,20 @@ def _engine(url: str) -> Engine:
     return sa.create_engine(url, pool_pre_ping=True)
 
 
+T = TypeVar("T")
+
+
+def _on_conflict_retry(write: Callable[[], T], attempts: int = 3) -> T:
+    """Run a check-then-insert write again when another run inserted the same key first: the
+    next attempt finds the row and updates it."""
+    for _ in range(attempts - 1):
+        try:
+            return write()
+        except sa.exc.IntegrityError:
+            continue
+    return write()
+
+
 class SnapshotStore:
     def __init__(self, url: str):
         self.url = url
@@ -220,6 +234,10 @@ class SnapshotStore:
     # ------------------------------------------------------------ registry
 
     def upsert_datasets(self, records: Iterable[DatasetRecord]) -> int:
+        records = list(records)
+        return _on_conflict_retry(lambda: self._upsert_datasets(records))
+
+    def _upsert_datasets(self, records: list[DatasetRecord]) -> int:
         now = _now()
         n = 0
         with self.engine.begin() as conn:
@@ -411,17 +429,25 @@ class SnapshotStore:
         return release
 
     def record_release_versions(self, name: str, versions: dict[str, str]) -> None:
-        """Add (or update) datasets' versions in a release, creating it if needed."""
+        """Add (or update) datasets' versions in a release, creating it if needed. The release
+        sensor starts one run per dataset: runs recording into one release at once each keep theirs."""
         t = releases_table
-        with self.engine.begin() as conn:
-            row = conn.execute(sa.select(t.c.versions).where(t.c.name == name)).first()
-            if row is None:
-                conn.execute(t.insert().values(name=name, created_at=_now(), versions=json.dumps(versions)))
-            else:
-                merged = {**json.loads(row[0]), **versions}
-                conn.execute(
-                    t.update().where(t.c.name == name).values(versions=json.dumps(dict(sorted(merged.items()))))
-                )
+
+        def merge() -> None:
+            with self.engine.begin() as conn:
+                # write first: it takes the row's lock (PostgreSQL) or the database's (SQLite) before the
+                # read, so no other run's versions land between this read and this write
+                conn.execute(t.update().where(t.c.name == name).values(name=t.c.name))
+                row = conn.execute(sa.select(t.c.versions).where(t.c.name == name)).first()
+                if row is None:
+                    conn.execute(t.insert().values(name=name, created_at=_now(), versions=json.dumps(versions)))
+                else:
+                    merged = {**json.loads(row[0]), **versions}
+                    conn.execute(
+                        t.update().where(t.c.name == name).values(versions=json.dumps(dict(sorted(merged.items()))))
+                    )
+
+        _on_conflict_retry(merge)
 
     def releases(self) -> list[Release]:
         t = releases_table
@@ -468,10 +494,14 @@ class SnapshotStore:
     def record_delivery(self, catalog: str, urn: str, partition_key: str, content_hash: str) -> None:
         t = catalog_state_table
         values = {"partition_key": partition_key, "content_hash": content_hash, "delivered_at": _now()}
-        with self.engine.begin() as conn:
-            where = (t.c.catalog == catalog) & (t.c.urn == urn)
-            if conn.execute(t.update().where(where).values(**values)).rowcount == 0:
-                conn.execute(t.insert().values(catalog=catalog, urn=urn, **values))
+        where = (t.c.catalog == catalog) & (t.c.urn == urn)
+
+        def upsert() -> None:
+            with self.engine.begin() as conn:
+                if conn.execute(t.update().where(where).values(**values)).rowcount == 0:
+                    conn.execute(t.insert().values(catalog=catalog, urn=urn, **values))
+
+        _on_conflict_retry(upsert)
 
     def outbox_errors(self, catalog: str, limit: int = 20) -> list[tuple[str, int, str, datetime]]:
         """Pending deliveries that failed: (urn, attempts, last error, queued at), oldest first."""

@@ -7,9 +7,11 @@ A policy turns each change's two verdicts into a severity:
 | NONE     | (never)                              |
 | BACKWARD | backward compatible                  |
 | FORWARD  | forward compatible                   |
-| FULL     | both (the default)                   |
+| FULL     | both (the default); a removed field always breaks |
 
-`…_TRANSITIVE` applies the same test against every earlier version of the dataset,
+FULL is this product's rule, stricter than Avro's: a removed field breaks even when old
+readers could fill it in from its default, because a query or job that selects the column
+fails whatever the default. `…_TRANSITIVE` applies the same test against every earlier version of the dataset,
 not only the previous one. Documentation and governance changes are INFORMATIONAL.
 
 Versions: a BREAKING change → major; any other schema change → minor; metadata only
@@ -25,7 +27,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Sequence
 
-from lumos_dagster.diff import METADATA_KINDS, diff_schemas, diff_snapshots
+from lumos_dagster.diff import FIELD_REMOVED, METADATA_KINDS, diff_schemas, diff_snapshots
 from lumos_dagster.model import BREAKING, INFORMATIONAL, NON_BREAKING, SchemaChange, Snapshot
 
 FIRST_VERSION = "1.0.0"
@@ -42,7 +44,7 @@ def severity(change: SchemaChange, policy: str) -> str:
         "NONE": True,
         "BACKWARD": change.backward,
         "FORWARD": change.forward,
-        "FULL": change.backward and change.forward,
+        "FULL": change.backward and change.forward and change.kind != FIELD_REMOVED,
     }[base]
     return NON_BREAKING if ok else BREAKING
 

@@ -49,7 +49,9 @@ def release_requests(manifests, done: set[str], targets: Targets, now: datetime)
     return requests, finished
 
 
-def release_sensor(watch: str, targets: Targets, interval: int = 60) -> SensorDefinition:
+def release_sensor(
+    watch: str, targets: Targets, endpoint_url: str | None = None, interval: int = 60
+) -> SensorDefinition:
     @sensor(
         name="lumos_releases",
         description=f"Refreshes the datasets of each release manifest in {watch} once their data is ready.",
@@ -59,9 +61,15 @@ def release_sensor(watch: str, targets: Targets, interval: int = 60) -> SensorDe
     )
     def _releases(context):
         done = json.loads(context.cursor)["done"] if context.cursor else []
-        manifests, problems = read_manifests(watch)
+        manifests, problems = read_manifests(watch, endpoint_url)
         for problem in problems:
             context.log.warning(f"release manifest skipped: {problem}")
+        for m in manifests:
+            if m.name not in done and (unknown := [n for n in m.datasets if not targets.known(n)]):
+                context.log.warning(
+                    f"release {m.name} names datasets Lumos has no asset for, skipped: {', '.join(unknown)} "
+                    "(a typo, or not discovered yet: lumos discover)"
+                )
         requests, finished = release_requests(manifests, set(done), targets, datetime.now(UTC))
         cursor = json.dumps({"done": (done + finished)[-KEEP_DONE:]})
         return SensorResult(run_requests=requests, cursor=cursor)

@@ -79,10 +79,11 @@ def take_snapshots(
         if i % step == 0 or i == len(specs):
             progress(f"listed {i}/{len(specs)} datasets ({run.report.files_listed} files)")
 
+    spec_of = {spec.name: spec for spec in specs}
     plan: dict[tuple[str, str | None], list] = {}
     items: list[tuple] = []
     for name, ds in listed.items():
-        spec = next(s for s in specs if s.name == name)
+        spec = spec_of[name]
         for pk, start, end in partitions:
             files = []
             if ds is not None:
@@ -96,7 +97,7 @@ def take_snapshots(
     results = read_schemas(spark, items)
     run.report.files_read = len(results)
     for (name, pk), files in plan.items():
-        missing = () if listed[name] is not None else (_not_found(next(s for s in specs if s.name == name)),)
+        missing = () if listed[name] is not None else (_not_found(spec_of[name]),)
         contents[name, pk] = file_contents(files, results, missing)
         run.readable[name, pk] = [path for path, _ in files if results[path].error is None]
 

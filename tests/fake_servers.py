@@ -66,6 +66,9 @@ class FakeServer:
             def do_PUT(self):
                 self._serve("PUT")
 
+            def do_DELETE(self):
+                self._serve("DELETE")
+
             def log_message(self, *args):
                 pass
 
@@ -114,9 +117,18 @@ class FakeGMS(FakeServer):
         return 404, {"message": f"no route {method} {path}"}
 
 
+#: OpenMetadata's CreateTable request schema (additionalProperties: false): the real server refuses others
+CREATE_TABLE_FIELDS = frozenset(
+    {"name", "displayName", "description", "tableType", "columns", "tableConstraints", "tablePartition",
+     "tableProfilerConfig", "owners", "databaseSchema", "tags", "schemaDefinition", "retentionPeriod",
+     "extension", "sourceUrl", "domain", "dataProducts", "lifeCycle", "sourceHash"}
+)  # fmt: skip
+
+
 class FakeOpenMetadata(FakeServer):
-    """OpenMetadata: create-or-update (PUT) of services, databases, schemas and tables,
-    user lookup by name, and lineage edges; entities get ids like the real server's."""
+    """OpenMetadata: create-or-update (PUT) of services, databases, schemas and tables (a PUT
+    restores a soft-deleted table), soft delete by name, user lookup by name, and lineage edges;
+    entities get ids like the real server's."""
 
     def __init__(self, token: str | None = None, users: tuple[str, ...] = (), teams: tuple[str, ...] = ()):
         super().__init__(token)
@@ -148,7 +160,15 @@ class FakeOpenMetadata(FakeServer):
                 return 404, {"message": f"{kind[:-1]} instance for {name} not found"}
         if method == "GET" and path.startswith("/api/v1/tables/name/"):
             found = self.entities.get("tables", {}).get(path.rsplit("/", 1)[-1])
-            return (200, found) if found else (404, {"message": "table not found"})
+            return (200, found) if found and not found.get("deleted") else (404, {"message": "table not found"})
+        if method == "DELETE" and path.startswith("/api/v1/tables/name/"):
+            found = self.entities.get("tables", {}).get(path.rsplit("/", 1)[-1])
+            if not found or query.get("hardDelete") != ["false"]:
+                return 404, {"message": "table not found"}
+            found["deleted"] = True
+            return 200, found
+        if method == "PUT" and path == "/api/v1/tables" and set(body) - CREATE_TABLE_FIELDS:
+            return 400, {"message": f"Unrecognized field(s) {sorted(set(body) - CREATE_TABLE_FIELDS)}"}
         for kind in ("services/databaseServices", "classifications"):
             if method == "PUT" and path == f"/api/v1/{kind}":
                 return 200, self._put(kind, body["name"], body)

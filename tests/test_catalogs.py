@@ -229,6 +229,23 @@ def test_openmetadata_tables_columns_owners_tags_and_lineage():
     server.stop()
 
 
+def test_openmetadata_soft_deletes_a_removed_table_and_a_return_restores_it():
+    server = FakeOpenMetadata().start()
+    catalog = OpenMetadataCatalog(server.url, retries=0)
+    orders = estate()[1]
+    catalog.emit([orders])
+    table = server.entities["tables"]["lumos.lake.sales.orders"]
+    gone = replace(orders, removed=True)
+    assert catalog.fingerprint(gone) != catalog.fingerprint(orders)  # the removal is delivered, not skipped
+    catalog.emit([gone, replace(estate()[0], removed=True)])  # one it never had: nothing to delete
+    assert server.entities["tables"]["lumos.lake.sales.orders"]["deleted"] is True
+    assert ("DELETE", "/api/v1/tables/name/lumos.lake.sales.orders?hardDelete=false", None) in server.requests
+    catalog.emit([orders])  # the dataset came back: the same table, restored
+    restored = server.entities["tables"]["lumos.lake.sales.orders"]
+    assert restored["id"] == table["id"] and not restored.get("deleted")
+    server.stop()
+
+
 # ------------------------------------------------------------- configuration
 
 

@@ -144,6 +144,20 @@ def test_diff_between_store_versions_knows_the_dataset_and_its_consumers(project
     assert unknown.exit_code == 2 and "known versions: 1.0.0, 2.0.0" in unknown.stderr
 
 
+def test_diff_finds_a_table_source_version_by_name_or_urn(project):
+    store = SnapshotStore(load_config(str(project)).store_url)
+    ref = DatasetRef("postgres", "public/customers", "postgresql://db/public.customers", "table")
+    store.upsert_datasets([DatasetRecord(ref.name, "postgres", "db", ref.location, "table")])
+    first = assess(None, Snapshot(ref, None, T0, schema=V1))
+    store.put([first, assess(first, Snapshot(ref, None, T0 + timedelta(days=1), schema=V2))])
+    store.close()
+    by_name = invoke("diff", "public/customers@1.0.0", "public/customers@latest", "-c", project, "--format", "json")
+    (ds,) = json.loads(by_name.stdout)["datasets"]
+    assert (by_name.exit_code, ds["old_version"], ds["new_version"]) == (1, "1.0.0", "2.0.0")
+    urn = "urn:lumos:dataset:postgres:public/customers"
+    assert invoke("diff", f"{urn}@1.0.0", f"{urn}@2.0.0", "-c", project).exit_code == 1
+
+
 def test_diff_of_two_snapshot_files(project, tmp_path):
     store = SnapshotStore(load_config(str(project)).store_url)
     history = store.history("urn:lumos:dataset:file:raw/orders")

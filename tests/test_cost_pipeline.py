@@ -75,12 +75,12 @@ def example(tmp_path, spark):
     return cfg
 
 
-def run_job(cfg, instance, keys=None):
+def run_job(cfg, instance, keys=None, partition="2026-11-25"):
     job = build_definitions(cfg).resolve_implicit_global_asset_job_def()
     from dagster import AssetKey
 
     selection = [AssetKey(k.split("/")) for k in keys] if keys else None
-    return job.execute_in_process(partition_key="2026-11-25", instance=instance, asset_selection=selection)
+    return job.execute_in_process(partition_key=partition, instance=instance, asset_selection=selection)
 
 
 def test_costs_roll_up_along_lineage_in_the_dagster_run(example):
@@ -101,6 +101,10 @@ def test_costs_roll_up_along_lineage_in_the_dagster_run(example):
     alone = run_job(example, DagsterInstance.ephemeral(), ["events/ml_predictions"])
     (m,) = alone.asset_materializations_for_node("lumos_daily_datasets")
     assert m.metadata["lumos/cost_total"].value == pytest.approx(7000)
+    # …and where the upstreams have no snapshot of that partition yet, their latest one before it
+    later = run_job(example, DagsterInstance.ephemeral(), ["events/ml_predictions"], partition="2026-11-26")
+    (m,) = later.asset_materializations_for_node("lumos_daily_datasets")
+    assert m.metadata["lumos/cost_total"].value == pytest.approx(7000)
 
 
 def test_the_cost_report_and_savings(example, tmp_path):
@@ -112,6 +116,11 @@ def test_the_cost_report_and_savings(example, tmp_path):
     assert [d["dataset"] for d in report["unconsumed"]] == ["events/ml_predictions", "events/event_metrics"]
     assert report["by_owner"]["feature@example.com"] == pytest.approx(2200)
     assert report["by_platform"] == {"file": pytest.approx(8200)}
+    # what switching off each unconsumed dataset saves: its own cost and the upstreams only it reads
+    ml, metrics = report["savings"]
+    assert ml["removed"] == ["events/cleaned_events", "events/feature_store", "events/ml_predictions"]
+    assert ml["monthly"]["total"] == pytest.approx(6700)  # raw_events stays: event_metrics still reads it
+    assert (metrics["removed"], metrics["monthly"]["total"], metrics["risk"]) == (["events/event_metrics"], 1000, "low")
     csv_out = CliRunner().invoke(main, ["cost", "-c", str(tmp_path / "lumos.yaml"), "--format", "csv"]).stdout
     assert csv_out.splitlines()[0].startswith("month,dataset,owners") and len(csv_out.splitlines()) == 6
 
@@ -119,7 +128,8 @@ def test_the_cost_report_and_savings(example, tmp_path):
                                       "events/feature_store", "--format", "json"])  # fmt: skip
     doc = json.loads(saved.stdout)
     assert doc["removed"] == ["events/cleaned_events", "events/feature_store", "events/ml_predictions"]
-    assert doc["monthly"] == {"storage": 200.0, "compute": 6500.0, "total": 6700.0} and doc["annual"] == 80400.0
+    assert doc["monthly"] == {"storage": 200.0, "compute": 6500.0, "total": 6700.0}
+    assert doc["annual"] == {"storage": 2400.0, "compute": 78000.0, "total": 80400.0}
     assert doc["owners"] == ["cleaned@example.com", "feature@example.com", "ml@example.com"]
     assert doc["risk"] == "high"  # three owners to ask
 
@@ -136,6 +146,7 @@ def test_the_cost_report_asset_writes_its_files(example, tmp_path):
     assert m.metadata["lumos/direct_cost"].value == pytest.approx(8200)
     assert json.loads((tmp_path / ".lumos" / "reports" / "cost-2026-11.json").read_text())["month"] == "2026-11"
     assert "Nobody consumes these" in m.metadata["lumos/summary"].value
+    assert "| `events/event_metrics` | 1,000.00 | 12,000.00 |" in m.metadata["lumos/summary"].value
 
 
 # ------------------------------------------------------------------ billing

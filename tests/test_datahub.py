@@ -230,6 +230,7 @@ def test_glossary_terms_profile_and_assertions():
     by_flat = {get_simple_field_path_from_v2_field_path(f.fieldPath): f for f in orders["schemaMetadata"].fields}
     assert [t.urn for t in by_flat["order_id"].glossaryTerms.terms] == ["urn:li:glossaryTerm:Order Identifier"]
     assert by_flat["amount"].glossaryTerms is None
+    assert [t.urn for t in orders["glossaryTerms"].terms] == ["urn:li:glossaryTerm:Order Identifier"]
     assert entities["urn:li:glossaryTerm:Order Identifier"]["glossaryTermInfo"].name == "Order Identifier"
     field = orders["datasetProfile"].fieldProfiles[0]
     assert (field.fieldPath, field.nullProportion, field.uniqueCount, field.min, field.max) == (

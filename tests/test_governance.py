@@ -92,10 +92,13 @@ def test_dbt_manifest_documents_models(tmp_path):
     code = read_code(config, dict.fromkeys(names + sources, []))
     assert code.docs, code.problems
     for name, doc in code.docs.items():
-        assert name in names
+        assert name in names + sources
         assert all(e.job.orchestrator == "dbt" and e.job.name.startswith("model.") for e in doc.edges)
     documented = [d for d in code.docs.values() if d.description]
     assert documented and any(d.column_descriptions for d in code.docs.values())
+    # a source: the lake table dbt reads gets dbt's documentation and its freshness as the SLA
+    orders = code.docs["raw_shop/orders"]
+    assert (orders.edges, orders.description, orders.sla) == ((), "Orders as placed", "12h")
 
 
 def test_code_docs_round_trip_through_json():

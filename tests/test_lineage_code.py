@@ -255,16 +255,26 @@ def manifest() -> dict[str, CodeLineage]:
     return {e.job: e for e in read_manifest(MANIFEST)}
 
 
-def test_manifest_gives_models_seeds_and_snapshots_only(manifest):
+def test_manifest_gives_models_seeds_snapshots_and_sources(manifest):
     assert list(manifest) == [
         "model.shop.fct_revenue",
         "model.shop.stg_customers",
         "model.shop.stg_orders",
         "seed.shop.fx_rates",
         "snapshot.shop.customers_snapshot",
+        "source.shop.shop.customers",
+        "source.shop.shop.orders",
     ]
     assert {e.kind for e in manifest.values()} == {"dbt"}
     assert all(e.errors == () for e in manifest.values())
+
+
+def test_a_source_documents_the_table_it_names_and_reads_nothing(manifest):
+    orders = manifest["source.shop.shop.orders"]
+    assert (orders.output, orders.inputs, orders.columns) == ("warehouse.raw_shop.orders", (), ())
+    assert orders.description == "Orders as placed"
+    assert orders.column_descriptions == {"id": "Order id", "amount_cents": "Amount in cents"}
+    assert orders.sla == "12 hour"  # freshness warn_after: an SLA, made canonical (12h) when attached
 
 
 def test_manifest_relations_and_inputs(manifest):
@@ -281,6 +291,8 @@ def test_manifest_relations_and_inputs(manifest):
             "warehouse.snapshots.customers_snapshot",
             ("warehouse.raw_shop.customers_v2",),
         ),
+        "source.shop.shop.customers": ("warehouse.raw_shop.customers_v2", ()),
+        "source.shop.shop.orders": ("warehouse.raw_shop.orders", ()),
     }
 
 

@@ -21,6 +21,7 @@ from lumos_dagster.config import parse_config
 from lumos_dagster.datasets import resolve_datasets
 from lumos_dagster.formats import read_file_schema
 from lumos_dagster.model import Array, Decimal, Enum, Primitive, Struct, Timestamp, UnionType, type_str
+from lumos_dagster.releases import Manifest, read_manifests, write_manifest
 from lumos_dagster.report import ScanReport
 from lumos_dagster.sources import build_sources, discover
 from lumos_dagster.sources.mongodb import MongoSource
@@ -124,6 +125,16 @@ def test_an_unreachable_bucket_is_a_failure_not_an_empty_source(s3):
     report = ScanReport()
     found = discover(build_sources(config), report)
     assert found.scanned == [] and "cannot reach s3://nope" in report.failures[0][1]
+
+
+def test_release_manifests_in_an_s3_prefix_of_an_s3_compatible_store(s3):
+    released = dt.datetime(2026, 11, 25, 9, tzinfo=dt.UTC)
+    where = write_manifest("s3://lake/releases/", Manifest("S-7", released, ("sales/orders",)), s3["url"])
+    assert where == "s3://lake/releases/S-7.json"
+    s3["client"].put_object(Bucket="lake", Key="releases/S-8.yaml", Body=b"name: S-8\n")  # no released_at
+    manifests, problems = read_manifests("s3://lake/releases/", s3["url"])
+    assert manifests == [Manifest("S-7", released, ("sales/orders",))]
+    assert problems == ["s3://lake/releases/S-8.yaml: `released_at:` is missing"]
 
 
 # ------------------------------------------------------------------ PostgreSQL

@@ -157,3 +157,28 @@ def test_two_runs_writing_at_once_lose_nothing(store_url):
     assert store.outbox_counts("c") == {"pending": 80}
     assert all(store.latest(f"urn:lumos:dataset:file:w{w}-{i}") for w in range(2) for i in range(40))
     store.close()
+
+
+def _recorder(url: str, worker: int, n: int) -> None:
+    store = SnapshotStore(url)
+    for i in range(n):  # the release sensor's runs: each records its datasets' versions in one release
+        store.record_release_versions("S-1", {f"w{worker}-{i}": "1.0.0"})
+        store.upsert_datasets([DatasetRecord(f"shared-{i}", "file", "lake", f"/lake/shared-{i}", "parquet")])
+        store.record_delivery("c", f"urn:shared-{i}", "2026-11-25", f"h{worker}")
+    store.close()
+
+
+def test_runs_recording_into_one_release_at_once_lose_no_version(store_url):
+    SnapshotStore(store_url).close()
+    ctx = multiprocessing.get_context("spawn")
+    procs = [ctx.Process(target=_recorder, args=(store_url, w, 30)) for w in range(2)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(120)
+        assert p.exitcode == 0  # no unique-key error from two writers creating one row
+    store = SnapshotStore(store_url)
+    (release,) = store.releases()
+    assert len(release.versions) == 60
+    assert len(store.datasets()) == 30 and len(store.catalog_state("c")) == 30
+    store.close()

@@ -364,6 +364,8 @@ def snapshot_aspects(s: Snapshot, env: str = "PROD") -> list[MetadataChangePropo
         aspects.append(GlobalTagsClass(tags=[TagAssociationClass(tag=make_tag_urn(t)) for t in s.tags]))
     if s.domain:
         aspects.append(DomainsClass(domains=[make_domain_urn(s.domain)]))
+    if s.terms:  # the columns' terms, on the dataset too: DataHub's sidebar and term pages show these
+        aspects.append(_terms(s.terms))
     if last_modified is not None:
         aspects.append(
             DatasetProfileClass(

@@ -101,7 +101,7 @@ class OpenMetadataCatalog:
         self.timeout = timeout_sec
         self.session = requests.Session()
         retry = Retry(total=retries, backoff_factor=0.5, status_forcelist=(429, 500, 502, 503, 504),
-                      allowed_methods=("GET", "PUT"))  # fmt: skip
+                      allowed_methods=("GET", "PUT", "DELETE"))  # fmt: skip
         self.session.mount("http://", HTTPAdapter(max_retries=retry))
         self.session.mount("https://", HTTPAdapter(max_retries=retry))
         self.session.headers["Content-Type"] = "application/json"
@@ -156,14 +156,13 @@ class OpenMetadataCatalog:
         }
         if s.description:
             body["description"] = s.description
-        if s.removed:
-            body["deleted"] = True
         return body
 
     def fingerprint(self, snapshot: Snapshot) -> str:
         return content_hash(
             {
                 "table": self.table_body(snapshot),
+                "removed": snapshot.removed,
                 "owners": [(o.kind, o.id) for o in snapshot.owners],
                 "upstream": sorted(e.upstream.name for e in snapshot.upstream),
             }
@@ -192,6 +191,13 @@ class OpenMetadataCatalog:
             self._call("PUT", "tags", {"name": tag, "classification": CLASSIFICATION, "description": tag})
             calls += 1
         ids = {}
+        for s in [s for s in snapshots if s.removed]:
+            # a soft delete (the table stays restorable, and a later PUT restores it); CreateTable
+            # has no `deleted` field
+            schema, table = table_place(s.dataset.name)
+            self._call("DELETE", f"tables/name/{self._schema_fqn(schema)}.{table}?hardDelete=false", missing_ok=True)
+            calls += 1
+        snapshots = [s for s in snapshots if not s.removed]
         for s in snapshots:  # tables first, then lineage: an edge needs both ends
             body = self.table_body(s)
             owners = [ref for o in s.owners if (ref := self._owner(o.kind, o.id))]

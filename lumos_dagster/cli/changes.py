@@ -346,5 +346,5 @@ def release(name, config_file, datasets, list_) -> None:
         click.echo(f"  {n:<40} {v}")
     if config.releases.watch:
         manifest = Manifest(rel.name, rel.created_at, tuple(sorted(wanted)) if wanted else ())
-        written = write_manifest(config.resolve_location(config.releases.watch), manifest)
+        written = write_manifest(config.resolve_location(config.releases.watch), manifest, config.releases.endpoint_url)
         click.echo(f"manifest for the release sensor: {written}")

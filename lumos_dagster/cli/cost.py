@@ -50,15 +50,10 @@ def savings(config_file, datasets, month, fmt) -> None:
         result = cost_report.savings(report, catalogue, [d.strip() for d in datasets.split(",")])
     except KeyError as exc:
         raise click.ClickException(str(exc.args[0])) from None
-    owners = sorted({o.id for d in catalogue.datasets if d.name in result.removed for o in d.enrichment.owners})
+    owners = cost_report.affected_owners(catalogue, result)
     if fmt == "json":
-        click.echo(json.dumps({
-            "month": report.month, "currency": report.currency, "requested": list(result.requested),
-            "removed": list(result.removed), "owners": owners,
-            "monthly": {"storage": round(result.storage, 2), "compute": round(result.compute, 2),
-                        "total": round(result.monthly, 2)},
-            "annual": round(result.annual, 2), "risk": result.risk, "reasons": list(result.reasons),
-        }, indent=2))  # fmt: skip
+        doc = {"month": report.month, "currency": report.currency, **cost_report.savings_to_json(result, owners)}
+        click.echo(json.dumps(doc, indent=2))
         return
     c = report.currency
     click.echo(f"switching off {', '.join(result.requested)} removes {len(result.removed)} dataset(s):")

@@ -1,8 +1,10 @@
 """Lineage and documentation from a dbt `manifest.json` (v11/v12 shape; older `compiled_sql` too).
 
 Each model, seed and snapshot gives one `CodeLineage`: its relation, the relations it depends on,
-its docs and meta (owner, sla), and column edges parsed from its compiled SQL. Sources are only
-inputs. Relations are `database.schema.alias` (sources: `database.schema.identifier`), lowercase.
+its docs and meta (owner, sla), and column edges parsed from its compiled SQL. Each source gives
+its documentation only (description, columns, owner; its freshness `warn_after` as the SLA): it is
+usually a lake table Lumos scans, and dbt is where it got documented. Relations are
+`database.schema.alias` (sources: `database.schema.identifier`), lowercase.
 """
 
 from __future__ import annotations
@@ -35,6 +37,15 @@ class _DependsOn(BaseModel):
     nodes: list[str] = []
 
 
+class _After(BaseModel):
+    count: int | None = None
+    period: str | None = None
+
+
+class _Freshness(BaseModel):
+    warn_after: _After = _After()
+
+
 class _Node(BaseModel):
     resource_type: str
     name: str
@@ -50,6 +61,7 @@ class _Node(BaseModel):
     depends_on: _DependsOn = _DependsOn()
     compiled_code: str | None = None
     compiled_sql: str | None = None  # manifests before v7
+    freshness: _Freshness | None = None  # sources
 
     @property
     def relation(self) -> str:
@@ -69,7 +81,7 @@ class _Manifest(BaseModel):
 
 
 def read_manifest(path: str | Path, dialect: str | None = None) -> list[CodeLineage]:
-    """One entry per model, seed and snapshot, sorted by unique_id.
+    """One entry per model, seed, snapshot and source, sorted by unique_id.
 
     The SQL dialect defaults to the manifest's adapter when sqlglot knows it. Raises ValueError
     naming the file when the manifest is not one.
@@ -83,11 +95,7 @@ def read_manifest(path: str | Path, dialect: str | None = None) -> list[CodeLine
     }
     dialect = dialect or _known_dialect(manifest.metadata.adapter_type)
     schemas = {node.relation: list(node.columns) for node in relations.values() if node.columns}
-    return [
-        _entry(unique_id, node, relations, dialect, schemas)
-        for unique_id, node in sorted(relations.items())
-        if node.resource_type in _PRODUCERS
-    ]
+    return [_entry(unique_id, node, relations, dialect, schemas) for unique_id, node in sorted(relations.items())]
 
 
 def _load_json(path: Path) -> Any:
@@ -165,4 +173,6 @@ def _owners(node: _Node) -> tuple[str, ...]:
 
 def _sla(node: _Node) -> str | None:
     sla = _meta(node, "sla")
+    if sla is None and node.freshness and node.freshness.warn_after.count and node.freshness.warn_after.period:
+        sla = f"{node.freshness.warn_after.count} {node.freshness.warn_after.period}"  # `12 hour`
     return None if sla is None else str(sla)
