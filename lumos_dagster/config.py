@@ -218,6 +218,9 @@ class DatasetDecl(_Model):
     cost: DatasetCostDecl | None = None
     sla: str | None = Field(None, description="How fresh the data must be, e.g. `6h`, `2d` (drives freshness).")
     profile: ProfileDecl | None = Field(None, description="Profile the data on Spark: `true` or {sample: 0.1}.")
+    keys: list[str] = Field(
+        default_factory=list, description="The primary key's columns (flat paths) where the files cannot say."
+    )
 
     @field_validator("sla")
     @classmethod

@@ -124,6 +124,7 @@ def resolve_datasets(
                 ),
                 column_descriptions=doc.column_descriptions,
                 glossary=tuple((g.column, g.term) for g in config.governance.glossary),
+                keys=tuple(decl.keys) if decl else (),
             ),
             upstream=graph[name],
             missing_upstream=tuple(u for u in upstream if u not in platform_of),

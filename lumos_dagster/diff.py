@@ -205,10 +205,11 @@ class _Differ:
         elif isinstance(old, Enum) and isinstance(new, Enum):
             added = [s for s in new.symbols if s not in old.symbols]
             removed = [s for s in old.symbols if s not in new.symbols]
+            # a reader meeting a symbol it does not know takes its enum's default, when it has one
             if added:  # an old reader meets symbols it does not know
-                self.add(path, ENUM_SYMBOLS_ADDED, None, ", ".join(added), True, False)
+                self.add(path, ENUM_SYMBOLS_ADDED, None, ", ".join(added), True, old.default is not None)
             if removed:  # a new reader meets old data with symbols it dropped
-                self.add(path, ENUM_SYMBOLS_REMOVED, ", ".join(removed), None, False, True)
+                self.add(path, ENUM_SYMBOLS_REMOVED, ", ".join(removed), None, new.default is not None, True)
         elif isinstance(old, UnionType) or isinstance(new, UnionType):
             self.union(path, old, new)
         else:

@@ -105,6 +105,7 @@ class Fixed:
 class Enum:
     symbols: tuple[str, ...]
     name: str | None = None
+    default: str | None = None  # Avro: what a reader makes of a symbol it does not know
 
 
 @dataclass(frozen=True, slots=True)
@@ -257,7 +258,8 @@ def type_to_json(t: DataType) -> Any:
     if isinstance(t, Fixed):
         return {"kind": "fixed", "size": t.size}
     if isinstance(t, Enum):
-        return {"kind": "enum", "symbols": list(t.symbols), "name": t.name}
+        out = {"kind": "enum", "symbols": list(t.symbols), "name": t.name}
+        return out if t.default is None else {**out, "default": t.default}
     if isinstance(t, Struct):
         return {"kind": "struct", "fields": [field_to_json(f) for f in t.fields]}
     if isinstance(t, Array):
@@ -291,7 +293,7 @@ def type_from_json(j: Any) -> DataType:
     if kind == "fixed":
         return Fixed(j["size"])
     if kind == "enum":
-        return Enum(tuple(j["symbols"]), j["name"])
+        return Enum(tuple(j["symbols"]), j["name"], j.get("default"))
     if kind == "struct":
         return Struct(tuple(field_from_json(f) for f in j["fields"]))
     if kind == "array":

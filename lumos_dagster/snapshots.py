@@ -39,11 +39,13 @@ class Enrichment:
     default_description: str | None = None
     column_descriptions: Mapping[str, str] = field(default_factory=dict)  # flat path → description
     glossary: tuple[tuple[str, str], ...] = ()  # (column-name glob, business term)
+    keys: tuple[str, ...] = ()  # declared primary-key columns (flat paths)
 
 
 def documented(schema: Schema, enrichment: Enrichment) -> Schema:
-    """Columns the source leaves undocumented get code's descriptions; glossary terms attach by name."""
-    if not enrichment.column_descriptions and not enrichment.glossary:
+    """Columns the source leaves undocumented get code's descriptions; glossary terms attach by name;
+    declared key columns become the primary key."""
+    if not enrichment.column_descriptions and not enrichment.glossary and not enrichment.keys:
         return schema
 
     def walk(fields: tuple[Field, ...], prefix: str) -> tuple[Field, ...]:
@@ -58,6 +60,7 @@ def documented(schema: Schema, enrichment: Enrichment) -> Schema:
                     type=map_struct_fields(f.type, lambda inner, p=path: walk(inner, p + ".")),
                     description=f.description or enrichment.column_descriptions.get(path),
                     terms=tuple(dict.fromkeys(f.terms + terms)),
+                    is_key=f.is_key or path in enrichment.keys,
                 )
             )
         return tuple(out)

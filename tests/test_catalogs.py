@@ -176,7 +176,11 @@ def test_openlineage_dataset_events_through_the_file_transport(tmp_path):
     facets = orders["dataset"]["facets"]
     assert orders["dataset"]["namespace"] == "lumos"
     assert set(facets) == {"datasource", "storage", "symlinks", "schema", "version", "documentation", "ownership",
-                           "tags"}  # fmt: skip
+                           "tags", "columnLineage"}  # fmt: skip
+    assert facets["columnLineage"]["fields"]["amount"]["inputFields"] == [
+        {"namespace": "lumos", "name": "raw/orders", "field": "total", "transformations": []}
+    ]
+    assert "columnLineage" not in next(e for e in events if e["dataset"]["name"] == "raw/orders")["dataset"]["facets"]
     assert facets["version"]["datasetVersion"] == "1.2.0"
     assert facets["storage"] == {**facets["storage"], "storageLayer": "file", "fileFormat": "avro"}
     customer = next(f for f in facets["schema"]["fields"] if f["name"] == "customer")

@@ -121,7 +121,7 @@ AVRO_SCHEMA = {
         {"name": "day", "type": {"type": "int", "logicalType": "date"}},
         {"name": "t", "type": {"type": "int", "logicalType": "time-millis"}},
         {"name": "uid", "type": {"type": "string", "logicalType": "uuid"}},
-        {"name": "status", "type": {"type": "enum", "name": "Status", "symbols": ["A", "B"]}},
+        {"name": "status", "type": {"type": "enum", "name": "Status", "symbols": ["A", "B"], "default": "B"}},
         {"name": "hash", "type": {"type": "fixed", "name": "MD5", "size": 16}},
         {"name": "maybe", "type": ["null", "string"], "default": None},
         {"name": "either", "type": ["int", "string"]},
@@ -162,7 +162,7 @@ def test_avro_types_defaults_docs_and_recursion(tmp_path):
     assert f["amount"].type == Decimal(9, 2)
     assert f["at"].type == Timestamp("us", "UTC") and f["local"].type == Timestamp("ms", None)
     assert f["day"].type == Primitive("date") and f["t"].type == Time("ms") and f["uid"].type == Primitive("uuid")
-    assert f["status"].type == Enum(("A", "B"), "test.lumos.Status")
+    assert f["status"].type == Enum(("A", "B"), "test.lumos.Status", default="B")
     assert f["hash"].type == Fixed(16)
     assert f["maybe"].nullable and f["maybe"].default is None and f["maybe"].type == Primitive("string")
     assert f["either"].type == UnionType((Primitive("int32"), Primitive("string"))) and not f["either"].nullable
@@ -171,7 +171,7 @@ def test_avro_types_defaults_docs_and_recursion(tmp_path):
     # a recursive reference is not expanded (it would never end): its type is unknown, its native type says why
     assert f["children"].type == Array(Primitive("unknown"), False)
     assert f["children"].native_type == "array<test.lumos.Node>" and f["children"].default == []
-    assert f["again"].type == Enum(("A", "B"), "test.lumos.Status") and f["again"].nullable
+    assert f["again"].type == Enum(("A", "B"), "test.lumos.Status", default="B") and f["again"].nullable
 
 
 def test_csv_tsv_gzip_and_json(tmp_path):

@@ -186,6 +186,9 @@ def test_snapshots_get_code_column_docs_glossary_terms_and_the_pattern_descripti
     assert described.description == "from the source"
     # terms do not change the schema's fingerprint: they are documentation
     assert snap.fingerprint == build_snapshot(ref, None, NOW, _contents(schema), Enrichment(), []).fingerprint
+    # declared keys: files cannot say which columns are the key, lumos.yaml can (nested paths too)
+    keyed = build_snapshot(ref, None, NOW, _contents(schema), Enrichment(keys=("buyer.cust_id",)), [])
+    assert [p for p, f in keyed.schema.flatten() if f.is_key] == ["buyer.cust_id"]
 
 
 def _snapshot(name="sales/orders", **changes) -> Snapshot:

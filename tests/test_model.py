@@ -59,7 +59,7 @@ leaf_types = st.one_of(
     st.builds(Timestamp, units, st.none() | st.sampled_from(["UTC", "Europe/Paris"])),
     st.builds(Time, units),
     st.builds(Fixed, st.integers(0, 64)),
-    st.builds(Enum, st.lists(names, min_size=1, max_size=4).map(tuple), st.none() | names),
+    st.builds(Enum, st.lists(names, min_size=1, max_size=4).map(tuple), st.none() | names, st.none() | names),
 )
 
 

@@ -1,5 +1,6 @@
 """OpenLineage: one DatasetEvent per snapshot (schema, version, ownership, storage,
-datasource, documentation, tags facets; a DROP lifecycle facet for a removed dataset),
+datasource, documentation, tags and column-lineage facets; a DROP lifecycle facet for a
+removed dataset),
 through openlineage-python's own HTTP or file transport (Marquez and friends)."""
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from typing import Sequence
 from openlineage.client import OpenLineageClient
 from openlineage.client.event_v2 import DatasetEvent, StaticDataset
 from openlineage.client.generated import (
+    column_lineage_dataset,
     dataset_version_dataset,
     datasource_dataset,
     documentation_dataset,
@@ -89,10 +91,26 @@ class OpenLineageCatalog:
                 facets["tags"] = tags_dataset.TagsDatasetFacet(
                     tags=[tags_dataset.TagsDatasetFacetFields(key=t, value="true", source="LUMOS") for t in s.tags]
                 )
+            if lineage := self._column_lineage(s):
+                facets["columnLineage"] = lineage
         return DatasetEvent(
             eventTime=s.captured_at.isoformat(),
             producer=PRODUCER,
             dataset=StaticDataset(namespace=self.namespace, name=s.dataset.name, facets=facets),
+        )
+
+    def _column_lineage(self, s: Snapshot) -> column_lineage_dataset.ColumnLineageDatasetFacet | None:
+        """Which upstream columns each column comes from (the edges SQL and dbt lineage derived)."""
+        inputs: dict[str, list] = {}
+        for e in s.upstream:
+            for c in e.columns:
+                inputs.setdefault(c.downstream, []).append(
+                    column_lineage_dataset.InputField(namespace=self.namespace, name=e.upstream.name, field=c.upstream)
+                )
+        if not inputs:
+            return None
+        return column_lineage_dataset.ColumnLineageDatasetFacet(
+            fields={name: column_lineage_dataset.Fields(inputFields=found) for name, found in sorted(inputs.items())}
         )
 
     def fingerprint(self, snapshot: Snapshot) -> str:

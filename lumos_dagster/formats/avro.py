@@ -99,7 +99,7 @@ class _Converter:
             self.named[full] = schema
             ns = full.rsplit(".", 1)[0] if "." in full else None
             if t == "enum":
-                return Enum(tuple(schema["symbols"]), full), False
+                return Enum(tuple(schema["symbols"]), full, schema.get("default")), False
             if t == "fixed":
                 return Fixed(int(schema["size"])), False
             self.expanding.add(full)
