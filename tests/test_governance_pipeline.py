@@ -89,7 +89,7 @@ def governed(tmp_path, spark):
     }
     (tmp_path / "lumos.yaml").write_text(yaml.safe_dump(config))
     out = CliRunner().invoke(main, ["discover", "-c", str(tmp_path / "lumos.yaml")])
-    assert "code: 2 datasets built by SQL/dbt, 3 lineage edges" in out.output, out.output
+    assert "code: 2 datasets built by SQL, dbt or views, 3 lineage edges" in out.output, out.output
     return load_config(str(tmp_path / "lumos.yaml"))
 
 

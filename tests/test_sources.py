@@ -20,7 +20,19 @@ from moto.server import ThreadedMotoServer
 from lumos_dagster.config import parse_config
 from lumos_dagster.datasets import resolve_datasets
 from lumos_dagster.formats import read_file_schema
-from lumos_dagster.model import Array, Decimal, Enum, Primitive, Struct, Timestamp, UnionType, type_str
+from lumos_dagster.lineage.resolve import read_code, refresh_code
+from lumos_dagster.model import (
+    Array,
+    ColumnMapping,
+    Decimal,
+    Enum,
+    JobRef,
+    Primitive,
+    Struct,
+    Timestamp,
+    UnionType,
+    type_str,
+)
 from lumos_dagster.releases import Manifest, read_manifests, write_manifest
 from lumos_dagster.report import ScanReport
 from lumos_dagster.sources import build_sources, discover
@@ -208,6 +220,24 @@ def test_postgres_discovery_finds_tables_views_and_view_lineage(pg_schema):
     )
 
 
+def test_postgres_view_definitions_give_column_lineage(pg_schema):
+    config, sources = pg_source(pg_schema)
+    stored = sources["db"].stored_sql(ScanReport())
+    views = {job: body for job, _, body in stored.views}
+    assert sorted(views) == [f"{pg_schema}.order_totals", f"{pg_schema}.top_customers"]
+    assert f"{pg_schema}.orders" in views[f"{pg_schema}.order_totals"]  # qualified, whatever the search_path
+    prefix = f"test/{pg_schema}"
+    tables = ("customers", "orders", "order_totals", "top_customers")
+    code = read_code(config, {f"{prefix}/{t}": [] for t in tables}, [stored])
+    assert not code.problems and not code.external
+    totals = code.docs[f"{prefix}/order_totals"]
+    columns = {(e.upstream, c.downstream, c.upstream) for e in totals.edges for c in e.columns}
+    assert columns == {(f"{prefix}/customers", "name", "name"), (f"{prefix}/orders", "total", "amount")}
+    assert {e.job for e in totals.edges} == {JobRef("sql", "db", f"{pg_schema}.order_totals")}
+    (top,) = code.docs[f"{prefix}/top_customers"].edges  # a materialized view over a view
+    assert (top.upstream, top.columns) == (f"{prefix}/order_totals", (ColumnMapping("name", "name"),))
+
+
 def test_postgres_describes_columns_keys_defaults_comments_sizes_and_usage(pg_schema):
     _, sources = pg_source(pg_schema)
     desc = sources["db"].describe(f'"{pg_schema}"."orders"')
@@ -289,12 +319,17 @@ def test_postgres_tables_reach_datahub_with_view_lineage_through_dagster(pg_sche
         base_dir=str(tmp_path),
     )  # fmt: skip
     store = SnapshotStore(config.store_url)
-    reconcile(store, discover(build_sources(config), ScanReport()), 0.75, [], ScanReport())
+    sources = build_sources(config)
+    reconcile(store, discover(sources, ScanReport()), 0.75, [], ScanReport())
+    refresh_code(store, config, [sources["db"].stored_sql(ScanReport())])  # what `lumos discover` does
     store.close()
     job = build_definitions(config).resolve_implicit_global_asset_job_def()
     assert job.execute_in_process(partition_key="2026-11-25", instance=DagsterInstance.ephemeral()).success
     got = {s.dataset.name.split("/")[-1]: s for s in DataHubLiteCatalog(config.lite_path).read_all()}
     assert sorted(e.upstream.name.split("/")[-1] for e in got["order_totals"].upstream) == ["customers", "orders"]
+    totals = {e.upstream.name.split("/")[-1]: e for e in got["order_totals"].upstream}
+    assert totals["orders"].columns == (ColumnMapping("total", "amount"),)
+    assert totals["orders"].job == JobRef("sql", "db", f"{pg_schema}.order_totals")
     assert got["orders"].dataset.platform == "postgres" and got["orders"].stats.row_count == 3
     assert got["customers"].description == "People who buy"
     assert [f.name for f in got["orders"].schema.fields if f.is_key] == ["id"]

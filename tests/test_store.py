@@ -144,15 +144,20 @@ def _writer(url: str, worker: int, n: int) -> None:
     store.close()
 
 
-def test_two_runs_writing_at_once_lose_nothing(store_url):
+def _two_at_once(target, store_url: str, n: int) -> None:
+    """Two processes running `target(store_url, worker, n)` at the same time; both must succeed."""
     SnapshotStore(store_url).close()  # create the tables before the race
     ctx = multiprocessing.get_context("spawn")
-    procs = [ctx.Process(target=_writer, args=(store_url, w, 40)) for w in range(2)]
+    procs = [ctx.Process(target=target, args=(store_url, w, n)) for w in range(2)]
     for p in procs:
         p.start()
     for p in procs:
         p.join(120)
-        assert p.exitcode == 0
+        assert p.exitcode == 0  # e.g. no unique-key error from two writers creating one row
+
+
+def test_two_runs_writing_at_once_lose_nothing(store_url):
+    _two_at_once(_writer, store_url, 40)
     store = SnapshotStore(store_url)
     assert store.outbox_counts("c") == {"pending": 80}
     assert all(store.latest(f"urn:lumos:dataset:file:w{w}-{i}") for w in range(2) for i in range(40))
@@ -169,14 +174,7 @@ def _recorder(url: str, worker: int, n: int) -> None:
 
 
 def test_runs_recording_into_one_release_at_once_lose_no_version(store_url):
-    SnapshotStore(store_url).close()
-    ctx = multiprocessing.get_context("spawn")
-    procs = [ctx.Process(target=_recorder, args=(store_url, w, 30)) for w in range(2)]
-    for p in procs:
-        p.start()
-    for p in procs:
-        p.join(120)
-        assert p.exitcode == 0  # no unique-key error from two writers creating one row
+    _two_at_once(_recorder, store_url, 30)
     store = SnapshotStore(store_url)
     (release,) = store.releases()
     assert len(release.versions) == 60

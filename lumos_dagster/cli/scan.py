@@ -55,15 +55,18 @@ def discover(config_file: str | None) -> None:
     from lumos_dagster.registry import reconcile
     from lumos_dagster.sources import build_sources
     from lumos_dagster.sources import discover as discover_sources
+    from lumos_dagster.sources.base import TableSource
 
     config = load(config_file)
     report = ScanReport()
-    found = discover_sources(build_sources(config), report, progress=lambda msg: click.echo(msg, err=True))
+    sources = build_sources(config)
+    found = discover_sources(sources, report, progress=lambda msg: click.echo(msg, err=True))
+    stored = [sql for s in sources.values() if isinstance(s, TableSource) and (sql := s.stored_sql(report))]
     catalogs = build_catalogs(config)
     store = open_store(config)
     try:
         result = reconcile(store, found, config.removal.max_share, [c.name for c in catalogs], report)
-        code = refresh_code(store, config)
+        code = refresh_code(store, config, stored)
         if result.removed:
             for catalog in catalogs:
                 try:
@@ -79,7 +82,7 @@ def discover(config_file: str | None) -> None:
         click.echo(f"  {name:<40} removed (soft-deleted in the catalogs)")
     if code is not None:
         edges = sum(len(d.edges) for d in code.docs.values())
-        click.echo(f"code: {len(code.docs)} datasets built by SQL/dbt, {edges} lineage edges")
+        click.echo(f"code: {len(code.docs)} datasets built by SQL, dbt or views, {edges} lineage edges")
         for table, jobs in sorted(code.external.items()):
             click.echo(f"  {table:<40} read or written by {', '.join(jobs)}, not a dataset Lumos manages")
         for problem in code.problems:

@@ -33,6 +33,16 @@ class CodeLineage:
     errors: tuple[str, ...] = ()  # each names the file or node it comes from
 
 
+@dataclass(frozen=True)
+class StoredSql:
+    """SQL a database keeps for its views, read like a SQL folder: each view is a job."""
+
+    flow: str  # the source's name
+    dialect: str
+    views: tuple[tuple[str, str, str], ...]  # (job, the view as the SQL names it, its SELECT)
+    names: dict[str, str] = field(default_factory=dict)  # table as the SQL names it → dataset name
+
+
 def split_values(values: Iterable[str]) -> tuple[str, ...]:
     """Owners or tags given comma-separated and/or repeated: each once, in order."""
     items = (item.strip() for value in values for item in value.split(","))

@@ -8,11 +8,12 @@ first, then by the dotted parts of the table being the trailing parts of exactly
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 
-from lumos_dagster.lineage import CodeLineage, normalize_table_name
+from lumos_dagster.lineage import CodeLineage, StoredSql, normalize_table_name
 from lumos_dagster.model import ColumnMapping, JobRef
 from lumos_dagster.windows import canonical_duration
 
@@ -69,9 +70,10 @@ class TableNames:
         return None, None
 
 
-def refresh_code(store, config) -> CodeContext | None:
-    """Read what code says and keep it in the store for the code location; None without `lineage:`."""
-    if not (config.lineage.sql or config.lineage.dbt):
+def refresh_code(store, config, stored: Sequence[StoredSql] = ()) -> CodeContext | None:
+    """Read what code (and the databases' view definitions, `stored`) says and keep it in the store
+    for the code location; None when there is nothing to read."""
+    if not (config.lineage.sql or config.lineage.dbt or any(s.views for s in stored)):
         store.save_code({})
         return None
     columns = {}
@@ -80,17 +82,19 @@ def refresh_code(store, config) -> CodeContext | None:
         columns[rec.name] = [f.name for f in latest.schema.fields] if latest else []
     for decl in config.datasets:
         columns.setdefault(decl.name, [])
-    code = read_code(config, columns)
+    code = read_code(config, columns, stored)
     store.save_code({name: doc_to_json(doc) for name, doc in code.docs.items()})
     return code
 
 
-def read_code(config, schemas: dict[str, list[str]]) -> CodeContext:
-    """What `config.lineage` says about the datasets named in `schemas` (dataset → column names,
-    empty when not read yet). Columns let `SELECT *` expand into column lineage."""
+def read_code(config, schemas: dict[str, list[str]], stored: Sequence[StoredSql] = ()) -> CodeContext:
+    """What `config.lineage` and the views in `stored` say about the datasets named in `schemas`
+    (dataset → column names, empty when not read yet). Columns let `SELECT *` expand into column
+    lineage."""
     from lumos_dagster.lineage.dbt import read_manifest  # the SQL parser loads slowly: only when reading code
 
-    names = TableNames(schemas, config.lineage.names)
+    # a database names its own tables exactly; lineage.names still wins
+    names = TableNames(schemas, {**{k: v for s in stored for k, v in s.names.items()}, **config.lineage.names})
     context = CodeContext()
     jobs: list[tuple[str, list[CodeLineage]]] = []  # (flow, entries)
     if config.lineage.dbt is not None:
@@ -104,11 +108,9 @@ def read_code(config, schemas: dict[str, list[str]]) -> CodeContext:
         if not path.exists():
             context.problems.append(f"lineage.sql[{i}].path: {path} does not exist")
             continue
-        entries = _read_sql(path, sql.dialect, {})
-        code_schemas = _code_schemas(entries, names, schemas)
-        if code_schemas:  # a second pass, now that the tables' columns are known
-            entries = _read_sql(path, sql.dialect, code_schemas)
-        jobs.append((sql.path, entries))
+        jobs.append((sql.path, _two_passes(partial(_read_sql, path, sql.dialect), names, schemas)))
+    for source in stored:
+        jobs.append((source.flow, _two_passes(partial(_read_views, source), names, schemas)))
     for flow, entries in jobs:
         _attach(context, flow, entries, names)
     return context
@@ -120,6 +122,19 @@ def _read_sql(path: Path, dialect: str | None, schemas: dict[str, list[str]]) ->
     if path.is_dir():
         return parse_sql_folder(path, dialect, schemas)
     return parse_sql(path.read_text(encoding="utf-8"), path.name, dialect, schemas)
+
+
+def _read_views(source: StoredSql, schemas: dict[str, list[str]]) -> list[CodeLineage]:
+    from lumos_dagster.lineage.sql import parse_sql
+
+    return [e for job, view, body in source.views for e in parse_sql(body, job, source.dialect, schemas, output=view)]
+
+
+def _two_passes(read, names: TableNames, schemas: dict[str, list[str]]) -> list[CodeLineage]:
+    """`read(known columns)` once, then again once the tables it reads have known columns."""
+    entries = read({})
+    known = _code_schemas(entries, names, schemas)
+    return read(known) if known else entries
 
 
 def _code_schemas(entries: list[CodeLineage], names: TableNames, schemas: dict[str, list[str]]) -> dict:

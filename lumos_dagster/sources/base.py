@@ -13,6 +13,7 @@ from typing import Callable, Iterator
 
 from lumos_dagster.discovery import DiscoveredDataset, FileEntry, group_files
 from lumos_dagster.formats import FsSpec
+from lumos_dagster.lineage import StoredSql
 from lumos_dagster.model import OperationalStats, Schema
 from lumos_dagster.report import ScanReport
 
@@ -102,3 +103,7 @@ class TableSource(ABC):
     @abstractmethod
     def describe(self, location: str) -> TableDescription | None:
         """The table's description now; None when it is gone."""
+
+    def stored_sql(self, report: ScanReport) -> StoredSql | None:
+        """The SQL the source keeps for its views (column lineage); None where it keeps none."""
+        return None

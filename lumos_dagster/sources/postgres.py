@@ -17,6 +17,7 @@ from fnmatch import fnmatchcase
 
 import psycopg
 
+from lumos_dagster.lineage import StoredSql
 from lumos_dagster.model import (
     NO_DEFAULT,
     Array,
@@ -56,6 +57,7 @@ WHERE c.relkind IN ('r', 'p', 'v', 'm', 'f') AND NOT c.relispartition
 ORDER BY n.nspname, c.relname
 """
 RELATION = RELATIONS.replace("ORDER BY n.nspname, c.relname", "AND n.nspname = %s AND c.relname = %s")
+VIEW_SQL = "SELECT pg_get_viewdef(%s, true)"
 COLUMNS = """
 SELECT a.attname, a.atttypid, format_type(a.atttypid, a.atttypmod), a.atttypmod, a.attnotnull,
        pg_get_expr(d.adbin, d.adrelid), col_description(a.attrelid, a.attnum)
@@ -163,6 +165,24 @@ class PostgresSource(TableSource):
             return None
         report.datasets_found += len(records)
         return records
+
+    def stored_sql(self, report: ScanReport) -> StoredSql | None:
+        """The views' definitions, for column lineage (the catalog's dependencies give tables only)."""
+        try:
+            with self._connect() as conn:
+                # with an empty search_path PostgreSQL qualifies every table a view reads with its schema
+                conn.execute("SELECT set_config('search_path', '', true)")
+                wanted = [(oid, s, t, kind) for oid, s, t, kind, *_ in conn.execute(RELATIONS) if self._wanted(s, t)]
+                views = tuple(
+                    (f"{s}.{t}", quote(s, t), conn.execute(VIEW_SQL, (oid,)).fetchone()[0])
+                    for oid, s, t, kind in wanted
+                    if KINDS[kind] in ("view", "materialized_view")
+                )
+        except psycopg.Error as exc:
+            report.fail(f"source {self.name}", f"cannot read the view definitions of {self.root}: {exc}".strip())
+            return None
+        names = {quote(s, t): self.name_of(s, t) for _, s, t, _ in wanted}
+        return StoredSql(flow=self.name, dialect="postgres", views=views, names=names)
 
     def _type(self, conn, oid: int, typmod: int) -> DataType:
         row = conn.execute(TYPE, (oid,)).fetchone()
