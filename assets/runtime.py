@@ -9,13 +9,14 @@ MAX_RUNS = 1000
 
 
 def hours_from_runs(instance: DagsterInstance, asset: str, now: datetime | None = None) -> float:
-    """Hours the runs that materialized `asset` (a/b) took over the last 30 days."""
+    """Hours the steps that materialized `asset` (a/b) took over the last 30 days: the step's own
+    time, not its whole run's (a run may build many other assets)."""
     since = ((now or datetime.now(UTC)) - LOOKBACK).timestamp()
     records = instance.fetch_materializations(AssetKey(asset.split("/")), limit=MAX_RUNS).records
-    run_ids = {r.run_id for r in records if r.timestamp >= since}
+    steps = {(r.run_id, r.event_log_entry.step_key) for r in records if r.timestamp >= since}
     seconds = 0.0
-    for run_id in run_ids:
-        stats = instance.get_run_stats(run_id)
-        if stats.start_time and stats.end_time:
-            seconds += stats.end_time - stats.start_time
+    for run_id in {run_id for run_id, _ in steps}:
+        for step in instance.get_run_step_stats(run_id):
+            if (run_id, step.step_key) in steps and step.start_time and step.end_time:
+                seconds += step.end_time - step.start_time
     return seconds / 3600

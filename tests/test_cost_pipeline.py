@@ -183,17 +183,21 @@ def test_a_file_that_is_not_focus_says_what_is_missing(tmp_path):
         read_focus(str(tmp_path / "bill.csv"))
 
 
-def test_compute_hours_come_from_the_dagster_runs_that_produced_the_dataset():
+def test_compute_hours_come_from_the_dagster_steps_that_produced_the_dataset():
+    import time
+
     @asset(name="orders_etl", key_prefix=["etl"])
     def etl() -> None:
-        import time
-
         time.sleep(0.2)
+
+    @asset(name="slow_neighbour", key_prefix=["etl"])
+    def neighbour() -> None:  # in the same runs, not part of what etl/orders_etl costs
+        time.sleep(1.0)
 
     instance = DagsterInstance.ephemeral()
     for _ in range(2):
-        assert materialize([etl], instance=instance).success
+        assert materialize([etl, neighbour], instance=instance).success
     hours = hours_from_runs(instance, "etl/orders_etl")
-    assert 0.4 / 3600 <= hours < 60 / 3600
+    assert 0.4 / 3600 <= hours < 2.0 / 3600  # the runs took more than 2.4 s
     assert hours_from_runs(instance, "etl/orders_etl", now=datetime(2030, 1, 1, tzinfo=UTC)) == 0
     assert Definitions(assets=[etl])  # the asset is a real Dagster asset
