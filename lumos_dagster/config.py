@@ -324,7 +324,9 @@ class GovernanceConfig(_Model):
     glossary: list[GlossaryRule] = Field(default_factory=list)
     descriptions: list[PathDescription] = Field(default_factory=list)
     required: RequiredConfig = Field(default_factory=RequiredConfig)
-    stale_days: int = Field(30, ge=1, description="A dataset not modified for this many days is stale.")
+    stale_days: int = Field(
+        30, ge=1, description="A dataset not modified (a table: nor queried) for this many days is stale."
+    )
     webhook: str | None = Field(None, description="URL the missing-context report is POSTed to (JSON).")
     catalog_url: str | None = Field(
         None, description="DataHub UI base URL, for links in reports (e.g. http://datahub:9002)."

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -31,16 +31,39 @@ class Estate:
 
     latest: dict[str, Snapshot]
     week: dict[str, list[Snapshot]]  # oldest first
+    # the last time a dataset was modified or queried: its data's last modification, or, for tables
+    # whose database counts scans and row changes, the capture from which those counters stopped moving
+    last_active: dict[str, datetime] = field(default_factory=dict)
 
     @classmethod
     def load(cls, store: SnapshotStore, catalogue: Catalogue, since: datetime) -> Estate:
-        latest, week = {}, {}
+        latest, week, active = {}, {}, {}
         for d in catalogue.datasets:
             history = store.history(d.ref.urn)
             if history and not history[-1].removed:
                 latest[d.name] = max(history, key=lambda s: (s.partition_key or "", s.captured_at))
                 week[d.name] = [s for s in history if s.captured_at >= since]
-        return cls(latest, week)
+                times = [t for t in (latest[d.name].stats.last_modified, last_used(history)) if t is not None]
+                if times:
+                    active[d.name] = max(times)
+        return cls(latest, week, active)
+
+
+_ACTIVITY = ("seq_scan", "idx_scan", "n_tup_ins", "n_tup_upd", "n_tup_del")
+
+
+def last_used(history: list[Snapshot]) -> datetime | None:
+    """When the database's scan and row-change counters last moved, as far as the captures (oldest
+    first) tell: the first capture showing their current values. None without counters."""
+    counters = [(s.captured_at, tuple(s.stats.usage.get(k) for k in _ACTIVITY)) for s in history if s.stats.usage]
+    if not counters:
+        return None
+    since, now = counters[-1]
+    for at, values in reversed(counters):
+        if values != now:
+            break
+        since = at
+    return since
 
 
 def _teams(s: Snapshot) -> list[str]:
@@ -93,12 +116,12 @@ def build_overview(
     stale = [
         {
             "dataset": name,
-            "last_modified": s.stats.last_modified.isoformat(),
-            "days": (now - s.stats.last_modified).days,
+            "last_modified": estate.last_active[name].isoformat(),  # or last queried, for tables
+            "days": (now - estate.last_active[name]).days,
             "owners": [o.id for o in s.owners],
         }
         for name, s in sorted(snaps.items())
-        if s.stats.last_modified and now - s.stats.last_modified > stale_after
+        if name in estate.last_active and now - estate.last_active[name] > stale_after
     ]
     stale.sort(key=lambda r: (-r["days"], r["dataset"]))
     unowned = [

@@ -27,7 +27,7 @@ from lumos_dagster.model import (
     Snapshot,
     Struct,
 )
-from lumos_dagster.overview import Estate, build_overview, owner_todos, write_reports
+from lumos_dagster.overview import Estate, build_overview, last_used, owner_todos, write_reports
 from lumos_dagster.snapshots import Contents, Enrichment, build_snapshot
 from lumos_dagster.store import DatasetRecord, SnapshotStore
 
@@ -337,6 +337,37 @@ def test_the_overview_adds_up(estate):
     ]
     assert data["risky"][0] == {"dataset": "raw/events", "downstream": 2, "owners": []}
     assert data["coverage"]["owners"] == 0.5 and data["cost"] is None
+
+
+def _used(days_ago: int, scans: int, inserts: int = 0, name: str = "db/t") -> Snapshot:
+    """A table's capture with the counters its database keeps."""
+    usage = {"seq_scan": scans, "idx_scan": 0, "n_tup_ins": inserts, "n_tup_upd": 0, "n_tup_del": 0}
+    return _snapshot(name, captured_at=NOW - timedelta(days=days_ago), stats=OperationalStats(usage=usage))
+
+
+@pytest.mark.parametrize(
+    "captures, last",
+    [
+        ([], None),
+        ([_used(50, 3), _used(40, 3), _used(1, 3)], 50),  # nothing moved since the first capture
+        ([_used(50, 3), _used(40, 4), _used(1, 4)], 40),  # queried between the first two captures
+        ([_used(50, 3), _used(40, 3), _used(1, 3, inserts=1)], 1),  # a row inserted lately
+        ([_used(50, 9), _used(40, 2), _used(1, 2)], 40),  # counters reset (a restart): activity, not silence
+    ],
+)
+def test_a_table_is_in_use_while_its_counters_move(captures, last):
+    assert last_used(captures) == (NOW - timedelta(days=last) if last is not None else None)
+
+
+def test_a_table_nobody_queries_or_changes_is_stale(estate):
+    store, catalogue, config = estate
+    store.upsert_datasets([_record("db/quiet"), _record("db/busy")])
+    quiet = [_used(d, 3, name="db/quiet") for d in (50, 40, 1)]
+    busy = [_used(d, n, name="db/busy") for d, n in ((50, 3), (40, 3), (1, 4))]
+    store.put(quiet + busy)
+    catalogue = resolve_datasets(config, store.datasets(), {"lake": config.sources[0].root})
+    stale = {s["dataset"]: s["days"] for s in build_overview(store, catalogue, config, NOW)["stale"]}
+    assert stale == {"marts/daily": 90, "db/quiet": 50}  # db/busy was scanned since the last capture but one
 
 
 def test_reports_are_written_in_every_format_with_links(estate, tmp_path):
