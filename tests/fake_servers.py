@@ -135,6 +135,7 @@ class FakeOpenMetadata(FakeServer):
         self.entities: dict[str, dict[str, dict]] = {}  # kind → fully qualified name → entity
         self.versions: dict[str, int] = {}  # fqn → version, raised only when the entity changes
         self.lineage: set[tuple[str, str]] = set()
+        self.column_lineage: dict[tuple[str, str], list[dict]] = {}  # edge → its columnsLineage
         self.people = {
             kind: {n: str(uuid.uuid5(uuid.NAMESPACE_URL, f"{kind}/{n}")) for n in names}
             for kind, names in (("users", users), ("teams", teams))
@@ -177,7 +178,9 @@ class FakeOpenMetadata(FakeServer):
                 return 200, self._put(kind, f"{body[key]}.{body['name']}", body)
         if method == "PUT" and path == "/api/v1/lineage":
             edge = body["edge"]
-            self.lineage.add((edge["fromEntity"]["id"], edge["toEntity"]["id"]))
+            key = (edge["fromEntity"]["id"], edge["toEntity"]["id"])
+            self.lineage.add(key)
+            self.column_lineage[key] = edge.get("lineageDetails", {}).get("columnsLineage", [])
             return 200, {}
         return 404, {"message": f"no route {method} {path}"}
 

@@ -227,6 +227,10 @@ def test_openmetadata_tables_columns_owners_tags_and_lineage():
         (tables["lake-svc.lake.raw.orders"]["id"], orders["id"]),
         (orders["id"], tables["lake-svc.lake.marts.revenue"]["id"]),
     }
+    assert server.column_lineage[tables["lake-svc.lake.raw.orders"]["id"], orders["id"]] == [
+        {"fromColumns": ["lake-svc.lake.raw.orders.id"], "toColumn": "lake-svc.lake.sales.orders.order_id"},
+        {"fromColumns": ["lake-svc.lake.raw.orders.total"], "toColumn": "lake-svc.lake.sales.orders.amount"},
+    ]
     versions = dict(server.versions)
     catalog.emit(snapshots)
     assert server.versions == versions  # the same content again changes nothing

@@ -135,6 +135,10 @@ class OpenMetadataCatalog:
     def _schema_fqn(self, schema: str) -> str:
         return f"{self.service}.{self.database}.{schema}"
 
+    def _table_fqn(self, dataset: str) -> str:
+        schema, table = table_place(dataset)
+        return f"{self._schema_fqn(schema)}.{table}"
+
     def table_body(self, s: Snapshot) -> dict:
         schema, table = table_place(s.dataset.name)
         body: dict = {
@@ -164,7 +168,9 @@ class OpenMetadataCatalog:
                 "table": self.table_body(snapshot),
                 "removed": snapshot.removed,
                 "owners": [(o.kind, o.id) for o in snapshot.owners],
-                "upstream": sorted(e.upstream.name for e in snapshot.upstream),
+                "upstream": sorted(
+                    (e.upstream.name, sorted((c.downstream, c.upstream) for c in e.columns)) for e in snapshot.upstream
+                ),
             }
         )
 
@@ -194,8 +200,7 @@ class OpenMetadataCatalog:
         for s in [s for s in snapshots if s.removed]:
             # a soft delete (the table stays restorable, and a later PUT restores it); CreateTable
             # has no `deleted` field
-            schema, table = table_place(s.dataset.name)
-            self._call("DELETE", f"tables/name/{self._schema_fqn(schema)}.{table}?hardDelete=false", missing_ok=True)
+            self._call("DELETE", f"tables/name/{self._table_fqn(s.dataset.name)}?hardDelete=false", missing_ok=True)
             calls += 1
         snapshots = [s for s in snapshots if not s.removed]
         for s in snapshots:  # tables first, then lineage: an edge needs both ends
@@ -207,22 +212,24 @@ class OpenMetadataCatalog:
             calls += 1
         for s in snapshots:
             for edge in s.upstream:
-                schema, table = table_place(edge.upstream.name)
-                upstream = self._call("GET", f"tables/name/{self._schema_fqn(schema)}.{table}", missing_ok=True)
+                there, here = self._table_fqn(edge.upstream.name), self._table_fqn(s.dataset.name)
+                upstream = self._call("GET", f"tables/name/{there}", missing_ok=True)
                 if upstream is None:
                     log.info("lineage %s → %s waits until %s is in OpenMetadata", edge.upstream.name,
                              s.dataset.name, edge.upstream.name)  # fmt: skip
                     continue
-                self._call(
-                    "PUT",
-                    "lineage",
-                    {
-                        "edge": {
-                            "fromEntity": {"id": upstream["id"], "type": "table"},
-                            "toEntity": {"id": ids[s.dataset.name], "type": "table"},
-                        }
-                    },
-                )
+                edge_body: dict = {
+                    "fromEntity": {"id": upstream["id"], "type": "table"},
+                    "toEntity": {"id": ids[s.dataset.name], "type": "table"},
+                }
+                if edge.columns:  # a column's FQN is its table's and its name
+                    edge_body["lineageDetails"] = {
+                        "columnsLineage": [
+                            {"fromColumns": [f"{there}.{c.upstream}"], "toColumn": f"{here}.{c.downstream}"}
+                            for c in edge.columns
+                        ]
+                    }
+                self._call("PUT", "lineage", {"edge": edge_body})
                 calls += 2
         return calls
 
