@@ -12,6 +12,7 @@ from lumos_dagster.model import DatasetRef, Snapshot
 from lumos_dagster.report import ScanReport
 from lumos_dagster.sources import Discovery
 from lumos_dagster.store import SnapshotStore
+from lumos_dagster.versioning import retire
 
 
 @dataclass
@@ -49,7 +50,7 @@ def reconcile(
             last = store.latest(rec.urn)
             ref = last.dataset if last else DatasetRef(rec.platform, rec.name, rec.location, rec.format)
             base = last or Snapshot(ref, None, now)
-            tombstones.append(replace(base, captured_at=now, removed=True))
+            tombstones.append(retire(last, replace(base, captured_at=now, removed=True)))
             out.removed.append(rec.name)
     store.put(tombstones, catalogs=catalogs)
     store.mark_removed([t.dataset.urn for t in tombstones])

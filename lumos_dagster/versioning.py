@@ -85,6 +85,8 @@ def assess(
     if not current.readable:
         return _same_version(previous, current, policy)
     changes = list(judge(diff_snapshots(previous, current), policy))
+    if previous.removed:  # it came back: say so, rather than carry its removal over
+        changes = list(judge(diff_snapshots(None, current), policy)) + changes
     if policy.endswith("_TRANSITIVE"):
         seen = {(c.path, c.kind) for c in changes}
         for old in earlier:
@@ -100,6 +102,24 @@ def assess(
         version=bump(previous.version, cls),
         previous_version=previous.version,
         changes=tuple(changes),
+        change_class=cls,
+        policy=policy,
+    )
+
+
+def retire(previous: Snapshot | None, tombstone: Snapshot) -> Snapshot:
+    """A vanished dataset's last snapshot: a DATASET_REMOVED change, under the policy it last had
+    (a major version under every policy but NONE: its readers lose it), so history shows the end."""
+    policy = (previous.policy if previous else None) or DEFAULT_POLICY
+    changes = judge(diff_snapshots(previous or tombstone, None), policy)
+    if previous is None or previous.version is None:
+        return replace(tombstone, changes=changes, policy=policy)
+    cls = change_class(changes)
+    return replace(
+        tombstone,
+        version=bump(previous.version, cls),
+        previous_version=previous.version,
+        changes=changes,
         change_class=cls,
         policy=policy,
     )

@@ -33,7 +33,7 @@ def setup(tmp_path):
     catalog = DataHubLiteCatalog(config.lite_path)
     now = datetime.now(UTC)
     refs = [DatasetRef(r.platform, r.name, r.location, r.format) for r in store.datasets()]
-    store.put([Snapshot(ref, "2026-11-23", now) for ref in refs], catalogs=[catalog.name])
+    store.put([Snapshot(ref, "2026-11-23", now, version="1.0.0") for ref in refs], catalogs=[catalog.name])
     deliver(store, catalog)
     store.close()
     return config
@@ -68,6 +68,12 @@ def test_a_vanished_dataset_is_soft_deleted_and_comes_back_when_it_reappears(tmp
     assert "web/clicks                               removed (soft-deleted in the catalogs)" in result.stdout
     assert removed_in_lite(config) == {n: n == "web/clicks" for n in NAMES}
     assert "web/clicks" not in asset_names(config)
+    store = SnapshotStore(config.store_url)
+    last = store.latest("urn:lumos:dataset:file:web/clicks")
+    store.close()
+    # history ends with the removal: a breaking change for whoever read it, hence a major version
+    assert (last.version, last.previous_version, last.change_class) == ("2.0.0", "1.0.0", "major")
+    assert [(c.kind, c.severity) for c in last.changes] == [("DATASET_REMOVED", "BREAKING")]
 
     shutil.move(tmp_path / "parked", tmp_path / "lake" / "web")
     assert discover(tmp_path).exit_code == 0

@@ -4,7 +4,7 @@ from datetime import UTC, datetime
 import pytest
 
 from lumos_dagster.model import BREAKING, DatasetRef, Field, Owner, Primitive, Schema, Snapshot, Struct
-from lumos_dagster.versioning import assess, bump
+from lumos_dagster.versioning import assess, bump, retire
 
 ID = Field("id", Primitive("int64"), nullable=False)
 NAME = Field("name", Primitive("string"))
@@ -74,6 +74,19 @@ def test_a_capture_that_finds_nothing_new_keeps_how_its_version_came_to_be():
     for same in (again, unreadable):
         assert (same.version, same.previous_version, same.change_class) == ("1.1.0", "1.0.0", "minor")
         assert same.changes == v2.changes and [c.kind for c in same.changes] == ["FIELD_ADDED"]
+
+
+def test_a_removed_dataset_ends_on_a_major_version_and_a_return_is_news_not_a_removal():
+    v1 = assess(None, snap(ID))
+    gone = retire(v1, replace(v1, removed=True))
+    assert (gone.version, gone.change_class, [(c.kind, c.severity) for c in gone.changes]) == (
+        "2.0.0", "major", [("DATASET_REMOVED", BREAKING)]
+    )  # fmt: skip
+    back = assess(gone, snap(ID))
+    assert (back.version, back.change_class, [c.kind for c in back.changes]) == ("2.0.1", "patch", ["DATASET_ADDED"])
+    changed = assess(gone, snap(ID, NAME))  # back with a new field
+    assert (changed.version, [c.kind for c in changed.changes]) == ("2.1.0", ["DATASET_ADDED", "FIELD_ADDED"])
+    assert retire(None, replace(snap(), removed=True)).version is None  # never versioned: nothing to bump
 
 
 def test_the_policy_decides_what_is_major():
