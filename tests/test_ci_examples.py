@@ -24,6 +24,8 @@ def test_both_examples_run_the_same_script():
     runs = [s.get("run", "") for s in workflow["jobs"]["schema-gate"]["steps"]]
     assert any(SCRIPT in r for r in runs)
     assert SCRIPT in (CI / "Jenkinsfile").read_text()
+    # both select what the change touches (tests/test_changed.py tests the command)
+    assert any("lumos changed" in r for r in runs) and "lumos changed" in (CI / "Jenkinsfile").read_text()
 
 
 def test_the_gate_script_passes_a_compatible_change_and_fails_a_breaking_one(tmp_path):
@@ -52,6 +54,8 @@ def test_the_gate_script_passes_a_compatible_change_and_fails_a_breaking_one(tmp
     first = gate()
     assert first.returncode == 0, first.stdout[-2000:] + first.stderr[-3000:]
     assert "✅ compatible" in first.stdout
+    untouched = gate(LUMOS_SELECT="")  # `lumos changed` found no dataset in the change
+    assert untouched.returncode == 0 and "nothing to snapshot" in untouched.stdout
 
     drop_from_todays_orders(tmp_path / "lake", "status")
     old = tmp_path / "old.avsc"

@@ -6,7 +6,9 @@
 # under the datasets' policies has not been accepted in lumos.yaml. Environment:
 #   LUMOS_CONFIG        lumos.yaml (its store should be the shared one, e.g. PostgreSQL,
 #                       so the gate compares with what main last recorded)
-#   LUMOS_SELECT        Dagster asset selection to materialize (default: every dataset)
+#   LUMOS_SELECT        Dagster asset selection to materialize (unset: every dataset; set but
+#                       empty: none, the change touches no dataset). `lumos changed` gives it
+#                       from the changed files: the datasets they build and their consumers
 #   LUMOS_PARTITION     partition to snapshot (default: today, UTC)
 #   LUMOS_DIFF_PAIRS    optional "old.avsc:new.avsc …" schema files to compare as well
 #   LUMOS_REPORT        where the markdown report goes (default: lumos-schema-report.md)
@@ -16,9 +18,15 @@ report="${LUMOS_REPORT:-lumos-schema-report.md}"
 since="$(date -u +%Y-%m-%dT%H:%M:%S+00:00)"
 
 lumos discover || exit $?
-dagster asset materialize -m lumos_dagster.definitions --select "${LUMOS_SELECT:-*}" \
-    --partition "${LUMOS_PARTITION:-$(date -u +%F)}"
-materialize=$?  # a failed schema_compatible check fails the run too; the gate says why
+select="${LUMOS_SELECT-*}"
+materialize=0
+if [ -n "$select" ]; then
+    dagster asset materialize -m lumos_dagster.definitions --select "$select" \
+        --partition "${LUMOS_PARTITION:-$(date -u +%F)}"
+    materialize=$?  # a failed schema_compatible check fails the run too; the gate says why
+else
+    echo "the change touches no dataset: nothing to snapshot"
+fi
 
 lumos gate --since "$since" --format markdown --output "$report" > /dev/null
 gate=$?

@@ -21,6 +21,7 @@ for command in (
     changes.diff,
     changes.gate,
     changes.impact,
+    changes.changed,
     changes.history,
     changes.evolution,
     changes.release,

@@ -165,6 +165,25 @@ def gate(config_file, datasets, since, partition, fmt, output) -> None:
 
 
 @click.command()
+@click.argument("files", nargs=-1)
+@config_option
+def changed(files, config_file) -> None:
+    """The Dagster asset selection of what changed FILES touch (SQL files, the dbt project,
+    lumos.yaml) and their consumers: `*` when lumos.yaml changed, nothing when no dataset is
+    touched. CI feeds it `git diff --name-only`; it reads the code as `lumos discover` last did."""
+    from lumos_dagster.changed import selection, touched
+    from lumos_dagster.lineage.resolve import doc_from_json
+
+    config = load(config_file)
+    store = open_store(config)
+    try:
+        code = {name: doc_from_json(doc) for name, doc in store.code().items()}
+    finally:
+        store.close()
+    click.echo(selection(touched(files, config, code)))
+
+
+@click.command()
 @click.argument("dataset", required=False)
 @click.option("--depth", type=int, default=None, help="Stop after this many lineage hops.")
 @click.option("--top", type=int, default=10, show_default=True, help="Without DATASET: rank this many by fan-out.")

@@ -1,0 +1,47 @@
+"""`lumos changed`: the datasets a change to the repository touches, as CI's asset selection."""
+
+import pyarrow as pa
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from lumos_dagster.changed import EVERYTHING, selection
+from lumos_dagster.cli import main
+from tests.lake import write_parquet
+from tests.test_governance_pipeline import CUSTOMER_VALUE, MARTS_ORDERS
+
+
+@pytest.fixture
+def project(tmp_path, monkeypatch):
+    for name in ("raw/orders", "raw/customers", "marts/orders", "marts/customer_value"):
+        write_parquet(tmp_path / "lake" / name / "part.parquet", pa.table({"order_id": [1], "customer_id": [1]}))
+    (tmp_path / "sql" / "marts").mkdir(parents=True)
+    (tmp_path / "sql" / "marts" / "orders.sql").write_text(MARTS_ORDERS)
+    (tmp_path / "sql" / "customer_value.sql").write_text(CUSTOMER_VALUE)
+    (tmp_path / "README.md").write_text("not code")
+    config = {"sources": [{"name": "lake", "root": "lake"}], "lineage": {"sql": [{"path": "sql"}]},
+              "store": {"path": "store.db"}, "catalog": {"path": "lite.db"}}  # fmt: skip
+    (tmp_path / "lumos.yaml").write_text(yaml.safe_dump(config))
+    monkeypatch.chdir(tmp_path)  # CI runs it in the repository, with the paths git prints
+    assert CliRunner().invoke(main, ["discover"]).exit_code == 0
+    return tmp_path
+
+
+@pytest.mark.parametrize(
+    "files, expected",
+    [
+        (["sql/marts/orders.sql"], "key:marts/orders+"),
+        (["sql/customer_value.sql", "sql/marts/orders.sql"], "key:marts/customer_value+ or key:marts/orders+"),
+        (["README.md"], ""),  # touches no dataset: nothing to snapshot
+        (["sql/customer_value.sql", "lumos.yaml"], "*"),  # the configuration: everything
+    ],
+)
+def test_changed_files_select_the_datasets_they_build_and_their_consumers(project, files, expected):
+    result = CliRunner().invoke(main, ["changed", *files])
+    assert result.exit_code == 0, result.output
+    assert result.stdout.strip() == expected
+
+
+def test_selection_syntax():
+    assert selection(EVERYTHING) == "*" and selection(set()) == ""
+    assert selection({"b/x", "a/y"}) == "key:a/y+ or key:b/x+"
