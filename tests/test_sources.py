@@ -101,7 +101,7 @@ def test_s3_discovery_pages_through_the_bucket(s3):
     sources = build_sources(s3_config(s3["url"]))
     report = ScanReport()
     found = {r.name: r for r in discover(sources, report).records}
-    assert set(found) == {"sales/orders", "web/logs", "web/broken", "big/table", "many/items"}
+    assert set(found) == {"sales/orders", "web/logs", "web/broken", "big/table", "big/orc", "big/avro", "many/items"}
     assert found["many/items"].file_count == 1100  # the second page was read
     assert found["sales/orders"].time_partition_key == "dt" and found["sales/orders"].platform == "s3"
     assert report.skipped["hidden or marker file"] == 1
