@@ -21,6 +21,7 @@ from lumos_dagster.store import SnapshotStore
 from resources.io_manager import LumosIOManager
 from resources.spark import spark_resource
 from resources.store import CatalogsResource, SnapshotStoreResource
+from sensors.discovery import discovery_job
 from sensors.releases import dataset_schedule_sensor, release_sensor
 from sensors.schedules import cadence_schedules
 from sensors.storage import storage_sensor
@@ -57,9 +58,11 @@ def assemble(config: LumosConfig) -> Assembly:
     store_resource = SnapshotStoreResource(url=config.store_url)
     catalogs = CatalogsResource(catalogs=catalogs_json(config))
     reports = [report_assets(config, catalogue, [keys[d.name] for d in catalogue.datasets])]
+    discover, discover_daily = discovery_job(config, {d.name for d in catalogue.datasets})
     definitions = Definitions(
         assets=[*by_cadence.values(), *missing, *reports],
-        schedules=cadence_schedules(by_cadence),
+        jobs=[discover],
+        schedules=[*cadence_schedules(by_cadence), discover_daily],
         sensors=sensors,
         # one process per run: its steps share one Spark session (a step per process would start a JVM
         # each) and the run does not pay a second interpreter start and code-location load

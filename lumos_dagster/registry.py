@@ -6,13 +6,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
-from typing import Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
 from lumos_dagster.model import DatasetRef, Snapshot
 from lumos_dagster.report import ScanReport
 from lumos_dagster.sources import Discovery
 from lumos_dagster.store import SnapshotStore
 from lumos_dagster.versioning import retire
+
+if TYPE_CHECKING:
+    from lumos_dagster.config import LumosConfig
+    from lumos_dagster.lineage.resolve import CodeContext
 
 
 @dataclass
@@ -56,3 +60,39 @@ def reconcile(
     store.mark_removed([t.dataset.urn for t in tombstones])
     out.recorded = store.upsert_datasets(discovery.records)
     return out
+
+
+@dataclass
+class Refresh:
+    """What one discovery did: the datasets found, the ones removed, what code says."""
+
+    found: Discovery
+    reconciliation: Reconciliation
+    code: CodeContext | None
+    report: ScanReport
+
+
+def refresh_registry(config: LumosConfig, store: SnapshotStore, progress: Callable[[str], None]) -> Refresh:
+    """`lumos discover` and the `lumos_discover` job: scan the sources, record what they hold,
+    soft-delete what vanished (delivered to the catalogs now), and read lineage from code and
+    from the databases' view definitions."""
+    from lumos_dagster.catalog import build_catalogs
+    from lumos_dagster.delivery import deliver
+    from lumos_dagster.lineage.resolve import refresh_code
+    from lumos_dagster.sources import build_sources, discover
+    from lumos_dagster.sources.base import TableSource
+
+    report = ScanReport()
+    sources = build_sources(config)
+    found = discover(sources, report, progress=progress)
+    stored = [sql for s in sources.values() if isinstance(s, TableSource) and (sql := s.stored_sql(report))]
+    catalogs = build_catalogs(config)
+    try:
+        result = reconcile(store, found, config.removal.max_share, [c.name for c in catalogs], report)
+        code = refresh_code(store, config, stored)
+        for catalog in catalogs if result.removed else ():
+            deliver(store, catalog)
+    finally:
+        for catalog in catalogs:
+            catalog.close()
+    return Refresh(found, result, code, report)

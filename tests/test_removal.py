@@ -5,6 +5,7 @@ from datetime import UTC, datetime
 
 import yaml
 from click.testing import CliRunner
+from dagster import DagsterInstance
 
 from lumos_dagster.catalog.datahub_lite import DataHubLiteCatalog, open_lite
 from lumos_dagster.cli import main
@@ -98,3 +99,29 @@ def test_an_unreachable_root_removes_nothing(tmp_path):
     assert result.exit_code == 1 and "does not exist" in result.stdout
     assert not any(removed_in_lite(config).values())
     assert asset_names(config) == set(NAMES)
+
+
+def test_the_lumos_discover_job_removes_in_a_deployment_and_fails_saying_why(tmp_path):
+    config = setup(tmp_path)
+    defs = build_definitions(config)
+    job, schedule = defs.resolve_job_def("lumos_discover"), defs.resolve_schedule_def("lumos_discover_daily")
+    assert schedule.job_name == "lumos_discover" and schedule.default_status.value == "STOPPED"
+
+    shutil.move(tmp_path / "lake" / "web", tmp_path / "parked")
+    partitioned_lake(tmp_path / "lake", "sales/returns", days=1, files_per_day=1)
+    instance = DagsterInstance.ephemeral()
+    result = job.execute_in_process(instance=instance)
+    assert result.success
+    assert removed_in_lite(config) == {n: n == "web/clicks" for n in NAMES}
+    logs = [e.user_message for e in instance.all_logs(result.run_id)]
+    assert any("web/clicks vanished from storage" in m for m in logs)
+    assert any("new dataset(s), assets after the code location reloads: sales/returns" in m for m in logs)
+    assert "sales/returns" in asset_names(config)  # a reload sees it
+
+    for folder in ("sales", "crm"):  # most of what is left vanishes: nothing is removed, the run fails
+        shutil.rmtree(tmp_path / "lake" / folder)
+    failed = job.execute_in_process(instance=DagsterInstance.ephemeral(), raise_on_error=False)
+    assert not failed.success
+    (failure,) = [e for e in failed.all_events if e.event_type_value == "STEP_FAILURE"]
+    assert "nothing was removed" in failure.event_specific_data.error.message
+    assert removed_in_lite(config) == {n: n == "web/clicks" for n in NAMES}

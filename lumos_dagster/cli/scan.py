@@ -14,7 +14,6 @@ from lumos_dagster.cli.common import config_option, load, open_store
 from lumos_dagster.errors import SchemaReadError
 from lumos_dagster.formats import read_file_schema, sniff_format
 from lumos_dagster.model import schema_to_json, type_str
-from lumos_dagster.report import ScanReport
 
 
 @click.command()
@@ -49,32 +48,15 @@ def discover(config_file: str | None) -> None:
 
     Datasets that vanished from a scanned source are soft-deleted in the catalogs, unless
     more than removal.max_share of the source vanished at once (then nothing is removed)."""
-    from lumos_dagster.catalog import build_catalogs
-    from lumos_dagster.delivery import deliver
-    from lumos_dagster.lineage.resolve import refresh_code
-    from lumos_dagster.registry import reconcile
-    from lumos_dagster.sources import build_sources
-    from lumos_dagster.sources import discover as discover_sources
-    from lumos_dagster.sources.base import TableSource
+    from lumos_dagster.registry import refresh_registry
 
     config = load(config_file)
-    report = ScanReport()
-    sources = build_sources(config)
-    found = discover_sources(sources, report, progress=lambda msg: click.echo(msg, err=True))
-    stored = [sql for s in sources.values() if isinstance(s, TableSource) and (sql := s.stored_sql(report))]
-    catalogs = build_catalogs(config)
     store = open_store(config)
     try:
-        result = reconcile(store, found, config.removal.max_share, [c.name for c in catalogs], report)
-        code = refresh_code(store, config, stored)
-        if result.removed:
-            for catalog in catalogs:
-                try:
-                    deliver(store, catalog)
-                finally:
-                    catalog.close()
+        refreshed = refresh_registry(config, store, progress=lambda msg: click.echo(msg, err=True))
     finally:
         store.close()
+    found, result, code, report = refreshed.found, refreshed.reconciliation, refreshed.code, refreshed.report
     for r in sorted(found.records, key=lambda r: r.name):
         part = f"partitioned by {r.time_partition_key}" if r.time_partition_key else "not partitioned"
         click.echo(f"  {r.name:<40} {r.format:<8} {r.file_count:>6} files  {part}")

@@ -1,0 +1,46 @@
+"""`lumos discover` as a Dagster job, so a deployment keeps its registry in step with storage
+without anyone running the command: new datasets recorded (they become assets when the code
+location reloads), vanished ones soft-deleted in the catalogs (unless too many vanish at once:
+then the run fails saying why), lineage re-read from code and view definitions."""
+
+from dagster import DefaultScheduleStatus, Failure, OpExecutionContext, ScheduleDefinition, job, op
+
+from lumos_dagster.config import LumosConfig
+from lumos_dagster.registry import refresh_registry
+from resources.store import SnapshotStoreResource
+
+DISCOVER_CRON = "0 5 * * *"  # daily, before most data lands
+
+
+def discovery_job(config: LumosConfig, known: set[str]):
+    """The job and its (stopped) daily schedule; `known`: the datasets this code location has assets for."""
+
+    @op(name="discover_sources", description="Scan the sources and update the registry (`lumos discover`).")
+    def discover_sources(context: OpExecutionContext, lumos_store: SnapshotStoreResource) -> None:
+        store = lumos_store.open()
+        try:
+            refreshed = refresh_registry(config, store, progress=context.log.info)
+        finally:
+            store.close()
+        for name in refreshed.reconciliation.removed:
+            context.log.warning(f"{name} vanished from storage: soft-deleted in the catalogs")
+        for problem in refreshed.code.problems if refreshed.code else ():
+            context.log.warning(problem)
+        new = sorted({r.name for r in refreshed.found.records} - known)
+        if new:
+            context.log.info(f"{len(new)} new dataset(s), assets after the code location reloads: {', '.join(new)}")
+        context.log.info(refreshed.report.render())
+        if not refreshed.report.ok:
+            raise Failure(description=refreshed.report.render())
+
+    @job(name="lumos_discover", description="Keep the registry in step with storage (`lumos discover`).")
+    def lumos_discover():
+        discover_sources()
+
+    schedule = ScheduleDefinition(
+        name="lumos_discover_daily",
+        job=lumos_discover,
+        cron_schedule=DISCOVER_CRON,
+        default_status=DefaultScheduleStatus.STOPPED,
+    )
+    return lumos_discover, schedule
