@@ -136,13 +136,13 @@ def _multi_asset(
     quality = has_quality_sources(config)
 
     def price(run, store, instance):
-        """Each snapshot's cost; upstreams not in this run give their stored rollup: the same
-        partition's, else the latest one before it (another cadence, or not yet materialized)."""
+        """Each snapshot's cost; datasets not in this run give their stored snapshot: the same
+        partition's, else the latest one before it (another cadence, or not yet materialized);
+        the latest of all when `pk` is None."""
 
         def stored(name: str, pk: str | None):
             urn = specs[name].ref.urn
-            snap = store.latest(urn, pk) or store.previous(urn, pk)
-            return snap.cost if snap else None
+            return store.latest(urn, pk) or (store.previous(urn, pk) if pk is not None else None)
 
         def hours(name: str) -> float | None:
             decl = config.declaration(name)

@@ -13,8 +13,8 @@ from lumos_dagster.cost import DEFAULT_STORAGE_PRICES, Node, consumers, shares, 
 from lumos_dagster.datasets import Catalogue, DatasetSpec
 from lumos_dagster.model import Cost, Snapshot
 
-#: (dataset name, partition key) → the cost its latest snapshot carries
-CostLookup = Callable[[str, "str | None"], "Cost | None"]
+#: (dataset name, partition key or None for its newest) → its stored snapshot (cost, last modification)
+SnapshotLookup = Callable[[str, "str | None"], "Snapshot | None"]
 #: (dataset name) → hours its producing Dagster asset ran this month, when declared
 HoursLookup = Callable[[str], "float | None"]
 
@@ -89,20 +89,24 @@ def price_run(
     selected: Sequence[DatasetSpec],
     snapshots: Mapping[str, Mapping[str | None, Snapshot]],
     sizes: Mapping[str, int],
-    stored_cost: CostLookup,
+    stored: SnapshotLookup,
     bills: Callable[[str], Allocation | None],
     hours: HoursLookup,
 ) -> dict[str, dict[str | None, Snapshot]]:
     """The run's snapshots with their cost; `selected` in lineage order, `sizes` the datasets'
     whole bytes (all partitions: what is stored and paid for)."""
+    method = config.cost.method
     modified = {
         n: max((s.stats.last_modified.timestamp() for s in snaps.values() if s.stats.last_modified), default=0.0)
         for n, snaps in snapshots.items()
     }
+    if method == "last_touch":  # the consumers outside this run compete for their upstreams too
+        for d in catalogue.datasets:
+            if d.name not in modified and (last := stored(d.name, None)) and last.stats.last_modified:
+                modified[d.name] = last.stats.last_modified.timestamp()
     graph = cost_graph(config, catalogue, sizes, modified)
     children = consumers(graph)
     priced: dict[str, dict[str | None, Snapshot]] = {}
-    method = config.cost.method
     for spec in selected:
         out = {}
         for pk, snap in snapshots[spec.name].items():
@@ -118,7 +122,7 @@ def price_run(
             inherited = 0.0
             for upstream in spec.upstream:
                 cost = priced[upstream][pk].cost if upstream in priced and pk in priced[upstream] else None
-                cost = cost or stored_cost(upstream, pk)
+                cost = cost or ((found := stored(upstream, pk)) and found.cost)
                 if cost is not None:
                     inherited += cost.total * shares(upstream, children[upstream], graph, method).get(spec.name, 0.0)
             out[pk] = replace(

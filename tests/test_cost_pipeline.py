@@ -3,6 +3,7 @@ run, rolled up along lineage from upstream rollups, shown in Dagster and DataHub
 and turned into savings."""
 
 import json
+import os
 from datetime import UTC, datetime
 
 import pyarrow as pa
@@ -105,6 +106,26 @@ def test_costs_roll_up_along_lineage_in_the_dagster_run(example):
     later = run_job(example, DagsterInstance.ephemeral(), ["events/ml_predictions"], partition="2026-11-26")
     (m,) = later.asset_materializations_for_node("lumos_daily_datasets")
     assert m.metadata["lumos/cost_total"].value == pytest.approx(7000)
+
+
+def test_last_touch_in_a_run_of_one_dataset_still_sees_the_consumers_outside_it(example, tmp_path):
+    config = yaml.safe_load((tmp_path / "lumos.yaml").read_text())
+    config["cost"]["method"] = "last_touch"
+    (tmp_path / "lumos.yaml").write_text(yaml.safe_dump(config))
+    cfg = load_config(str(tmp_path / "lumos.yaml"))
+    for i, name in enumerate(NAMES):  # event_metrics last: it takes all of raw_events
+        stamp = datetime(2026, 11, 25, 10 + (9 if name == "event_metrics" else i), tzinfo=UTC).timestamp()
+        os.utime(tmp_path / "lake" / "events" / name / "dt=2026-11-25" / "part.parquet", (stamp, stamp))
+
+    def inherited(result, name):
+        md = {"/".join(m.asset_key.path): m.metadata for m in result.asset_materializations_for_node(
+            "lumos_daily_datasets")}  # fmt: skip
+        return md[f"events/{name}"]["lumos/cost_inherited"].value
+
+    everything = run_job(cfg, DagsterInstance.ephemeral())
+    assert (inherited(everything, "event_metrics"), inherited(everything, "cleaned_events")) == (500, 0)
+    alone = run_job(cfg, DagsterInstance.ephemeral(), ["events/cleaned_events"])
+    assert inherited(alone, "cleaned_events") == 0  # not raw_events' 500 a second time
 
 
 def test_the_cost_report_and_savings(example, tmp_path):
