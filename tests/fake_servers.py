@@ -11,10 +11,10 @@ import socket
 import threading
 import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from urllib.parse import parse_qs, urlparse
+from urllib.parse import parse_qs, unquote, urlparse
 
 from datahub.emitter.mcp import MetadataChangeProposalWrapper
-from datahub.emitter.serialization_helper import post_json_transform
+from datahub.emitter.serialization_helper import post_json_transform, pre_json_transform
 from datahub.metadata.schema_classes import MetadataChangeProposalClass
 
 
@@ -92,7 +92,9 @@ class FakeServer:
 
 
 class FakeGMS(FakeServer):
-    """DataHub GMS: `/config` and the Rest.li ingest endpoints the emitter uses."""
+    """DataHub GMS: `/config`, the Rest.li ingest endpoints the emitter uses, and what
+    DataHubGraph reads back with: `scrollAcrossEntities` (GraphQL, one page of every entity of
+    the requested types) and `/entitiesV2/{urn}` (the latest version of each aspect)."""
 
     def __init__(self, token: str | None = None, port: int = 0):
         super().__init__(token, port)
@@ -114,6 +116,20 @@ class FakeGMS(FakeServer):
             return 200, {"value": [self.ingest(p) for p in body["proposals"]]}
         if method == "POST" and path == "/aspects" and query.get("action") == ["ingestProposal"]:
             return 200, {"value": self.ingest(body["proposal"])}
+        if method == "POST" and path == "/api/graphql" and "scrollAcrossEntities" in body["query"]:
+            types = [t.lower() for t in body["variables"].get("types") or []]
+            urns = sorted({urn for urn, _ in self.aspects if urn.split(":")[2].lower() in types})
+            results = [{"entity": {"urn": urn}} for urn in urns]
+            return 200, {"data": {"scrollAcrossEntities": {"nextScrollId": None, "searchResults": results}}}
+        if method == "GET" and path.startswith("/entitiesV2/"):
+            urn = unquote(path.removeprefix("/entitiesV2/"))
+            wanted = query.get("aspects", ["List()"])[0].removeprefix("List(").removesuffix(")").split(",")
+            aspects = {
+                name: {"name": name, "value": pre_json_transform(versions[-1].to_obj())}
+                for (entity, name), versions in self.aspects.items()
+                if entity == urn and name in wanted
+            }
+            return 200, {"urn": urn, "aspects": aspects}
         return 404, {"message": f"no route {method} {path}"}
 
 

@@ -14,6 +14,7 @@ from dataclasses import replace
 
 import pytest
 import yaml
+from click.testing import CliRunner
 from datahub.testing.mce_helpers import check_golden_file
 
 from lumos_dagster.catalog import build_catalogs
@@ -23,6 +24,7 @@ from lumos_dagster.catalog.datahub_lite import DataHubLiteCatalog, open_lite
 from lumos_dagster.catalog.datahub_rest import DataHubRestCatalog
 from lumos_dagster.catalog.openlineage import OpenLineageCatalog
 from lumos_dagster.catalog.openmetadata import OpenMetadataCatalog
+from lumos_dagster.cli import main
 from lumos_dagster.config import load_config, parse_config
 from lumos_dagster.delivery import deliver
 from lumos_dagster.errors import CatalogError
@@ -145,9 +147,12 @@ def test_datahub_ingest_loads_the_mcp_file(tmp_path):
         lite.close()
 
 
-def test_catalogs_read_back_what_lumos_wrote(tmp_path):
+def test_catalogs_read_back_what_lumos_wrote(tmp_path, gms):
     snapshots = estate()
-    for catalog in (DataHubFileCatalog(str(tmp_path / "mcps.json")), DataHubLiteCatalog(str(tmp_path / "lite.db"))):
+    gone = replace(snapshots[0], removed=True)
+    rest = DataHubRestCatalog(gms.url, token="s3cret", retries=0)
+    for catalog in (DataHubFileCatalog(str(tmp_path / "mcps.json")), DataHubLiteCatalog(str(tmp_path / "lite.db")),
+                    rest):  # fmt: skip
         catalog.emit(snapshots)
         back = {s.dataset.name: s for s in catalog.read_all()}
         for s in snapshots:
@@ -156,6 +161,15 @@ def test_catalogs_read_back_what_lumos_wrote(tmp_path):
             if want["quality"]:  # not sent: the data's age grows on every run
                 want["quality"]["age_hours"] = None
             assert got == want, (catalog.name, s.dataset.name)
+    rest.emit([gone])  # GMS gives back soft-deleted datasets too
+    assert {s.dataset.name: s.removed for s in rest.read_all()} == {n: n == "raw/orders" for n in back}
+    rest.close()
+    # and `lumos export --from datahub-rest` writes it as a portable snapshot
+    (tmp_path / "lumos.yaml").write_text(yaml.safe_dump({"catalog": {"type": "datahub-rest", "server": gms.url}}))
+    args = ["export", "--from", "datahub-rest", "-o", str(tmp_path / "gms.json"), "-c", str(tmp_path / "lumos.yaml")]
+    out = CliRunner().invoke(main, args, env={"DATAHUB_GMS_TOKEN": "s3cret"})
+    assert out.exit_code == 0, out.output
+    assert f"3 datasets, 3 versions, 2 lineage edges, 0 releases (from datahub-rest:{gms.url})" in out.stdout
 
 
 # ----------------------------------------------------------------- OpenLineage

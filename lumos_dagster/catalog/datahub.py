@@ -554,6 +554,12 @@ class DataHubCatalog:
         """Nothing held between emits by default."""
 
 
+#: the aspects a snapshot is read back from (`snapshot_from_aspects`)
+READ_ASPECTS = (
+    "datasetProperties", "schemaMetadata", "ownership", "globalTags", "domains", "upstreamLineage", "status"
+)  # fmt: skip
+
+
 def snapshots_from_entities(entities: Iterable[tuple[str, Mapping[str, Any]]]) -> Iterator[Snapshot]:
     """Datasets among (urn, typed aspects by name) pairs, as snapshots (others are skipped)."""
     now = datetime.now(timezone.utc)

@@ -1,12 +1,16 @@
 """DataHub GMS over REST, through acryl-datahub's own emitter: batched ingest requests,
-retries with exponential backoff, connect/read timeouts, token auth."""
+retries with exponential backoff, connect/read timeouts, token auth; read back through
+DataHubGraph (search for the datasets, then their aspects)."""
 
 from __future__ import annotations
+
+from collections.abc import Iterator
 
 from datahub.emitter.mcp import MetadataChangeProposalWrapper
 from datahub.emitter.rest_emitter import DatahubRestEmitter
 
-from lumos_dagster.catalog.datahub import DataHubCatalog
+from lumos_dagster.catalog.datahub import READ_ASPECTS, DataHubCatalog, snapshots_from_entities
+from lumos_dagster.model import Snapshot
 
 
 class DataHubRestCatalog(DataHubCatalog):
@@ -42,6 +46,20 @@ class DataHubRestCatalog(DataHubCatalog):
         emitter = self._connected()
         for start in range(0, len(mcps), self.batch_size):
             emitter.emit_mcps(mcps[start : start + self.batch_size])
+
+    def read_all(self) -> Iterator[Snapshot]:
+        """Every dataset GMS holds in this environment, soft-deleted ones too (found through its
+        search, read aspect by aspect): what `lumos export --from datahub-rest` writes."""
+        from datahub.ingestion.graph.client import DatahubClientConfig, DataHubGraph
+        from datahub.ingestion.graph.filters import RemovedStatusFilter
+
+        config = DatahubClientConfig(server=self.server, token=self._settings["token"],
+                                     timeout_sec=self._settings["read_timeout_sec"],
+                                     retry_max_times=self._settings["retry_max_times"])  # fmt: skip
+        with DataHubGraph(config) as graph:
+            urns = graph.get_urns_by_filter(entity_types=["dataset"], env=self.env, status=RemovedStatusFilter.ALL)
+            entities = [(urn, graph.get_entity_semityped(urn, aspects=list(READ_ASPECTS))) for urn in urns]
+        yield from snapshots_from_entities(entities)
 
     def close(self) -> None:
         if self._emitter is not None:

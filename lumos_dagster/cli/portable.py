@@ -59,7 +59,7 @@ def _estate(spec: str, config: LumosConfig | None, max_bytes: int) -> portable.E
     catalog = _catalog(spec, config)
     if not hasattr(catalog, "read_all"):
         raise click.ClickException(
-            f"{spec}: Lumos cannot read this catalog back (it can read datahub-lite, datahub-file)"
+            f"{spec}: Lumos cannot read this catalog back (it can read datahub-lite, datahub-file, datahub-rest)"
         )
     return portable.from_snapshots(catalog.read_all(), source=catalog.name)
 
