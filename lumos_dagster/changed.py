@@ -1,14 +1,13 @@
 """Which datasets a change to the repository touches: what CI snapshots and gates.
 
-A SQL file builds the datasets its statements write (as `lumos discover` last read it); a file
-of the dbt project touches every dataset dbt builds (the manifest does not say which file is
-which model until dbt compiles it); `lumos.yaml` touches everything. Their consumers follow
-through the asset selection (`key:NAME+`).
+A SQL file builds the datasets its statements write (the code as it is in the working tree); a
+file of the dbt project touches every dataset dbt builds (the manifest does not say which file
+is which model until dbt compiles it); `lumos.yaml` touches everything. Their consumers follow
+through the asset selection (`key:"a/b"+`, with the datasets' asset keys).
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -22,9 +21,9 @@ def touched(files: Sequence[str], config: LumosConfig, code: Mapping[str, CodeDo
     """The datasets the changed `files` (paths relative to the working directory) touch, or
     EVERYTHING when the configuration itself changed."""
     out: set[str] = set()
-    built_by = {name: {e.job for e in doc.edges} for name, doc in code.items()}
+    built_by = {name: set(doc.built_by) for name, doc in code.items()}
     for file in files:
-        path = Path(os.path.abspath(file))
+        path = Path(file).resolve()
         if config.source_file != "<memory>" and path == Path(config.source_file).resolve():
             return EVERYTHING
         if config.lineage.dbt is not None and path.is_relative_to(_dbt_project(config)):
@@ -45,8 +44,9 @@ def _dbt_project(config: LumosConfig) -> Path:
     return Path(config.resolve(config.lineage.dbt.manifest)).parent.parent  # <project>/target/manifest.json
 
 
-def selection(datasets: set[str] | None) -> str:
-    """A Dagster asset selection: the datasets and everything downstream; `*` for everything."""
+def selection(datasets: set[str] | None, paths: Mapping[str, tuple[str, ...]]) -> str:
+    """A Dagster asset selection: the datasets (by their asset key paths, `naming.asset_paths`)
+    and everything downstream; `*` for everything."""
     if datasets is EVERYTHING:
         return "*"
-    return " or ".join(f"key:{name}+" for name in sorted(datasets))
+    return " or ".join(f'key:"{"/".join(paths[name])}"+' for name in sorted(datasets) if name in paths)

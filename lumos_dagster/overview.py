@@ -55,7 +55,9 @@ _ACTIVITY = ("seq_scan", "idx_scan", "n_tup_ins", "n_tup_upd", "n_tup_del")
 def last_used(history: list[Snapshot]) -> datetime | None:
     """When the database's scan and row-change counters last moved, as far as the captures (oldest
     first) tell: the first capture showing their current values. None without counters."""
-    counters = [(s.captured_at, tuple(s.stats.usage.get(k) for k in _ACTIVITY)) for s in history if s.stats.usage]
+    counters = sorted(  # by when they were read: a backfill captures old partitions late
+        (s.captured_at, tuple(s.stats.usage.get(k) for k in _ACTIVITY)) for s in history if s.stats.usage
+    )
     if not counters:
         return None
     since, now = counters[-1]

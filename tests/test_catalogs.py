@@ -28,7 +28,16 @@ from lumos_dagster.cli import main
 from lumos_dagster.config import load_config, parse_config
 from lumos_dagster.delivery import deliver
 from lumos_dagster.errors import CatalogError
-from lumos_dagster.model import DatasetRef, LineageEdge, Owner, snapshot_to_json
+from lumos_dagster.model import (
+    ColumnMapping,
+    DatasetRef,
+    Field,
+    LineageEdge,
+    Owner,
+    Primitive,
+    Schema,
+    snapshot_to_json,
+)
 from lumos_dagster.store import SnapshotStore
 from tests.fake_servers import FakeGMS, FakeOpenLineage, FakeOpenMetadata, free_port
 from tests.test_datahub import GOLDEN
@@ -223,6 +232,11 @@ def test_openmetadata_tables_columns_owners_tags_and_lineage():
     server = FakeOpenMetadata(token="jwt", users=("ann@example.com",), teams=("data-eng",)).start()
     catalog = OpenMetadataCatalog(server.url, token="jwt", service="lake-svc", database="lake", retries=0)
     snapshots = estate()
+    # the columns sales/orders maps from: `total` as the table spells it, and no `discount`
+    raw_columns = Schema((Field("id", Primitive("int64")), Field("Total", Primitive("float64"))))
+    sales = snapshots[1]
+    edge = replace(sales.upstream[0], columns=(*sales.upstream[0].columns, ColumnMapping("discount", "discount")))
+    snapshots = [replace(snapshots[0], schema=raw_columns), replace(sales, upstream=(edge,)), snapshots[2]]
     catalog.emit(snapshots)
     tables = server.entities["tables"]
     assert sorted(tables) == ["lake-svc.lake.marts.revenue", "lake-svc.lake.raw.orders", "lake-svc.lake.sales.orders"]
@@ -243,8 +257,8 @@ def test_openmetadata_tables_columns_owners_tags_and_lineage():
     }
     assert server.column_lineage[tables["lake-svc.lake.raw.orders"]["id"], orders["id"]] == [
         {"fromColumns": ["lake-svc.lake.raw.orders.id"], "toColumn": "lake-svc.lake.sales.orders.order_id"},
-        {"fromColumns": ["lake-svc.lake.raw.orders.total"], "toColumn": "lake-svc.lake.sales.orders.amount"},
-    ]
+        {"fromColumns": ["lake-svc.lake.raw.orders.Total"], "toColumn": "lake-svc.lake.sales.orders.amount"},
+    ]  # not `discount`: neither table has it, and OpenMetadata would refuse the edge
     versions = dict(server.versions)
     catalog.emit(snapshots)
     assert server.versions == versions  # the same content again changes nothing

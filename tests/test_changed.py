@@ -4,9 +4,11 @@ import pyarrow as pa
 import pytest
 import yaml
 from click.testing import CliRunner
+from dagster import AssetKey, AssetSelection, AssetSpec, Definitions
 
 from lumos_dagster.changed import EVERYTHING, selection
 from lumos_dagster.cli import main
+from lumos_dagster.naming import asset_paths
 from tests.lake import write_parquet
 from tests.test_governance_pipeline import CUSTOMER_VALUE, MARTS_ORDERS
 
@@ -18,6 +20,7 @@ def project(tmp_path, monkeypatch):
     (tmp_path / "sql" / "marts").mkdir(parents=True)
     (tmp_path / "sql" / "marts" / "orders.sql").write_text(MARTS_ORDERS)
     (tmp_path / "sql" / "customer_value.sql").write_text(CUSTOMER_VALUE)
+    (tmp_path / "sql" / "ingest.sql").write_text("INSERT INTO raw.orders SELECT id FROM external_db.src")
     (tmp_path / "README.md").write_text("not code")
     config = {"sources": [{"name": "lake", "root": "lake"}], "lineage": {"sql": [{"path": "sql"}]},
               "store": {"path": "store.db"}, "catalog": {"path": "lite.db"}}  # fmt: skip
@@ -30,8 +33,9 @@ def project(tmp_path, monkeypatch):
 @pytest.mark.parametrize(
     "files, expected",
     [
-        (["sql/marts/orders.sql"], "key:marts/orders+"),
-        (["sql/customer_value.sql", "sql/marts/orders.sql"], "key:marts/customer_value+ or key:marts/orders+"),
+        (["sql/marts/orders.sql"], 'key:"marts/orders"+'),
+        (["sql/customer_value.sql", "sql/marts/orders.sql"], 'key:"marts/customer_value"+ or key:"marts/orders"+'),
+        (["sql/ingest.sql"], 'key:"raw/orders"+'),  # it reads nothing Lumos knows, it still builds raw/orders
         (["README.md"], ""),  # touches no dataset: nothing to snapshot
         (["sql/customer_value.sql", "lumos.yaml"], "*"),  # the configuration: everything
     ],
@@ -42,6 +46,12 @@ def test_changed_files_select_the_datasets_they_build_and_their_consumers(projec
     assert result.stdout.strip() == expected
 
 
-def test_selection_syntax():
-    assert selection(EVERYTHING) == "*" and selection(set()) == ""
-    assert selection({"b/x", "a/y"}) == "key:a/y+ or key:b/x+"
+def test_the_selection_names_asset_keys_as_dagster_parses_them():
+    paths = asset_paths(["sales/orders-v2", "2024/events", "raw/orders"])
+    assert selection(EVERYTHING, paths) == "*" and selection(set(), paths) == ""
+    chosen = selection({"sales/orders-v2", "2024/events"}, paths)
+    assert chosen == 'key:"2024/events"+ or key:"sales/orders_v2"+'
+    assets = [AssetSpec(AssetKey(list(p))) for p in paths.values()]
+    graph = Definitions(assets=assets).resolve_asset_graph()
+    assert AssetSelection.from_string(chosen).resolve(graph) == {AssetKey(["2024", "events"]),
+                                                                 AssetKey(["sales", "orders_v2"])}  # fmt: skip

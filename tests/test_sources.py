@@ -253,6 +253,21 @@ def test_postgres_view_definitions_give_column_lineage(pg_schema):
     assert (top.upstream, top.columns) == (f"{prefix}/order_totals", (ColumnMapping("name", "name"),))
 
 
+def test_postgres_view_definitions_are_qualified_even_in_the_search_path():
+    table, view = f"lumos_t_{uuid.uuid4().hex[:8]}", f"lumos_v_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(PG, autocommit=True) as conn:  # `public` is on every default search_path
+        conn.execute(f"CREATE TABLE public.{table} (id int)")
+        conn.execute(f"CREATE VIEW public.{view} AS SELECT id FROM {table}")
+    try:
+        _, sources = pg_source("public")
+        views = {job: body for job, _, body in sources["db"].stored_sql(ScanReport()).views}
+        assert f"public.{table}" in views[f"public.{view}"]
+    finally:
+        with psycopg.connect(PG, autocommit=True) as conn:
+            conn.execute(f"DROP VIEW public.{view}")
+            conn.execute(f"DROP TABLE public.{table}")
+
+
 def test_postgres_describes_columns_keys_defaults_comments_sizes_and_usage(pg_schema):
     _, sources = pg_source(pg_schema)
     desc = sources["db"].describe(f'"{pg_schema}"."orders"')

@@ -213,7 +213,7 @@ class OpenMetadataCatalog:
         for s in snapshots:
             for edge in s.upstream:
                 there, here = self._table_fqn(edge.upstream.name), self._table_fqn(s.dataset.name)
-                upstream = self._call("GET", f"tables/name/{there}", missing_ok=True)
+                upstream = self._call("GET", f"tables/name/{there}?fields=columns", missing_ok=True)
                 if upstream is None:
                     log.info("lineage %s → %s waits until %s is in OpenMetadata", edge.upstream.name,
                              s.dataset.name, edge.upstream.name)  # fmt: skip
@@ -222,13 +222,18 @@ class OpenMetadataCatalog:
                     "fromEntity": {"id": upstream["id"], "type": "table"},
                     "toEntity": {"id": ids[s.dataset.name], "type": "table"},
                 }
-                if edge.columns:  # a column's FQN is its table's and its name
-                    edge_body["lineageDetails"] = {
-                        "columnsLineage": [
-                            {"fromColumns": [f"{there}.{c.upstream}"], "toColumn": f"{here}.{c.downstream}"}
-                            for c in edge.columns
-                        ]
-                    }
+                # OpenMetadata refuses a column it does not have: keep the mappings whose columns both
+                # tables have (SQL lowercases unquoted names: matched without case, sent as the table has them)
+                theirs = {c["name"].lower(): c["name"] for c in upstream.get("columns", [])}
+                ours = {f.name.lower(): f.name for f in s.schema.fields}
+                mapped = [
+                    {"fromColumns": [f"{there}.{theirs[c.upstream.lower()]}"],
+                     "toColumn": f"{here}.{ours[c.downstream.lower()]}"}
+                    for c in edge.columns
+                    if c.upstream.lower() in theirs and c.downstream.lower() in ours
+                ]  # fmt: skip
+                if mapped:  # a column's FQN is its table's and its name
+                    edge_body["lineageDetails"] = {"columnsLineage": mapped}
                 self._call("PUT", "lineage", {"edge": edge_body})
                 calls += 2
         return calls

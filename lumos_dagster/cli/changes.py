@@ -170,17 +170,21 @@ def gate(config_file, datasets, since, partition, fmt, output) -> None:
 def changed(files, config_file) -> None:
     """The Dagster asset selection of what changed FILES touch (SQL files, the dbt project,
     lumos.yaml) and their consumers: `*` when lumos.yaml changed, nothing when no dataset is
-    touched. CI feeds it `git diff --name-only`; it reads the code as `lumos discover` last did."""
+    touched. CI feeds it `git diff --name-only`. It reads the code in the working tree and
+    writes nothing (the store may be the shared one)."""
     from lumos_dagster.changed import selection, touched
-    from lumos_dagster.lineage.resolve import doc_from_json
+    from lumos_dagster.lineage.resolve import current_code
+    from lumos_dagster.naming import asset_paths
 
     config = load(config_file)
     store = open_store(config)
     try:
-        code = {name: doc_from_json(doc) for name, doc in store.code().items()}
+        catalogue = catalogue_of(config, store)
+        code = current_code(store, config)
     finally:
         store.close()
-    click.echo(selection(touched(files, config, code)))
+    paths = asset_paths([d.name for d in catalogue.datasets] + list(catalogue.missing_upstreams))
+    click.echo(selection(touched(files, config, code.docs), paths))
 
 
 @click.command()

@@ -35,6 +35,7 @@ class CodeDoc:
     sla: str | None = None
     tags: tuple[str, ...] = ()
     column_descriptions: dict[str, str] = field(default_factory=dict)
+    built_by: tuple[JobRef, ...] = ()  # the jobs that write it, whether or not they read a dataset
 
     @property
     def upstream(self) -> tuple[str, ...]:
@@ -76,15 +77,20 @@ def refresh_code(store, config, stored: Sequence[StoredSql] = ()) -> CodeContext
     if not (config.lineage.sql or config.lineage.dbt or any(s.views for s in stored)):
         store.save_code({})
         return None
+    code = current_code(store, config, stored)
+    store.save_code({name: doc_to_json(doc) for name, doc in code.docs.items()})
+    return code
+
+
+def current_code(store, config, stored: Sequence[StoredSql] = ()) -> CodeContext:
+    """What the code says now, against the datasets (and their columns) the store knows; nothing written."""
     columns = {}
     for rec in store.datasets():
         latest = store.latest(rec.urn)
         columns[rec.name] = [f.name for f in latest.schema.fields] if latest else []
     for decl in config.datasets:
         columns.setdefault(decl.name, [])
-    code = read_code(config, columns, stored)
-    store.save_code({name: doc_to_json(doc) for name, doc in code.docs.items()})
-    return code
+    return read_code(config, columns, stored)
 
 
 def read_code(config, schemas: dict[str, list[str]], stored: Sequence[StoredSql] = ()) -> CodeContext:
@@ -93,8 +99,7 @@ def read_code(config, schemas: dict[str, list[str]], stored: Sequence[StoredSql]
     lineage."""
     from lumos_dagster.lineage.dbt import read_manifest  # the SQL parser loads slowly: only when reading code
 
-    # a database names its own tables exactly; lineage.names still wins
-    names = TableNames(schemas, {**{k: v for s in stored for k, v in s.names.items()}, **config.lineage.names})
+    names = TableNames(schemas, config.lineage.names)
     context = CodeContext()
     jobs: list[tuple[str, list[CodeLineage]]] = []  # (flow, entries)
     if config.lineage.dbt is not None:
@@ -109,10 +114,11 @@ def read_code(config, schemas: dict[str, list[str]], stored: Sequence[StoredSql]
             context.problems.append(f"lineage.sql[{i}].path: {path} does not exist")
             continue
         jobs.append((sql.path, _two_passes(partial(_read_sql, path, sql.dialect), names, schemas)))
-    for source in stored:
-        jobs.append((source.flow, _two_passes(partial(_read_views, source), names, schemas)))
     for flow, entries in jobs:
         _attach(context, flow, entries, names)
+    for source in stored:  # a database names its own tables exactly (for its views only); lineage.names wins
+        own = TableNames(schemas, {**source.names, **config.lineage.names})
+        _attach(context, source.flow, _two_passes(partial(_read_views, source), own, schemas), own)
     return context
 
 
@@ -191,14 +197,16 @@ def _attach(context: CodeContext, flow: str, entries: list[CodeLineage], names: 
             except ValueError as e:
                 context.problems.append(f"{entry.job}: sla: {e}")
                 entry = replace(entry, sla=None)
-        context.docs[out] = _merged(context.docs.get(out), entry, edges)
+        context.docs[out] = _merged(context.docs.get(out), entry, edges, job)
 
 
-def _merged(doc: CodeDoc | None, entry: CodeLineage, edges: list[CodeEdge]) -> CodeDoc:
+def _merged(doc: CodeDoc | None, entry: CodeLineage, edges: list[CodeEdge], job: JobRef) -> CodeDoc:
     """Several statements may write one dataset: edges add up, the first documentation found wins."""
     doc = doc or CodeDoc()
+    producer = not (entry.kind == "dbt" and entry.job.startswith("source."))  # a dbt source only documents
     return CodeDoc(
         edges=doc.edges + tuple(edges),
+        built_by=tuple(dict.fromkeys(doc.built_by + ((job,) if producer else ()))),
         description=doc.description or entry.description,
         owners=tuple(dict.fromkeys(doc.owners + entry.owners)),
         sla=doc.sla or entry.sla,
@@ -225,6 +233,7 @@ def doc_to_json(doc: CodeDoc) -> dict:
         "sla": doc.sla,
         "tags": list(doc.tags),
         "column_descriptions": doc.column_descriptions,
+        "built_by": [[j.orchestrator, j.flow, j.name] for j in doc.built_by],
     }
 
 
@@ -236,6 +245,7 @@ def doc_from_json(j: dict) -> CodeDoc:
         sla=j["sla"],
         tags=tuple(j["tags"]),
         column_descriptions=j["column_descriptions"],
+        built_by=tuple(JobRef(*b) for b in j.get("built_by", ())),  # stores written before it had them: none
     )
 
 

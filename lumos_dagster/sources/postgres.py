@@ -171,7 +171,7 @@ class PostgresSource(TableSource):
         try:
             with self._connect() as conn:
                 # with an empty search_path PostgreSQL qualifies every table a view reads with its schema
-                conn.execute("SELECT set_config('search_path', '', true)")
+                conn.execute("SELECT set_config('search_path', '', false)")  # this connection only
                 wanted = [(oid, s, t, kind) for oid, s, t, kind, *_ in conn.execute(RELATIONS) if self._wanted(s, t)]
                 views = tuple(
                     (f"{s}.{t}", quote(s, t), conn.execute(VIEW_SQL, (oid,)).fetchone()[0])
