@@ -7,18 +7,14 @@ from typing import Iterable
 
 from dagster import AssetKey
 
-from lumos_dagster.naming import asset_paths, segment
+from lumos_dagster.naming import segment
 
 _TAG_KEY = re.compile(r"^[A-Za-z0-9_.\-/]{1,63}$")
 
 
-def asset_keys(names: Iterable[str]) -> dict[str, AssetKey]:
-    return {n: AssetKey(list(p)) for n, p in asset_paths(names).items()}
-
-
 def dataset_keys(catalogue) -> dict[str, AssetKey]:
     """Keys of every dataset and of every upstream named but missing (they appear as external assets)."""
-    return asset_keys([d.name for d in catalogue.datasets] + list(catalogue.missing_upstreams))
+    return {n: AssetKey(list(p)) for n, p in catalogue.asset_paths().items()}
 
 
 def group_name(domain: str | None) -> str:

@@ -16,6 +16,7 @@ from lumos_dagster.config import LumosConfig, OwnerConfig, ProfileDecl, Schedule
 from lumos_dagster.errors import ConfigError
 from lumos_dagster.lineage.resolve import CodeDoc, doc_from_json
 from lumos_dagster.model import ColumnMapping, DatasetRef, LineageEdge, Owner
+from lumos_dagster.naming import asset_paths
 from lumos_dagster.snapshots import Enrichment
 from lumos_dagster.store import DatasetRecord, SnapshotStore
 from lumos_dagster.versioning import DEFAULT_POLICY
@@ -58,6 +59,11 @@ class Catalogue:
 
     def by_name(self) -> dict[str, DatasetSpec]:
         return {d.name: d for d in self.datasets}
+
+    def asset_paths(self) -> dict[str, tuple[str, ...]]:
+        """The asset key path of every dataset, and of every upstream named but missing (the code
+        location shows those as external assets)."""
+        return asset_paths([d.name for d in self.datasets] + list(self.missing_upstreams))
 
 
 def load_catalogue(config: LumosConfig, store: SnapshotStore, source_roots: dict[str, str]) -> Catalogue:

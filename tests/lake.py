@@ -8,7 +8,20 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import yaml
 
+from lumos_dagster.report import ScanReport
+from lumos_dagster.sources import build_sources, discover
+from lumos_dagster.store import SnapshotStore
+
 ROOT = Path(__file__).resolve().parent.parent
+
+
+def register(config) -> None:
+    """Record what the config's sources hold in its registry (what the code location builds assets from)."""
+    store = SnapshotStore(config.store_url)
+    try:
+        store.upsert_datasets(discover(build_sources(config), ScanReport()).records)
+    finally:
+        store.close()
 
 
 def write_parquet(path, table: pa.Table) -> str:

@@ -40,6 +40,7 @@ from lumos_dagster.model import (
 )
 from lumos_dagster.store import SnapshotStore
 from tests.fake_servers import FakeGMS, FakeOpenLineage, FakeOpenMetadata, free_port
+from tests.lake import register
 from tests.test_datahub import GOLDEN
 from tests.test_datahub import snapshot as rich_snapshot
 
@@ -317,8 +318,6 @@ def test_a_run_with_gms_down_succeeds_and_lumos_sync_delivers_later(tmp_path, sp
     from lumos_dagster.cli import main
     from lumos_dagster.definitions import build_definitions
     from lumos_dagster.demo import build_demo_lake
-    from lumos_dagster.report import ScanReport
-    from lumos_dagster.sources import build_sources, discover
     from tests.test_gate import project
 
     build_demo_lake(str(tmp_path / "lake"), today=date(2026, 11, 25))
@@ -327,9 +326,7 @@ def test_a_run_with_gms_down_succeeds_and_lumos_sync_delivers_later(tmp_path, sp
                                       {"type": "datahub-rest", "server": f"http://127.0.0.1:{port}", "retries": 0,
                                        "timeout_sec": 2, "token_env": None}])  # fmt: skip
     config = load_config(str(path))
-    store = SnapshotStore(config.store_url)
-    store.upsert_datasets(discover(build_sources(config), ScanReport()).records)
-    store.close()
+    register(config)
     job = build_definitions(config).resolve_implicit_global_asset_job_def()
     result = job.execute_in_process(partition_key="2026-11-25", instance=DagsterInstance.ephemeral())
     assert result.success

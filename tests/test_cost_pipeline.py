@@ -19,10 +19,7 @@ from lumos_dagster.catalog.datahub_lite import DataHubLiteCatalog
 from lumos_dagster.cli import main
 from lumos_dagster.config import BillingRule, load_config
 from lumos_dagster.definitions import build_definitions
-from lumos_dagster.report import ScanReport
-from lumos_dagster.sources import build_sources, discover
-from lumos_dagster.store import SnapshotStore
-from tests.lake import write_parquet
+from tests.lake import register, write_parquet
 
 NAMES = ["raw_events", "cleaned_events", "event_metrics", "feature_store", "ml_predictions"]
 FOCUS_HEADER = (
@@ -70,9 +67,7 @@ def example(tmp_path, spark):
               "cost": {"billing": ["focus.csv"], "method": "lineage_weighted"}}  # fmt: skip
     (tmp_path / "lumos.yaml").write_text(yaml.safe_dump(config))
     cfg = load_config(str(tmp_path / "lumos.yaml"))
-    store = SnapshotStore(cfg.store_url)
-    store.upsert_datasets(discover(build_sources(cfg), ScanReport()).records)
-    store.close()
+    register(cfg)
     return cfg
 
 

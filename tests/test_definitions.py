@@ -13,10 +13,7 @@ from dagster import AssetKey, BackfillPolicy
 from lumos_dagster.config import load_config
 from lumos_dagster.definitions import build_definitions
 from lumos_dagster.errors import ConfigError
-from lumos_dagster.report import ScanReport
-from lumos_dagster.sources import build_sources, discover
-from lumos_dagster.store import SnapshotStore
-from tests.lake import partitioned_lake
+from tests.lake import partitioned_lake, register
 
 ROOT = Path(__file__).resolve().parents[1]
 LINEAGE = {
@@ -47,9 +44,7 @@ def make_project(tmp_path, datasets, lineage=LINEAGE, extra=None) -> str:
     path = tmp_path / "lumos.yaml"
     path.write_text(yaml.safe_dump(config))
     cfg = load_config(str(path))
-    store = SnapshotStore(cfg.store_url)
-    store.upsert_datasets(discover(build_sources(cfg), ScanReport()).records)
-    store.close()
+    register(cfg)
     return str(path)
 
 

@@ -16,11 +16,9 @@ from lumos_dagster.config import load_config
 from lumos_dagster.definitions import build_definitions
 from lumos_dagster.demo import build_demo_lake
 from lumos_dagster.model import Snapshot
-from lumos_dagster.report import ScanReport
-from lumos_dagster.sources import build_sources, discover
 from lumos_dagster.store import SnapshotStore
 from tests.conftest import lite_aspect_versions
-from tests.lake import demo_config, write_parquet
+from tests.lake import demo_config, register, write_parquet
 
 ROOT = Path(__file__).resolve().parents[1]
 DAY = date(2026, 11, 25)
@@ -53,9 +51,7 @@ def project(tmp_path_factory, spark):
     config["partitions"]["start"] = "2026-11-01"
     (tmp / "lumos.yaml").write_text(yaml.safe_dump(config))
     cfg = load_config(str(tmp / "lumos.yaml"))
-    store = SnapshotStore(cfg.store_url)
-    store.upsert_datasets(discover(build_sources(cfg), ScanReport()).records)
-    store.close()
+    register(cfg)
     instance = DagsterInstance.ephemeral()
     result = _job(cfg).execute_in_process(partition_key=PK, instance=instance)
     assert result.success

@@ -16,11 +16,11 @@ from lumos_dagster.config import load_config
 from lumos_dagster.definitions import assemble, build_definitions
 from lumos_dagster.releases import Manifest
 from lumos_dagster.report import ScanReport
-from lumos_dagster.sources import build_sources, discover
+from lumos_dagster.sources import build_sources
 from lumos_dagster.store import SnapshotStore
 from lumos_dagster.windows import latest_due, next_window, parse_lag
 from sensors.releases import release_requests, schedule_requests
-from tests.lake import partitioned_lake, write_parquet
+from tests.lake import partitioned_lake, register, write_parquet
 from tests.test_sources import s3  # noqa: F401  (fixture: moto's S3 server)
 
 
@@ -31,9 +31,7 @@ def make_project(tmp_path, **extra):
               "catalog": {"path": "lite.db"}, "partitions": {"start": "2026-11-01"}, **extra}  # fmt: skip
     (tmp_path / "lumos.yaml").write_text(yaml.safe_dump(config))
     cfg = load_config(str(tmp_path / "lumos.yaml"))
-    store = SnapshotStore(cfg.store_url)
-    store.upsert_datasets(discover(build_sources(cfg), ScanReport()).records)
-    store.close()
+    register(cfg)
     return cfg
 
 
@@ -114,9 +112,7 @@ def test_s3_objects_rewritten_with_the_same_size_are_seen_by_their_etag(tmp_path
               "store": {"path": "store.db"}, "catalog": {"path": "lite.db"}}  # fmt: skip
     (tmp_path / "lumos.yaml").write_text(yaml.safe_dump(config))
     cfg = load_config(str(tmp_path / "lumos.yaml"))
-    store = SnapshotStore(cfg.store_url)
-    store.upsert_datasets(discover(build_sources(cfg), ScanReport()).records)
-    store.close()
+    register(cfg)
     ticks = Ticks(build_definitions(cfg), "lumos_storage_bucket")
     ticks.tick()
     assert not ticks.tick().run_requests

@@ -174,7 +174,6 @@ def changed(files, config_file) -> None:
     writes nothing (the store may be the shared one)."""
     from lumos_dagster.changed import selection, touched
     from lumos_dagster.lineage.resolve import current_code
-    from lumos_dagster.naming import asset_paths
 
     config = load(config_file)
     store = open_store(config)
@@ -183,8 +182,7 @@ def changed(files, config_file) -> None:
         code = current_code(store, config)
     finally:
         store.close()
-    paths = asset_paths([d.name for d in catalogue.datasets] + list(catalogue.missing_upstreams))
-    click.echo(selection(touched(files, config, code.docs), paths))
+    click.echo(selection(touched(files, config, code.docs), catalogue.asset_paths()))
 
 
 @click.command()
