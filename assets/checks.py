@@ -7,10 +7,10 @@ from dagster import AssetCheckResult, AssetCheckSeverity, AssetCheckSpec, AssetK
 
 from assets.metadata import changes_table, md_table
 from lumos_dagster.config import RequiredConfig
-from lumos_dagster.gate import Verdict
-from lumos_dagster.governance import missing_context
-from lumos_dagster.impact import Affected
+from lumos_dagster.governance.rules import missing_context
+from lumos_dagster.lineage.impact import Affected
 from lumos_dagster.model import Snapshot
+from lumos_dagster.schema.gate import Verdict
 
 READABLE_CHECK = "files_readable"
 COMPATIBLE_CHECK = "schema_compatible"

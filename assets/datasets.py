@@ -40,11 +40,11 @@ from assets.keys import dagster_owners, dagster_tags, group_name
 from assets.metadata import newest, snapshot_metadata
 from assets.runtime import hours_from_runs
 from lumos_dagster.config import LumosConfig, PartitionsConfig
-from lumos_dagster.datasets import Catalogue, DatasetSpec
-from lumos_dagster.gate import judge_snapshot
-from lumos_dagster.governance import assess, has_quality_sources, read_assertions, required_of
-from lumos_dagster.impact import downstream
-from lumos_dagster.pricing import Bills, price_run
+from lumos_dagster.cost.pricing import Bills, price_run
+from lumos_dagster.governance.rules import assess, has_quality_sources, read_assertions, required_of
+from lumos_dagster.lineage.impact import downstream
+from lumos_dagster.scan.catalogue import Catalogue, DatasetSpec
+from lumos_dagster.schema.gate import judge_snapshot
 from lumos_dagster.sources import Source
 from resources.io_manager import URN_METADATA_KEY
 from resources.spark import LumosSparkResource

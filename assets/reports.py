@@ -9,11 +9,11 @@ from datetime import datetime, timedelta, timezone
 
 from dagster import AssetExecutionContext, AssetKey, AssetSpec, MaterializeResult, MetadataValue, multi_asset
 
-from lumos_dagster import cost_report
 from lumos_dagster.config import LumosConfig
-from lumos_dagster.datasets import Catalogue
 from lumos_dagster.errors import LumosError
-from lumos_dagster.governance import post_webhook, todo_json, todo_markdown
+from lumos_dagster.governance.rules import post_webhook, todo_json, todo_markdown
+from lumos_dagster.reports import cost as cost_report
+from lumos_dagster.scan.catalogue import Catalogue
 from lumos_dagster.store import SnapshotStore
 from resources.store import SnapshotStoreResource
 
@@ -45,8 +45,8 @@ def _cost_report(config: LumosConfig, catalogue: Catalogue, store: SnapshotStore
 
 def _overview(config: LumosConfig, catalogue: Catalogue, store: SnapshotStore, log) -> MaterializeResult:
     # openpyxl and the renderers load only when the report runs, not with the code location
-    from lumos_dagster.overview import Estate, build_overview, owner_todos, write_reports
-    from lumos_dagster.overview_render import to_markdown
+    from lumos_dagster.reports.overview import Estate, build_overview, owner_todos, write_reports
+    from lumos_dagster.reports.render import to_markdown
 
     now = datetime.now(timezone.utc)
     estate = Estate.load(store, catalogue, now - timedelta(days=7))

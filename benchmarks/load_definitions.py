@@ -18,7 +18,8 @@ from pathlib import Path
 
 import yaml
 
-from lumos_dagster.store import DatasetRecord, SnapshotStore
+from lumos_dagster.model import DatasetRecord
+from lumos_dagster.store import SnapshotStore
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent

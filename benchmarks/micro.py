@@ -154,7 +154,7 @@ def diff_pairs(pairs: int, fields: int = 100, seed: int = 7) -> list[tuple[Schem
 
 
 def diff_throughput(pairs: int = 10_000, fields: int = 100, repeat: int = 3) -> list[Row]:
-    from lumos_dagster.diff import diff_schemas
+    from lumos_dagster.schema.diff import diff_schemas
 
     data = diff_pairs(pairs, fields)
 
@@ -182,7 +182,7 @@ def diff_throughput(pairs: int = 10_000, fields: int = 100, repeat: int = 3) -> 
 def random_dag(nodes: int, edges: int, seed: int = 11) -> dict:
     """name → `cost.Node`; `edges` distinct edges, each from a lower index to a higher one (acyclic).
     A third of the nodes with upstreams declare lineage weights; the others fall back to bytes."""
-    from lumos_dagster.cost import Node
+    from lumos_dagster.cost.attribution import Node
 
     if edges > nodes * (nodes - 1) // 2:
         raise ValueError(f"a DAG of {nodes} nodes has at most {nodes * (nodes - 1) // 2} edges")
@@ -219,7 +219,7 @@ def conservation_error(nodes: dict, rollup: dict) -> float:
 
 
 def cost_rollup(nodes: int = 100_000, edges: int = 300_000, repeat: int = 1) -> list[Row]:
-    from lumos_dagster.cost import METHODS, attribute
+    from lumos_dagster.cost.attribution import METHODS, attribute
 
     dag = random_dag(nodes, edges)
     at_target = (nodes, edges) == COST_TARGET
@@ -395,7 +395,7 @@ def _project(folder: Path, lake: Path, start: date):
     import yaml
 
     from lumos_dagster.config import load_config
-    from lumos_dagster.report import ScanReport
+    from lumos_dagster.scan.report import ScanReport
     from lumos_dagster.sources import build_sources, discover
     from lumos_dagster.store import SnapshotStore
 

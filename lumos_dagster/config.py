@@ -19,11 +19,11 @@ from typing import Annotated, Any, Literal, Union, get_args
 import yaml
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError, field_validator, model_validator
 
-from lumos_dagster.discovery import PathTemplate
 from lumos_dagster.errors import ConfigError
 from lumos_dagster.formats import FORMATS
 from lumos_dagster.model import OWNERSHIP_TYPES
-from lumos_dagster.versioning import DEFAULT_POLICY, POLICIES
+from lumos_dagster.scan.discovery import PathTemplate
+from lumos_dagster.schema.versioning import DEFAULT_POLICY, POLICIES
 
 DEFAULT_CONFIG = "lumos.yaml"
 CONFIG_ENV = "LUMOS_CONFIG"
@@ -161,7 +161,7 @@ class ScheduleDecl(_Model):
     @field_validator("lag")
     @classmethod
     def _lag(cls, value: str) -> str:
-        from lumos_dagster.windows import parse_lag
+        from lumos_dagster.scan.windows import parse_lag
 
         parse_lag(value)
         return value
@@ -225,7 +225,7 @@ class DatasetDecl(_Model):
     @field_validator("sla")
     @classmethod
     def _sla(cls, value: str | None) -> str | None:
-        from lumos_dagster.windows import canonical_duration
+        from lumos_dagster.scan.windows import canonical_duration
 
         return None if value is None else canonical_duration(value)
 

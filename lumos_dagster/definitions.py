@@ -15,7 +15,7 @@ from assets.keys import dataset_keys
 from assets.reports import report_assets
 from lumos_dagster.catalog import catalogs_json
 from lumos_dagster.config import LumosConfig, load_config
-from lumos_dagster.datasets import load_catalogue
+from lumos_dagster.scan.catalogue import load_catalogue
 from lumos_dagster.sources import FileSource, build_sources
 from lumos_dagster.store import SnapshotStore
 from resources.io_manager import LumosIOManager

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime
 from typing import Any, Callable, Iterator, Union
 
@@ -369,6 +369,35 @@ class DatasetRef:
 
 
 @dataclass(frozen=True)
+class DatasetRecord:
+    """A dataset in the registry: what discovery found, enough to rebuild its asset."""
+
+    name: str
+    platform: str
+    source: str
+    location: str
+    format: str | None
+    domain: str | None = None
+    partition_keys: tuple[str, ...] = ()
+    time_partition_key: str | None = None
+    time_format: str | None = None
+    file_count: int = 0
+    total_bytes: int = 0
+    upstream: tuple[str, ...] = ()  # lineage the source itself knows (a view's tables)
+
+    @property
+    def urn(self) -> str:
+        return dataset_urn(self.platform, self.name)
+
+    def info(self) -> dict:
+        keys = ("partition_keys", "time_partition_key", "time_format", "file_count", "total_bytes", "upstream")
+        out = {k: v for k, v in asdict(self).items() if k in keys}
+        out["partition_keys"] = list(self.partition_keys)
+        out["upstream"] = list(self.upstream)
+        return out
+
+
+@dataclass(frozen=True)
 class Owner:
     id: str
     kind: str = "user"
@@ -416,7 +445,7 @@ class AssertionResult:
 
 @dataclass(frozen=True)
 class Quality:
-    score: float | None  # 0..1 (see lumos_dagster.quality.quality_score)
+    score: float | None  # 0..1 (see lumos_dagster.governance.quality.quality_score)
     freshness: str  # fresh | stale | unknown (against the dataset's SLA)
     age_hours: float | None
     assertions: tuple[AssertionResult, ...] = ()
@@ -487,7 +516,7 @@ class Cost:
     storage: float
     compute: float
     inherited: float
-    method: str  # how upstream cost was attributed (lumos_dagster.cost.METHODS)
+    method: str  # how upstream cost was attributed (lumos_dagster.cost.attribution.METHODS)
     basis: str = "list"  # list prices | bill (FOCUS export) | mixed
     currency: str = "USD"
 

@@ -14,7 +14,7 @@ from dagster import ConfigurableIOManager, InitResourceContext, InputContext, Me
 from pydantic import PrivateAttr
 
 from lumos_dagster.catalog.base import CatalogAdapter
-from lumos_dagster.delivery import deliver
+from lumos_dagster.catalog.delivery import deliver
 from lumos_dagster.model import Snapshot
 from lumos_dagster.store import SnapshotStore
 from resources.store import CatalogsResource, SnapshotStoreResource

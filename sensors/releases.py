@@ -11,8 +11,8 @@ from datetime import UTC, datetime
 from dagster import DefaultSensorStatus, RunRequest, SensorDefinition, SensorResult, sensor
 
 from assets.datasets import RELEASE_TAG
-from lumos_dagster.releases import read_manifests
-from lumos_dagster.windows import latest_due, next_window, parse_lag
+from lumos_dagster.scan.windows import latest_due, next_window, parse_lag
+from lumos_dagster.schema.releases import read_manifests
 from sensors.storage import TRIGGER_TAG
 from sensors.triggers import Targets
 

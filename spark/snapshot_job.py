@@ -12,11 +12,11 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Callable, Mapping, Sequence
 
-from lumos_dagster.datasets import DatasetSpec
-from lumos_dagster.discovery import DiscoveredDataset
 from lumos_dagster.model import FileError, Snapshot
-from lumos_dagster.report import ScanReport
-from lumos_dagster.snapshots import Contents, build_snapshot, file_contents, files_in_window
+from lumos_dagster.scan.assemble import Contents, build_snapshot, file_contents, files_in_window
+from lumos_dagster.scan.catalogue import DatasetSpec
+from lumos_dagster.scan.discovery import DiscoveredDataset
+from lumos_dagster.scan.report import ScanReport
 from lumos_dagster.sources import Source, TableSource
 from spark.schemas import read_schemas
 

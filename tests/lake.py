@@ -8,7 +8,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import yaml
 
-from lumos_dagster.report import ScanReport
+from lumos_dagster.scan.report import ScanReport
 from lumos_dagster.sources import build_sources, discover
 from lumos_dagster.store import SnapshotStore
 

@@ -6,8 +6,8 @@ import math
 import pytest
 
 from benchmarks import micro
-from lumos_dagster.cost import METHODS, attribute
-from lumos_dagster.diff import diff_schemas
+from lumos_dagster.cost.attribution import METHODS, attribute
+from lumos_dagster.schema.diff import diff_schemas
 
 KEYS = {"benchmark", "size", "value", "unit", "target", "met"}
 

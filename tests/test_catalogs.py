@@ -22,11 +22,11 @@ from lumos_dagster.catalog.datahub import snapshot_aspects
 from lumos_dagster.catalog.datahub_file import DataHubFileCatalog
 from lumos_dagster.catalog.datahub_lite import DataHubLiteCatalog, open_lite
 from lumos_dagster.catalog.datahub_rest import DataHubRestCatalog
+from lumos_dagster.catalog.delivery import deliver
 from lumos_dagster.catalog.openlineage import OpenLineageCatalog
 from lumos_dagster.catalog.openmetadata import OpenMetadataCatalog
 from lumos_dagster.cli import main
 from lumos_dagster.config import load_config, parse_config
-from lumos_dagster.delivery import deliver
 from lumos_dagster.errors import CatalogError
 from lumos_dagster.model import (
     ColumnMapping,

@@ -11,9 +11,18 @@ from click.testing import CliRunner
 
 from lumos_dagster.cli import main
 from lumos_dagster.config import load_config
-from lumos_dagster.model import DatasetRef, Field, LineageEdge, Primitive, Schema, Snapshot, snapshot_dumps
-from lumos_dagster.store import DatasetRecord, SnapshotStore
-from lumos_dagster.versioning import assess
+from lumos_dagster.model import (
+    DatasetRecord,
+    DatasetRef,
+    Field,
+    LineageEdge,
+    Primitive,
+    Schema,
+    Snapshot,
+    snapshot_dumps,
+)
+from lumos_dagster.schema.versioning import assess
+from lumos_dagster.store import SnapshotStore
 from tests.conftest import TESTDATA
 from tests.lake import write_parquet
 

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lumos_dagster.cost import GIB, METHODS, Node, attribute, contributions, storage_cost, switch_off
+from lumos_dagster.cost.attribution import GIB, METHODS, Node, attribute, contributions, storage_cost, switch_off
 
 # The design's graph: raw_events (storage $500/mo) feeds cleaned_events (compute $3,000,
 # reads 60% of raw_events) and event_metrics (compute $1,000, 40%); cleaned_events feeds

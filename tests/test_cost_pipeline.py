@@ -14,10 +14,10 @@ from click.testing import CliRunner
 from dagster import DagsterInstance, Definitions, asset, materialize
 
 from assets.runtime import hours_from_runs
-from lumos_dagster.billing import BillingError, allocate, read_focus
 from lumos_dagster.catalog.datahub_lite import DataHubLiteCatalog
 from lumos_dagster.cli import main
 from lumos_dagster.config import BillingRule, load_config
+from lumos_dagster.cost.billing import BillingError, allocate, read_focus
 from lumos_dagster.definitions import build_definitions
 from tests.lake import register, write_parquet
 

@@ -12,7 +12,7 @@ from lumos_dagster.config import load_config
 from lumos_dagster.definitions import build_definitions
 from lumos_dagster.demo import ORDER_SCHEMA, build_demo_lake
 from lumos_dagster.lineage.resolve import refresh_code
-from lumos_dagster.report import ScanReport
+from lumos_dagster.scan.report import ScanReport
 from lumos_dagster.sources import build_sources, discover
 from lumos_dagster.store import SnapshotStore
 from tests.lake import demo_config, write_parquet

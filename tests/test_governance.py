@@ -8,13 +8,13 @@ from pathlib import Path
 import pytest
 
 from lumos_dagster.config import RequiredConfig, parse_config
-from lumos_dagster.datasets import resolve_datasets
-from lumos_dagster.governance import assess, missing_by_owner, missing_context, read_assertions, todo_markdown
+from lumos_dagster.governance.rules import assess, missing_by_owner, missing_context, read_assertions, todo_markdown
 from lumos_dagster.lineage.resolve import CodeDoc, CodeEdge, TableNames, doc_from_json, doc_to_json, read_code
 from lumos_dagster.model import (
     AssertionResult,
     ColumnMapping,
     ColumnProfile,
+    DatasetRecord,
     DatasetRef,
     Field,
     JobRef,
@@ -27,9 +27,10 @@ from lumos_dagster.model import (
     Snapshot,
     Struct,
 )
-from lumos_dagster.overview import Estate, build_overview, last_used, owner_todos, write_reports
-from lumos_dagster.snapshots import Contents, Enrichment, build_snapshot
-from lumos_dagster.store import DatasetRecord, SnapshotStore
+from lumos_dagster.reports.overview import Estate, build_overview, last_used, owner_todos, write_reports
+from lumos_dagster.scan.assemble import Contents, Enrichment, build_snapshot
+from lumos_dagster.scan.catalogue import resolve_datasets
+from lumos_dagster.store import SnapshotStore
 
 DATA = Path(__file__).parent / "data"
 NOW = datetime(2026, 11, 25, 12, 0, tzinfo=UTC)
@@ -389,7 +390,7 @@ def test_reports_are_written_in_every_format_with_links(estate, tmp_path):
 
 
 def test_the_built_overview_draws_its_figures_in_chromium(estate, tmp_path):
-    from lumos_dagster.overview_render import to_html
+    from lumos_dagster.reports.render import to_html
     from tests.test_overview_render import _browse, _Page
 
     store, catalogue, config = estate

@@ -14,7 +14,7 @@ from pathlib import Path
 import openpyxl
 import pytest
 
-from lumos_dagster.overview_render import to_csv_files, to_html, to_json, to_markdown, to_xlsx
+from lumos_dagster.reports.render import to_csv_files, to_html, to_json, to_markdown, to_xlsx
 
 # Dataset and domain names are data: they must show as text everywhere, never act as markup.
 EVIL = 'raw/</script><script>document.body.dataset.pwned = "yes"</script>'

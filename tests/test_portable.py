@@ -5,7 +5,7 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from lumos_dagster import estate as portable
+from lumos_dagster.catalog import portable as portable
 from lumos_dagster.cli import main
 from lumos_dagster.config import load_config
 from lumos_dagster.store import SnapshotStore

@@ -1,4 +1,4 @@
-"""Offline dataset search: tokenization, ranking, filters and determinism (lumos_dagster.search)."""
+"""Offline dataset search: tokenization, ranking, filters and determinism (lumos_dagster.reports.search)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lumos_dagster.search import Document, Hit, SearchIndex, search, tokenize
+from lumos_dagster.reports.search import Document, Hit, SearchIndex, search, tokenize
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -357,7 +357,7 @@ def test_ranking_does_not_depend_on_input_order_or_hash_seed():
     assert [search(shuffled, query) for query in queries] == expected
 
     script = (
-        "import json, sys; from lumos_dagster.search import search; from tests.test_search import DOCS; "
+        "import json, sys; from lumos_dagster.reports.search import search; from tests.test_search import DOCS; "
         "print(json.dumps([[(h.dataset, h.score) for h in search(DOCS, q)] for q in json.loads(sys.argv[1])]))"
     )
     runs = {

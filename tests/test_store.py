@@ -8,9 +8,9 @@ import pytest
 import sqlalchemy as sa
 
 from lumos_dagster.catalog.datahub_lite import DataHubLiteCatalog, open_lite
-from lumos_dagster.delivery import deliver
-from lumos_dagster.model import DatasetRef, Field, Primitive, Schema, Snapshot
-from lumos_dagster.store import DatasetRecord, SnapshotStore
+from lumos_dagster.catalog.delivery import deliver
+from lumos_dagster.model import DatasetRecord, DatasetRef, Field, Primitive, Schema, Snapshot
+from lumos_dagster.store import SnapshotStore
 from tests.conftest import lite_aspect_versions
 
 PG = "postgresql+psycopg://postgres@127.0.0.1:5432/test"

@@ -4,7 +4,7 @@ from datetime import UTC, datetime
 import pytest
 
 from lumos_dagster.model import BREAKING, DatasetRef, Field, Owner, Primitive, Schema, Snapshot, Struct
-from lumos_dagster.versioning import assess, bump, retire
+from lumos_dagster.schema.versioning import assess, bump, retire
 
 ID = Field("id", Primitive("int64"), nullable=False)
 NAME = Field("name", Primitive("string"))

@@ -9,22 +9,22 @@ from datetime import UTC, datetime, timedelta
 
 import click
 
-from lumos_dagster.change_report import ChangeReport, exit_code, render
 from lumos_dagster.cli.common import config_option, load, open_store
 from lumos_dagster.config import LumosConfig, load_config
-from lumos_dagster.datasets import Catalogue, load_catalogue
-from lumos_dagster.diff import diff_schemas, diff_snapshots
 from lumos_dagster.errors import LumosError
-from lumos_dagster.gate import judge_snapshot
-from lumos_dagster.history import evolution as evolution_of
-from lumos_dagster.history import next_release_name, timeline
-from lumos_dagster.impact import downstream, fan_out
-from lumos_dagster.inputs import load_side
+from lumos_dagster.lineage.impact import downstream, fan_out
 from lumos_dagster.model import BREAKING, dataset_urn
-from lumos_dagster.releases import Manifest, write_manifest
+from lumos_dagster.reports.changes import ChangeReport, exit_code, render
+from lumos_dagster.scan.catalogue import Catalogue, load_catalogue
+from lumos_dagster.schema.diff import diff_schemas, diff_snapshots
+from lumos_dagster.schema.gate import judge_snapshot
+from lumos_dagster.schema.history import evolution as evolution_of
+from lumos_dagster.schema.history import next_release_name, timeline
+from lumos_dagster.schema.inputs import load_side
+from lumos_dagster.schema.releases import Manifest, write_manifest
+from lumos_dagster.schema.versioning import DEFAULT_POLICY, POLICIES, bump, change_class, judge
 from lumos_dagster.sources import build_sources
 from lumos_dagster.store import SnapshotStore
-from lumos_dagster.versioning import DEFAULT_POLICY, POLICIES, bump, change_class, judge
 
 FORMATS = click.Choice(["text", "json", "markdown"])
 policy_option = click.option(
@@ -172,7 +172,7 @@ def changed(files, config_file) -> None:
     lumos.yaml) and their consumers: `*` when lumos.yaml changed, nothing when no dataset is
     touched. CI feeds it `git diff --name-only`. It reads the code in the working tree and
     writes nothing (the store may be the shared one)."""
-    from lumos_dagster.changed import selection, touched
+    from lumos_dagster.lineage.changed import selection, touched
     from lumos_dagster.lineage.resolve import current_code
 
     config = load(config_file)

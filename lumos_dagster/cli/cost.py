@@ -6,9 +6,9 @@ import json
 
 import click
 
-from lumos_dagster import cost_report
 from lumos_dagster.cli.changes import catalogue_of
 from lumos_dagster.cli.common import config_option, load, open_store
+from lumos_dagster.reports import cost as cost_report
 
 
 @click.command()

@@ -19,8 +19,8 @@ from lumos_dagster.errors import LumosError
 def report(config_file, output_dir, webhook) -> None:
     """The estate overview — inventory, stale, unowned, this week's changes, riskiest datasets,
     coverage, cost — as HTML, Excel, CSV, JSON and markdown; and each owner's missing context."""
-    from lumos_dagster.governance import post_webhook, todo_json
-    from lumos_dagster.overview import Estate, build_overview, owner_todos, write_reports
+    from lumos_dagster.governance.rules import post_webhook, todo_json
+    from lumos_dagster.reports.overview import Estate, build_overview, owner_todos, write_reports
 
     config = load(config_file)
     now = datetime.now(timezone.utc)
@@ -53,7 +53,7 @@ def report(config_file, output_dir, webhook) -> None:
 def documents_of(config, store):
     """Everything Lumos knows, one document per dataset: the latest snapshot's names, fields,
     descriptions, tags, owners and quality; what lumos.yaml and code say for datasets not taken yet."""
-    from lumos_dagster.search import Document
+    from lumos_dagster.reports.search import Document
 
     docs = []
     for d in catalogue_of(config, store).datasets:
@@ -87,7 +87,7 @@ def documents_of(config, store):
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 def search(config_file, query, platform, owner, tag, min_quality, limit, fmt) -> None:
     """Find datasets by name, field, description, tag or owner, ranked; offline, from the store."""
-    from lumos_dagster.search import search as find
+    from lumos_dagster.reports.search import search as find
 
     config = load(config_file)
     store = open_store(config)

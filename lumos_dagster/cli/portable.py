@@ -9,13 +9,13 @@ from datetime import UTC, datetime
 
 import click
 
-from lumos_dagster import estate as portable
 from lumos_dagster.catalog import build_catalogs
+from lumos_dagster.catalog import portable as portable
 from lumos_dagster.catalog.datahub_file import DataHubFileCatalog
 from lumos_dagster.catalog.datahub_lite import DataHubLiteCatalog
+from lumos_dagster.catalog.delivery import deliver
 from lumos_dagster.cli.common import config_option, load, open_store
 from lumos_dagster.config import LumosConfig
-from lumos_dagster.delivery import deliver
 from lumos_dagster.errors import LumosError
 
 TARGET_HELP = (

@@ -48,7 +48,7 @@ def discover(config_file: str | None) -> None:
 
     Datasets that vanished from a scanned source are soft-deleted in the catalogs, unless
     more than removal.max_share of the source vanished at once (then nothing is removed)."""
-    from lumos_dagster.registry import refresh_registry
+    from lumos_dagster.scan.inventory import refresh_registry
 
     config = load(config_file)
     store = open_store(config)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from lumos_dagster.lineage import CodeLineage, StoredSql, normalize_table_name
 from lumos_dagster.model import ColumnMapping, JobRef
-from lumos_dagster.windows import canonical_duration
+from lumos_dagster.scan.windows import canonical_duration
 
 
 @dataclass(frozen=True)

@@ -12,9 +12,9 @@ from lumos_dagster.config import (
     PostgresSourceConfig,
     S3SourceConfig,
 )
-from lumos_dagster.report import ScanReport
+from lumos_dagster.model import DatasetRecord
+from lumos_dagster.scan.report import ScanReport
 from lumos_dagster.sources.base import FileSource, TableDescription, TableSource
-from lumos_dagster.store import DatasetRecord
 
 Source = Union[FileSource, TableSource]
 

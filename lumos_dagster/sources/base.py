@@ -11,11 +11,11 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Callable, Iterator
 
-from lumos_dagster.discovery import DiscoveredDataset, FileEntry, group_files
 from lumos_dagster.formats import FsSpec
 from lumos_dagster.lineage import StoredSql
 from lumos_dagster.model import OperationalStats, Schema
-from lumos_dagster.report import ScanReport
+from lumos_dagster.scan.discovery import DiscoveredDataset, FileEntry, group_files
+from lumos_dagster.scan.report import ScanReport
 
 Progress = Callable[[int], None]
 PROGRESS_EVERY = 1000

@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 from typing import Iterator
 
-from lumos_dagster.discovery import FileEntry
-from lumos_dagster.report import ScanReport
+from lumos_dagster.scan.discovery import FileEntry
+from lumos_dagster.scan.report import ScanReport
 from lumos_dagster.sources.base import FileSource
 
 

@@ -13,9 +13,9 @@ import uuid
 from decimal import Decimal as PyDecimal
 from fnmatch import fnmatchcase
 
-from lumos_dagster.merge import widen
 from lumos_dagster.model import (
     Array,
+    DatasetRecord,
     DataType,
     Field,
     OperationalStats,
@@ -26,9 +26,9 @@ from lumos_dagster.model import (
     UnionType,
     type_str,
 )
-from lumos_dagster.report import ScanReport
+from lumos_dagster.scan.merge import widen
+from lumos_dagster.scan.report import ScanReport
 from lumos_dagster.sources.base import Progress, TableDescription, TableSource
-from lumos_dagster.store import DatasetRecord
 
 NULL = Primitive("null")
 

@@ -21,6 +21,7 @@ from lumos_dagster.lineage import StoredSql
 from lumos_dagster.model import (
     NO_DEFAULT,
     Array,
+    DatasetRecord,
     DataType,
     Decimal,
     Enum,
@@ -32,9 +33,8 @@ from lumos_dagster.model import (
     Time,
     Timestamp,
 )
-from lumos_dagster.report import ScanReport
+from lumos_dagster.scan.report import ScanReport
 from lumos_dagster.sources.base import Progress, TableDescription, TableSource
-from lumos_dagster.store import DatasetRecord
 
 KINDS = {"r": "table", "p": "table", "v": "view", "m": "materialized_view", "f": "foreign_table"}
 _SIMPLE = {

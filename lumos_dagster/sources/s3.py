@@ -15,8 +15,8 @@ from urllib.parse import urlparse
 import boto3
 from botocore.exceptions import BotoCoreError, ClientError
 
-from lumos_dagster.discovery import FileEntry
-from lumos_dagster.report import ScanReport
+from lumos_dagster.scan.discovery import FileEntry
+from lumos_dagster.scan.report import ScanReport
 from lumos_dagster.sources.base import FileSource
 
 

@@ -15,11 +15,11 @@ from typing import Mapping, Sequence
 from lumos_dagster.config import LumosConfig, OwnerConfig, ProfileDecl, ScheduleDecl
 from lumos_dagster.errors import ConfigError
 from lumos_dagster.lineage.resolve import CodeDoc, doc_from_json
-from lumos_dagster.model import ColumnMapping, DatasetRef, LineageEdge, Owner
+from lumos_dagster.model import ColumnMapping, DatasetRecord, DatasetRef, LineageEdge, Owner
 from lumos_dagster.naming import asset_paths
-from lumos_dagster.snapshots import Enrichment
-from lumos_dagster.store import DatasetRecord, SnapshotStore
-from lumos_dagster.versioning import DEFAULT_POLICY
+from lumos_dagster.scan.assemble import Enrichment
+from lumos_dagster.schema.versioning import DEFAULT_POLICY
+from lumos_dagster.store import SnapshotStore
 
 UNDISCOVERED = "(not discovered)"
 

@@ -7,11 +7,11 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Callable, Mapping, Sequence
 
-from lumos_dagster.billing import Allocation, Charge, allocate, read_focus
 from lumos_dagster.config import LumosConfig
-from lumos_dagster.cost import DEFAULT_STORAGE_PRICES, Node, consumers, shares, storage_cost
-from lumos_dagster.datasets import Catalogue, DatasetSpec
+from lumos_dagster.cost.attribution import DEFAULT_STORAGE_PRICES, Node, consumers, shares, storage_cost
+from lumos_dagster.cost.billing import Allocation, Charge, allocate, read_focus
 from lumos_dagster.model import Cost, Snapshot
+from lumos_dagster.scan.catalogue import Catalogue, DatasetSpec
 
 #: (dataset name, partition key or None for its newest) → its stored snapshot (cost, last modification)
 SnapshotLookup = Callable[[str, "str | None"], "Snapshot | None"]

@@ -9,10 +9,10 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Callable, Sequence
 
 from lumos_dagster.model import DatasetRef, Snapshot
-from lumos_dagster.report import ScanReport
+from lumos_dagster.scan.report import ScanReport
+from lumos_dagster.schema.versioning import retire
 from lumos_dagster.sources import Discovery
 from lumos_dagster.store import SnapshotStore
-from lumos_dagster.versioning import retire
 
 if TYPE_CHECKING:
     from lumos_dagster.config import LumosConfig
@@ -77,7 +77,7 @@ def refresh_registry(config: LumosConfig, store: SnapshotStore, progress: Callab
     soft-delete what vanished (delivered to the catalogs now), and read lineage from code and
     from the databases' view definitions."""
     from lumos_dagster.catalog import build_catalogs
-    from lumos_dagster.delivery import deliver
+    from lumos_dagster.catalog.delivery import deliver
     from lumos_dagster.lineage.resolve import refresh_code
     from lumos_dagster.sources import build_sources, discover
     from lumos_dagster.sources.base import TableSource

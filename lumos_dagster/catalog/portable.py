@@ -19,8 +19,8 @@ from typing import Callable, Iterable
 import jsonschema
 
 from lumos_dagster.errors import LumosError
-from lumos_dagster.model import Snapshot, snapshot_from_json, snapshot_to_json
-from lumos_dagster.store import DatasetRecord, Release, SnapshotStore
+from lumos_dagster.model import DatasetRecord, Snapshot, snapshot_from_json, snapshot_to_json
+from lumos_dagster.store import Release, SnapshotStore
 
 ESTATE_VERSION = "1"
 DEFAULT_MAX_BYTES = 256 * 1024 * 1024

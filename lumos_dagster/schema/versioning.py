@@ -27,8 +27,8 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Sequence
 
-from lumos_dagster.diff import FIELD_REMOVED, METADATA_KINDS, diff_schemas, diff_snapshots
 from lumos_dagster.model import BREAKING, INFORMATIONAL, NON_BREAKING, SchemaChange, Snapshot
+from lumos_dagster.schema.diff import FIELD_REMOVED, METADATA_KINDS, diff_schemas, diff_snapshots
 
 FIRST_VERSION = "1.0.0"
 DEFAULT_POLICY = "FULL"

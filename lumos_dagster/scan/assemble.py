@@ -7,9 +7,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta, timezone
 from typing import Mapping, Sequence
 
-from lumos_dagster.discovery import DatasetFile, DiscoveredDataset
 from lumos_dagster.formats import FileResult
-from lumos_dagster.merge import merge_schemas
 from lumos_dagster.model import (
     DatasetRef,
     Field,
@@ -22,7 +20,9 @@ from lumos_dagster.model import (
     Snapshot,
     map_struct_fields,
 )
-from lumos_dagster.versioning import DEFAULT_POLICY, assess
+from lumos_dagster.scan.discovery import DatasetFile, DiscoveredDataset
+from lumos_dagster.scan.merge import merge_schemas
+from lumos_dagster.schema.versioning import DEFAULT_POLICY, assess
 
 
 @dataclass(frozen=True)

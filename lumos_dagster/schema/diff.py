@@ -6,7 +6,7 @@ its verdict in both directions.
 
 The verdicts follow Avro schema resolution (reader fields need a default; enums and
 unions must cover what the writer may send; aliases rename), Iceberg (field ids rename;
-optional→required is unsafe) and Delta type widening (`lumos_dagster.compat`). Pure
+optional→required is unsafe) and Delta type widening (`lumos_dagster.schema.compat`). Pure
 functions; docs/compatibility.md has the table.
 """
 
@@ -16,7 +16,6 @@ import bisect
 import json
 from typing import Any, Sequence
 
-from lumos_dagster.compat import promotable
 from lumos_dagster.model import (
     NO_DEFAULT,
     TYPE_CLASSES,
@@ -33,6 +32,7 @@ from lumos_dagster.model import (
     type_str,
 )
 from lumos_dagster.model import Schema as SchemaModel
+from lumos_dagster.schema.compat import promotable
 
 # kinds
 FIELD_ADDED = "FIELD_ADDED"

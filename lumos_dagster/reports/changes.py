@@ -9,7 +9,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Sequence
 
-from lumos_dagster.impact import Affected
+from lumos_dagster.lineage.impact import Affected
 from lumos_dagster.model import BREAKING, INFORMATIONAL, SchemaChange
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Callable, Iterable, Sequence, TypeVar
 
@@ -17,102 +17,18 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 from lumos_dagster.errors import StoreError
-from lumos_dagster.model import Snapshot, dataset_urn, snapshot_dumps, snapshot_loads
-
-metadata = sa.MetaData()
-
-#: bumped when the tables change; a store written by another schema version is refused, not guessed at
-SCHEMA_VERSION = 1
-
-meta_table = sa.Table(
-    "lumos_meta",
+from lumos_dagster.model import DatasetRecord, Snapshot, snapshot_dumps, snapshot_loads
+from lumos_dagster.store.tables import (
+    SCHEMA_VERSION,
+    catalog_state_table,
+    code_table,
+    datasets_table,
+    file_state_table,
+    meta_table,
     metadata,
-    sa.Column("key", sa.String(64), primary_key=True),
-    sa.Column("value", sa.String(256), nullable=False),
-)
-
-datasets_table = sa.Table(
-    "lumos_datasets",
-    metadata,
-    sa.Column("urn", sa.String(1024), primary_key=True),
-    sa.Column("name", sa.String(1024), nullable=False),
-    sa.Column("platform", sa.String(128), nullable=False),
-    sa.Column("source", sa.String(256), nullable=False),
-    sa.Column("location", sa.Text, nullable=False),
-    sa.Column("format", sa.String(32)),
-    sa.Column("domain", sa.String(256)),
-    sa.Column("info", sa.Text, nullable=False),  # JSON: partitioning, counts
-    sa.Column("first_seen", sa.DateTime(timezone=True), nullable=False),
-    sa.Column("last_seen", sa.DateTime(timezone=True), nullable=False),
-    sa.Column("removed_at", sa.DateTime(timezone=True)),  # vanished from its source: soft-deleted
-)
-
-snapshots_table = sa.Table(
-    "lumos_snapshots",
-    metadata,
-    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
-    sa.Column("urn", sa.String(1024), nullable=False),
-    sa.Column("partition_key", sa.String(64), nullable=False),  # '' when unpartitioned
-    sa.Column("captured_at", sa.DateTime(timezone=True), nullable=False),
-    sa.Column("version", sa.String(64)),
-    sa.Column("fingerprint", sa.String(64), nullable=False),
-    # an unreadable capture is history, but never what the next one is versioned against
-    sa.Column("readable", sa.Boolean, nullable=False),
-    sa.Column("document", sa.Text, nullable=False),
-    sa.Index("ix_lumos_snapshots_urn_partition", "urn", "partition_key", "id"),
-)
-
-outbox_table = sa.Table(
-    "lumos_outbox",
-    metadata,
-    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
-    sa.Column("snapshot_id", sa.Integer, sa.ForeignKey("lumos_snapshots.id"), nullable=False),
-    sa.Column("catalog", sa.String(256), nullable=False),
-    sa.Column("urn", sa.String(1024), nullable=False),
-    sa.Column("partition_key", sa.String(64), nullable=False),
-    sa.Column("status", sa.String(16), nullable=False),  # pending | delivered | unchanged | superseded
-    sa.Column("attempts", sa.Integer, nullable=False, default=0),
-    sa.Column("last_error", sa.Text),
-    sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
-    sa.Column("delivered_at", sa.DateTime(timezone=True)),
-    sa.Index("ix_lumos_outbox_pending", "catalog", "status"),
-)
-
-
-catalog_state_table = sa.Table(
-    "lumos_catalog_state",
-    metadata,
-    sa.Column("catalog", sa.String(256), primary_key=True),
-    sa.Column("urn", sa.String(1024), primary_key=True),
-    sa.Column("partition_key", sa.String(64), nullable=False),  # newest partition the catalog shows
-    sa.Column("content_hash", sa.String(64), nullable=False),  # of what was last sent: same again = no write
-    sa.Column("delivered_at", sa.DateTime(timezone=True), nullable=False),
-)
-
-file_state_table = sa.Table(
-    "lumos_file_state",
-    metadata,
-    sa.Column("source", sa.String(256), primary_key=True),
-    sa.Column("generation", sa.Integer, primary_key=True),
-    sa.Column("path", sa.String(2048), primary_key=True),
-    sa.Column("fingerprint", sa.String(128), nullable=False),
-    sa.Column("dataset", sa.String(1024)),
-    sa.Column("partition", sa.String(64)),  # the file's time-partition date, if any
-)
-
-releases_table = sa.Table(
-    "lumos_releases",
-    metadata,
-    sa.Column("name", sa.String(128), primary_key=True),
-    sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
-    sa.Column("versions", sa.Text, nullable=False),  # JSON: dataset name → schema version
-)
-
-code_table = sa.Table(
-    "lumos_code",
-    metadata,
-    sa.Column("dataset", sa.String(1024), primary_key=True),
-    sa.Column("doc", sa.Text, nullable=False),  # JSON: what SQL files and dbt models say (lineage.resolve)
+    outbox_table,
+    releases_table,
+    snapshots_table,
 )
 
 
@@ -121,35 +37,6 @@ class Release:
     name: str
     created_at: datetime
     versions: dict[str, str]
-
-
-@dataclass(frozen=True)
-class DatasetRecord:
-    """A dataset in the registry: what discovery found, enough to rebuild its asset."""
-
-    name: str
-    platform: str
-    source: str
-    location: str
-    format: str | None
-    domain: str | None = None
-    partition_keys: tuple[str, ...] = ()
-    time_partition_key: str | None = None
-    time_format: str | None = None
-    file_count: int = 0
-    total_bytes: int = 0
-    upstream: tuple[str, ...] = ()  # lineage the source itself knows (a view's tables)
-
-    @property
-    def urn(self) -> str:
-        return dataset_urn(self.platform, self.name)
-
-    def info(self) -> dict:
-        keys = ("partition_keys", "time_partition_key", "time_format", "file_count", "total_bytes", "upstream")
-        out = {k: v for k, v in asdict(self).items() if k in keys}
-        out["partition_keys"] = list(self.partition_keys)
-        out["upstream"] = list(self.upstream)
-        return out
 
 
 @dataclass
