@@ -25,9 +25,13 @@ browser:
 		$(SUDO) apt-get update -qq && \
 		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium >/dev/null; }
 
-## build the sample lake, discover it, snapshot every dataset for today, print a summary
-demo: $(STAMP)
+## the Dagster instance Lumos ships (dagster.yaml: a fast SQLite event log), unless one is there
+$(DAGSTER_HOME)/dagster.yaml:
 	@mkdir -p $(DAGSTER_HOME)
+	cp dagster.yaml $@
+
+## build the sample lake, discover it, snapshot every dataset for today, print a summary
+demo: $(STAMP) $(DAGSTER_HOME)/dagster.yaml
 	$(BIN)/lumos demo-lake
 	$(BIN)/lumos discover
 	$(BIN)/dagster asset materialize -m lumos_dagster.definitions --select '*' \
@@ -38,6 +42,7 @@ demo: $(STAMP)
 test: $(STAMP) browser
 	$(BIN)/ruff check $(CODE)
 	$(BIN)/ruff format --check $(CODE)
+	$(BIN)/lint-imports
 	$(BIN)/pytest $(PYTEST_ARGS)
 
 ## Lumos beside DataHub's own s3 source and the physical floor, and the micro benchmarks; writes
@@ -51,8 +56,7 @@ bench: $(STAMP)
 	$(BIN)/python -m benchmarks $(ARGS)
 
 ## the Dagster UI on http://127.0.0.1:3000 (after `make demo`)
-ui: $(STAMP)
-	@mkdir -p $(DAGSTER_HOME)
+ui: $(STAMP) $(DAGSTER_HOME)/dagster.yaml
 	$(BIN)/dagster dev
 
 ## DataHub's own CLI on the demo's catalog, e.g. make lite ARGS='ls /data_platforms/file'

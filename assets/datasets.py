@@ -1,18 +1,27 @@
 """Dataset assets: one asset per dataset, deps = lineage, partitions = snapshot times.
 
-All datasets of one cadence live in a single subsettable `multi_asset`, so a code
-location with thousands of datasets stays quick to load and a backfill of many
-datasets × partitions runs as one op with one Spark session (single-run policy).
+The datasets of one cadence live in subsettable `multi_asset`s of at most `CHUNK` datasets,
+chunked along the lineage (independent groups of datasets kept together, upstream chunks before
+downstream ones). A run of many datasets × partitions is one Spark session (resources live for
+the run) and one step per chunk. Each op runs the core pipeline (`lumos_dagster.scan.pipeline`)
+and turns the finished run into materializations and check evaluations, nothing more.
+
+Why not one op for every dataset, and why events rather than outputs: in Dagster 1.13 each
+output an op yields costs a walk over all of the op's outputs (so an op of N datasets costs N²),
+plus a step-output event and, for a check result, a database query. So a dataset's
+materialization and checks are yielded as events (`AssetMaterialization`, `AssetCheckEvaluation`),
+and an output only where a step later in the same run consumes the dataset (the reports, a
+dataset of another chunk), whose step would otherwise be skipped. docs/performance.md has the figures.
 """
 
 # no `from __future__ import annotations`: Dagster reads the op's parameter annotations
-from collections import defaultdict
-from datetime import datetime, timezone
-from typing import Mapping
+from datetime import datetime
+from typing import Mapping, Sequence
 
 from dagster import (
     AssetExecutionContext,
     AssetKey,
+    AssetMaterialization,
     AssetsDefinition,
     AssetSpec,
     BackfillPolicy,
@@ -26,34 +35,28 @@ from dagster import (
     WeeklyPartitionsDefinition,
     multi_asset,
 )
+from dagster._core.definitions.data_version import DATA_VERSION_IS_USER_PROVIDED_TAG, DATA_VERSION_TAG
 
-from assets.checks import (
-    COMPATIBLE_CHECK,
-    COMPLETE_CHECK,
-    check_specs,
-    compatible_check,
-    complete_check,
-    quality_check,
-    readable_check,
-)
+from assets.checks import check_specs, evaluation
 from assets.keys import dagster_owners, dagster_tags, group_name
 from assets.metadata import newest, snapshot_metadata
 from assets.runtime import hours_from_runs
 from lumos_dagster.config import LumosConfig, PartitionsConfig
-from lumos_dagster.cost.pricing import Bills, price_run
-from lumos_dagster.governance.rules import assess, has_quality_sources, read_assertions, required_of
-from lumos_dagster.lineage.impact import downstream
-from lumos_dagster.scan.catalogue import Catalogue, DatasetSpec
-from lumos_dagster.schema.gate import judge_snapshot
+from lumos_dagster.cost.pricing import Bills
+from lumos_dagster.naming import RELEASE_TAG, URN_METADATA_KEY
+from lumos_dagster.scan.catalogue import Catalogue, DatasetSpec, chunks
+from lumos_dagster.scan.judge import blocking_checks
+from lumos_dagster.scan.pipeline import Run, Services, run_pipeline
+from lumos_dagster.scan.record import Recorder
 from lumos_dagster.sources import Source
-from resources.io_manager import URN_METADATA_KEY
-from resources.spark import LumosSparkResource
-from resources.store import SnapshotStoreResource
-from spark.profile import NotProfiled, profile_files
-from spark.snapshot_job import SnapshotRun, take_snapshots
+from resources.spark import LumosSparkResource, schema_reader
+from resources.store import CatalogsResource, SnapshotStoreResource
 
 IO_MANAGER_KEY = "lumos_io_manager"
-RELEASE_TAG = "lumos/release"  # on runs the release sensor requests
+#: datasets per op: bounds Dagster's per-output walk where outputs are yielded (docs/performance.md)
+CHUNK = 200
+#: datasets stored, delivered and yielded at a time: progress shows, memory stays small
+BATCH = 500
 
 _PARTITIONS = {
     "hourly": HourlyPartitionsDefinition,
@@ -80,49 +83,84 @@ def _asset_spec(d: DatasetSpec, keys: Mapping[str, AssetKey]) -> AssetSpec:
         owners=dagster_owners(d.enrichment.owners),
         tags=dagster_tags(d.enrichment.tags),
         metadata={
-            # what AssetSpec.with_io_manager_key sets, without building every spec twice
+            # what AssetSpec.with_io_manager_key sets, without building every spec twice: assets of
+            # other runs read the snapshots back through it
             "dagster/io_manager_key": IO_MANAGER_KEY,
             URN_METADATA_KEY: d.ref.urn,
             "lumos/name": d.name,
             "lumos/source": d.source or "(declared only)",
             "lumos/location": MetadataValue.path(d.uri),
         },
-        # held back when an upstream fails its schema_compatible gate in the same run
+        # held back when an upstream fails a blocking check in the same run
         skippable=True,
     )
 
 
-def _required_mode(config: LumosConfig, d: DatasetSpec) -> str | None:
-    required = config.governance.required
-    return required.mode if required_of(d.name, required) else None
+def _services(context: AssetExecutionContext, spark: LumosSparkResource, store, config: LumosConfig,
+              specs: Mapping[str, DatasetSpec], bills: Bills) -> Services:  # fmt: skip
+    def stored(name: str, pk: str | None):
+        """The same partition's snapshot, else the latest one before it (another cadence, or not yet
+        materialized); the latest of all when `pk` is None."""
+        urn = specs[name].ref.urn
+        return store.latest(urn, pk) or (store.previous(urn, pk) if pk is not None else None)
+
+    def hours(name: str) -> float | None:
+        decl = config.declaration(name)
+        asset = decl.cost.compute.dagster_asset if decl and decl.cost and decl.cost.compute else None
+        return hours_from_runs(context.instance, asset) if asset else None
+
+    def profile(d: DatasetSpec, files: Sequence[str]):
+        from spark.profile import profile_files
+
+        return profile_files(spark.spark_session, files, d.format, d.profile.sample)
+
+    return Services(
+        read=schema_reader(spark, config.spark),
+        history=store.version_history,
+        stored=stored,
+        hours=hours,
+        bills=bills.month,
+        profile=profile,
+        progress=context.log.info,
+    )
 
 
-def _govern(spark, config: LumosConfig, catalogue: Catalogue, run: SnapshotRun, selected, log) -> None:
-    """Profile (opt-in, newest partition of the run) and quality of each snapshot, in place.
-    Neither can fail a snapshot: what goes wrong is logged and shown, the schema is still taken."""
-    assertions, problems = ({}, [])
-    if has_quality_sources(config):
-        assertions, problems = read_assertions(config, [d.name for d in catalogue.datasets])
-    for problem in problems:
-        log.warning(f"quality: {problem}")
-    now = datetime.now(timezone.utc)
-    for d in selected:
-        snaps = run.snapshots[d.name]
-        newest_key = max(snaps, key=lambda k: k or "")
-        profile = None
-        if d.profile is not None:
-            files = run.readable.get((d.name, newest_key), [])
-            try:
-                profile = profile_files(spark, files, d.format, d.profile.sample)
-            except NotProfiled as e:
-                log.info(f"{d.name}: not profiled: {e}")
-            except Exception as e:  # Spark refusing the data must not lose the snapshot
-                log.warning(f"{d.name}: profiling failed: {type(e).__name__}: {str(e).splitlines()[0]}")
-        for key, s in snaps.items():
-            snaps[key] = assess(s, assertions.get(d.name, ()), profile if key == newest_key else None, now)
+def _in_run_consumers(context: AssetExecutionContext) -> set[AssetKey]:
+    """This op's datasets that a later step of the same run consumes: they must be outputs."""
+    layer = context.job_def.asset_layer
+    ours, in_run = context.selected_asset_keys, layer.selected_asset_keys
+    return {k for k in ours if (layer.asset_graph.get(k).child_keys & in_run) - ours}
+
+
+def _events(context: AssetExecutionContext, run: Run, keys: Mapping[str, AssetKey], recorder: Recorder,
+            blocking: frozenset[str]):  # fmt: skip
+    outputs = _in_run_consumers(context)
+    kept = [d for d in run.datasets if run.judgements[d.name].held_back is None]
+    for d in run.datasets:
+        held = run.judgements[d.name].held_back
+        if held is not None:
+            context.log.warning(f"{d.name}: not materialized: upstream {held[1]} failed {held[0]}")
+    for start in range(0, len(kept), BATCH):
+        batch = kept[start : start + BATCH]
+        pending = recorder.record([s for d in batch for s in run.snapshots[d.name].values()])
+        for d in batch:  # lineage order: upstreams first
+            key, snaps = keys[d.name], run.snapshots[d.name]
+            metadata = snapshot_metadata(snaps, d.time_partition_key, keys)
+            metadata.update({f"lumos/pending/{name}": MetadataValue.int(n) for name, n in pending.items()})
+            fingerprint = newest(snaps).fingerprint
+            if key in outputs:
+                yield MaterializeResult(asset_key=key, metadata=metadata, data_version=DataVersion(fingerprint))
+            else:
+                tags = {DATA_VERSION_TAG: fingerprint, DATA_VERSION_IS_USER_PROVIDED_TAG: "true"}
+                for pk in context.partition_keys:
+                    yield AssetMaterialization(asset_key=key, partition=pk, metadata=metadata, tags=tags)
+            for outcome in run.judgements[d.name].checks:
+                yield evaluation(key, outcome, blocking)
+        context.log.info(f"recorded {min(start + BATCH, len(kept))}/{len(kept)} datasets")
 
 
 def _multi_asset(
+    name: str,
     cadence: str,
     datasets: list[DatasetSpec],
     keys: Mapping[str, AssetKey],
@@ -130,42 +168,26 @@ def _multi_asset(
     partitions: TimeWindowPartitionsDefinition,
     config: LumosConfig,
     catalogue: Catalogue,
+    bills: Bills,
 ) -> AssetsDefinition:
     specs = catalogue.by_name()
-    bills = Bills(config, catalogue)
-    quality = has_quality_sources(config)
-
-    def price(run, store, instance):
-        """Each snapshot's cost; datasets not in this run give their stored snapshot: the same
-        partition's, else the latest one before it (another cadence, or not yet materialized);
-        the latest of all when `pk` is None."""
-
-        def stored(name: str, pk: str | None):
-            urn = specs[name].ref.urn
-            return store.latest(urn, pk) or (store.previous(urn, pk) if pk is not None else None)
-
-        def hours(name: str) -> float | None:
-            decl = config.declaration(name)
-            asset = decl.cost.compute.dagster_asset if decl and decl.cost and decl.cost.compute else None
-            return hours_from_runs(instance, asset) if asset else None
-
-        selected = [d for d in datasets if d.name in run.snapshots]
-        return price_run(config, catalogue, selected, run.snapshots, run.sizes, stored, bills.month, hours)
+    blocking = blocking_checks(config)
 
     @multi_asset(
-        name=f"lumos_{cadence}_datasets",
+        name=name,
         specs=[_asset_spec(d, keys) for d in datasets],
-        check_specs=[
-            spec
-            for d in datasets
-            for spec in check_specs(keys[d.name], _required_mode(config, d), quality or d.profile is not None)
-        ],
+        check_specs=[spec for d in datasets for spec in check_specs(config, d, keys[d.name])],
         can_subset=True,
         partitions_def=partitions,
         backfill_policy=BackfillPolicy.single_run(),
-        description=f"Snapshots of the {cadence} datasets: schema, version, lineage and stats, taken with Spark.",
+        description=f"Snapshots of {cadence} datasets: schema, version, lineage, cost and quality.",
     )
-    def _snapshots(context: AssetExecutionContext, spark: LumosSparkResource, lumos_store: SnapshotStoreResource):
+    def _snapshots(
+        context: AssetExecutionContext,
+        spark: LumosSparkResource,
+        lumos_store: SnapshotStoreResource,
+        lumos_catalogs: CatalogsResource,
+    ):
         selected = [d for d in datasets if keys[d.name] in context.selected_asset_keys]
         windows = [
             (pk, w.start, w.end)
@@ -173,68 +195,43 @@ def _multi_asset(
             for w in (partitions.time_window_for_partition_key(pk),)
         ]
         context.log.info(f"snapshotting {len(selected)} datasets × {len(windows)} partitions")
-        store = lumos_store.open()
-        try:
-            run = take_snapshots(
-                spark.spark_session, sources, selected, windows, store.version_history, context.log.info
-            )
-            run.snapshots.update(price(run, store, context.instance))
-            _govern(spark.spark_session, config, catalogue, run, selected, context.log)
-            release = context.run.tags.get(RELEASE_TAG)
-            if release:  # a refresh after a release: the versions it brought belong to it
-                store.record_release_versions(
-                    release, {d.name: v for d in selected if (v := newest(run.snapshots[d.name]).version)}
-                )
-        finally:
-            store.close()
-        context.log.info("scan report:\n" + run.report.render())
-        # a blocking check stops downstream assets in other ops; within this op, Lumos
-        # holds back the datasets downstream of a failed gate itself
-        blocking = {COMPATIBLE_CHECK} | ({COMPLETE_CHECK} if config.governance.required.mode == "block" else set())
-        blocked: dict[str, tuple[str, str]] = {}  # dataset → (blocking check failed, by which dataset)
-        for d in selected:  # lineage order: Dagster wants upstreams yielded first
-            stop = next((blocked[u] for u in d.upstream if u in blocked), None)
-            if stop is not None:
-                blocked[d.name] = stop
-                context.log.warning(f"{d.name}: not materialized: upstream {stop[1]} failed {stop[0]}")
-                continue
-            snaps = run.snapshots[d.name]
-            last = newest(snaps)
-            verdicts = [judge_snapshot(config, s) for _, s in sorted(snaps.items(), key=lambda i: i[0] or "")]
-            checks = [
-                readable_check(keys[d.name], snaps),
-                compatible_check(keys[d.name], verdicts, downstream(catalogue, d.name)),
-            ]
-            mode = _required_mode(config, d)
-            if mode is not None:
-                checks.append(complete_check(keys[d.name], last, config.governance.required))
-            if quality or d.profile is not None:
-                checks.append(quality_check(keys[d.name], last, config.quality.min_score))
-            failed = next((c.check_name for c in checks if not c.passed and c.check_name in blocking), None)
-            if failed is not None:
-                blocked[d.name] = (failed, d.name)
-            yield MaterializeResult(
-                asset_key=keys[d.name],
-                value=snaps,
-                metadata=snapshot_metadata(snaps, d.time_partition_key, keys),
-                check_results=checks,
-                data_version=DataVersion(last.fingerprint),
-            )
+        catalogs = lumos_catalogs.adapters()
+        with lumos_store.open() as store:
+            try:
+                services = _services(context, spark, store, config, specs, bills)
+                run = run_pipeline(config, catalogue, sources, selected, windows, services)
+                for warning in run.warnings:
+                    context.log.warning(warning)
+                context.log.info("scan report:\n" + run.report.render())
+                release = context.run.tags.get(RELEASE_TAG)
+                if release:  # a refresh after a release: the versions it brought belong to it
+                    store.record_release_versions(
+                        release, {d.name: v for d in selected if (v := newest(run.snapshots[d.name]).version)}
+                    )
+                yield from _events(context, run, keys, Recorder(store, catalogs, context.log.warning), blocking)
+            finally:
+                for catalog in catalogs:
+                    catalog.close()
 
     return _snapshots
 
 
 def build_dataset_assets(
     config: LumosConfig, catalogue: Catalogue, sources: Mapping[str, Source], keys: Mapping[str, AssetKey]
-) -> tuple[dict[str, AssetsDefinition], list[AssetSpec]]:
-    """(cadence → the multi_asset of its datasets, external specs for missing upstreams)."""
-    by_cadence: dict[str, list[DatasetSpec]] = defaultdict(list)
-    for d in catalogue.datasets:
-        by_cadence[d.cadence].append(d)
-    assets = {
-        c: _multi_asset(c, ds, keys, sources, partitions_def(config.partitions, c), config, catalogue)
-        for c, ds in sorted(by_cadence.items())
-    }
+) -> tuple[dict[str, list[AssetsDefinition]], list[AssetSpec]]:
+    """(cadence → the multi_assets of its datasets, external specs for missing upstreams)."""
+    bills = Bills(config, catalogue)  # one per code location: the bills are read once
+    by_cadence: dict[str, list[AssetsDefinition]] = {}
+    for cadence in sorted({d.cadence for d in catalogue.datasets}):
+        partitions = partitions_def(config.partitions, cadence)
+        parts = chunks([d for d in catalogue.datasets if d.cadence == cadence], CHUNK)
+        by_cadence[cadence] = [
+            _multi_asset(
+                f"lumos_{cadence}_datasets" + (f"_{i + 1}" if i else ""),
+                cadence, part, keys, sources, partitions, config, catalogue, bills,
+            )
+            for i, part in enumerate(parts)
+        ]  # fmt: skip
     externals = [
         AssetSpec(
             key=keys[name],
@@ -243,4 +240,4 @@ def build_dataset_assets(
         )
         for name, users in catalogue.missing_upstreams.items()
     ]
-    return assets, externals
+    return by_cadence, externals

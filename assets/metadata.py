@@ -13,6 +13,7 @@ from dagster import (
 )
 
 from lumos_dagster.model import SchemaChange, Snapshot, type_str
+from lumos_dagster.scan.judge import CHANGE_HEADER, change_rows, error_rows
 
 MAX_ROWS = 20
 
@@ -95,20 +96,7 @@ def md_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> MetadataVa
 
 
 def changes_table(changes: Sequence[SchemaChange]) -> MetadataValue:
-    return md_table(
-        ("severity", "change", "field", "old → new", "backward", "forward"),
-        [
-            (
-                c.severity,
-                c.kind,
-                f"`{c.path or '(dataset)'}`",
-                f"{c.old or '-'} → {c.new or '-'}",
-                "yes" if c.backward else "no",
-                "yes" if c.forward else "no",
-            )
-            for c in changes
-        ],
-    )
+    return md_table(CHANGE_HEADER, change_rows(changes))
 
 
 def newest(snapshots: Mapping[str | None, Snapshot]) -> Snapshot:
@@ -153,7 +141,7 @@ def snapshot_metadata(
         md["lumos/cost_total"] = MetadataValue.float(round(last.cost.total, 2))
         md["lumos/cost_basis"] = MetadataValue.text(f"{last.cost.period}, {last.cost.currency}, "
                                                     f"{last.cost.basis} prices, {last.cost.method}")  # fmt: skip
-    errors = [(f"`{e.path}`", e.reason) for s in snapshots.values() for e in s.errors]
+    errors = error_rows(snapshots)
     if errors:
         md["lumos/errors"] = md_table(("file", "reason"), errors)
     if last.conflicts:

@@ -2,6 +2,7 @@
 
 Both reports live in one subsettable `multi_asset`: each depends on every dataset, and
 declaring those deps once per op keeps a code location of thousands of datasets quick to load.
+Run with datasets, they come last (a lower priority than the dataset steps).
 """
 
 import os
@@ -93,14 +94,12 @@ def report_assets(config: LumosConfig, catalogue: Catalogue, dataset_keys: list[
             ),
         ],
         can_subset=True,
+        op_tags={"dagster/priority": "-1"},
     )
     def _reports(context: AssetExecutionContext, lumos_store: SnapshotStoreResource):
-        store = lumos_store.open()
-        try:
+        with lumos_store.open() as store:
             for key, build in ((COST_REPORT, _cost_report), (OVERVIEW, _overview)):
                 if key in context.selected_asset_keys:
                     yield build(config, catalogue, store, context.log)
-        finally:
-            store.close()
 
     return _reports

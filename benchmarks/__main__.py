@@ -58,7 +58,7 @@ def _side_by_side(datasets: int, files: int, partitions: int) -> tuple[list[str]
     ]
     for r in rows:
         lines.append(
-            f"| {r['tool']} | {r['wall_s']:.1f} | {r['peak_rss_mb']:.0f} | {r['found']:,} / {datasets:,} "
+            f"| {r['tool']} | {r['wall_s']:.1f} | {r['peak_mb']:.0f} | {r['found']:,} / {datasets:,} "
             f"| {r['matching']:,} / {datasets:,} |"
         )
     without_spark = lumos["wall_s"] - spark.wall_s
@@ -67,7 +67,7 @@ def _side_by_side(datasets: int, files: int, partitions: int) -> tuple[list[str]
     if datahub:
         ratios += [
             ("DataHub ÷ Lumos (speed-up)", datahub["wall_s"] / lumos["wall_s"], "≥ 5×"),
-            ("Lumos peak memory ÷ DataHub's", lumos["peak_rss_mb"] / datahub["peak_rss_mb"], "≤ 1.5×"),
+            ("Lumos peak memory ÷ DataHub's", lumos["peak_mb"] / datahub["peak_mb"], "≤ 1.5×"),
         ]
     else:
         lines.append("DataHub's s3 source was not run: `.venv-datahub` is missing (`make bench` creates it).")
@@ -99,6 +99,14 @@ def _definitions(sizes: list[int]) -> list[str]:
         )
         _log(f"definitions {n}: {total:.1f} s in process, validate {r['validate']:.1f} s")
     return lines + ["", "Target: a code location with 5,000 datasets loads in ≤ 3 s."]
+
+
+def readers(large: bool = False) -> list[str]:
+    """The schema readers side by side (benchmarks/readers.py): where the process pool and
+    Spark start to pay; `python -m benchmarks.readers` runs it alone."""
+    from benchmarks import readers as readers_bench
+
+    return readers_bench.readers_report(readers_bench.SIZES[large])
 
 
 def main(argv: list[str] | None = None) -> None:

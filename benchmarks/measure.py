@@ -1,8 +1,9 @@
 """Wall time and peak memory of a command, and the machine the benchmarks ran on.
 
-Peak memory is the largest sum, over ~50 ms samples, of the resident set sizes of the
-process and all its descendants: a Spark run's JVM and Python workers count, as do the
-processes a CLI starts.
+Peak memory is the largest sum, over ~50 ms samples, of the proportional set sizes (PSS) of
+the process and all its descendants: a Spark run's JVM and Python workers count, as do the
+processes a CLI starts, and a page that forked workers share with their parent counts once, not
+once per process (RSS would count it in each).
 """
 
 import os
@@ -21,18 +22,18 @@ SAMPLE_S = 0.05
 @dataclass(frozen=True)
 class Measured:
     wall_s: float
-    peak_rss_mb: float
+    peak_mb: float
     returncode: int
     stdout: str
     stderr: str
 
 
-def _tree_rss(process: psutil.Process) -> int:
+def _tree_memory(process: psutil.Process) -> int:
     total = 0
     for p in [process, *process.children(recursive=True)]:
         try:
-            total += p.memory_info().rss
-        except psutil.NoSuchProcess:  # ended between listing and sampling
+            total += p.memory_full_info().pss
+        except (psutil.NoSuchProcess, psutil.AccessDenied):  # ended between listing and sampling
             pass
     return total
 
@@ -48,7 +49,7 @@ def run_measured(cmd: list[str], cwd=None, env: dict[str, str] | None = None, ti
         nonlocal peak
         while not done.is_set():
             try:
-                peak = max(peak, _tree_rss(process))
+                peak = max(peak, _tree_memory(process))
             except psutil.NoSuchProcess:  # the root process is gone: nothing more to see
                 return
             done.wait(SAMPLE_S)

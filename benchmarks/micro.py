@@ -5,8 +5,13 @@
 * `diff_throughput` — `diff_schemas` over pairs of 100-field schemas (target ≤ 1 s for 10,000 pairs);
 * `cost_rollup` — `cost.attribute` on a random lineage DAG, per attribution method (target ≤ 5 s for
   100,000 nodes × 300,000 edges);
-* `catalog_write_rate` — snapshots into a DataHub Lite file through Lumos (`DataHubLiteCatalog.emit`)
-  against a raw loop of `DataHubLiteLocal.write` over the same, precomputed, MCPs (no target);
+* `catalog_write_rate` — snapshots into a DataHub Lite file through Lumos (`DataHubLiteCatalog.emit`,
+  batched) against a raw loop of DataHub Lite's own `write` over the same, precomputed, MCPs (no target);
+* `delivery_cost` — Lumos time per dataset to record snapshots and deliver them into DataHub Lite:
+  `store.put` + `deliver` (fingerprint, aspects, Lite write, outbox bookkeeping) on a SQLite store, new
+  content and the same content again, at 1,000 and 10,000 datasets (target < 1 ms a dataset, and
+  10,000 no dearer than 1.3× 1,000 a dataset); and one `put` + `deliver` per dataset, as the IO manager
+  calls them for one output at a time;
 * `backfill_overhead` — per dataset-partition overhead of one single-run Dagster backfill of D datasets
   × P daily partitions, Spark warm (target ≤ 20 ms).
 
@@ -15,7 +20,8 @@ Every function returns result rows: dicts with `benchmark`, `size` (a dict of th
 other sizes or without a target), and optionally `note` (text) and `detail` (the raw measurements).
 
 The command line prints them as a markdown table: the default sizes are the targets' (catalog 500,
-backfill 20 × 10); `--large` runs the catalog at 5,000 datasets and the backfill at 100 × 30.
+delivery 1,000 and 10,000, backfill 20 × 10); `--large` runs the catalog at 5,000 datasets, the
+per-output delivery at 10,000 too and the backfill at 100 × 30.
 """
 
 from __future__ import annotations
@@ -58,6 +64,9 @@ COST_TARGET = (100_000, 300_000)  # nodes, edges
 COST_TARGET_SECONDS = 5.0
 BACKFILL_TARGET = (20, 10)  # datasets, partitions
 BACKFILL_TARGET_MS = 20.0
+DELIVERY_SIZES = (1_000, 10_000)  # datasets
+DELIVERY_TARGET_MS = 1.0  # per dataset: store.put + deliver into DataHub Lite
+DELIVERY_FLAT = 1.3  # the largest size's cost per dataset, at most this × the smallest's
 
 
 def _row(
@@ -319,7 +328,7 @@ def catalog_write_rate(datasets: int = 500, repeat: int = 1) -> list[Row]:
             try:
                 sent = catalog.emit(snapshots)
             finally:
-                catalog.close()  # Lite rebuilds its browse index on close: part of the write, as in the raw loop
+                catalog.close()  # the raw loop's close reindexes; the batched writer kept the index as it went
             lumos_times.append(time.perf_counter() - start)
 
             mcps = _raw_mcps(snapshots)  # fresh objects: DataHub Lite's write stamps systemMetadata on them
@@ -354,7 +363,90 @@ def catalog_write_rate(datasets: int = 500, repeat: int = 1) -> list[Row]:
     ]
 
 
-# ---------------------------------------------------------- 4. backfill overhead
+# ------------------------------------------------------------ 4. delivery cost
+
+
+def _delivery_run(snapshots: list[Snapshot], folder: str, per_output: bool) -> dict[str, float]:
+    """Seconds to put + deliver `snapshots` into a fresh SQLite store and DataHub Lite file, then the
+    same content again (a re-run where nothing changed); `per_output`: one put + deliver each."""
+    from lumos_dagster.catalog.datahub_lite import DataHubLiteCatalog
+    from lumos_dagster.catalog.delivery import deliver
+    from lumos_dagster.store import SnapshotStore
+
+    out: dict[str, float] = {}
+    with SnapshotStore(f"sqlite:///{folder}/store.db") as store:
+        for run in ("new", "unchanged"):
+            catalog = DataHubLiteCatalog(f"{folder}/lite.db")
+            counted = 0
+            cpu, start = time.process_time(), time.perf_counter()
+            try:
+                if per_output:
+                    for s in snapshots:
+                        store.put([s], catalogs=[catalog.name])
+                        report = deliver(store, catalog)
+                        counted += report.delivered if run == "new" else report.unchanged
+                else:
+                    store.put(snapshots, catalogs=[catalog.name])
+                    put = time.perf_counter()
+                    report = deliver(store, catalog)
+                    counted = report.delivered if run == "new" else report.unchanged
+                    out[f"{run}_put_seconds"] = put - start
+            finally:
+                catalog.close()
+            out[f"{run}_seconds"] = time.perf_counter() - start
+            out[f"{run}_cpu_seconds"] = time.process_time() - cpu  # this process only: what a busy machine blurs less
+            if counted != len(snapshots) or report.failed:
+                raise AssertionError(f"{run}: {counted} of {len(snapshots)} datasets {run}; failed: {report.failed}")
+    return out
+
+
+def delivery_cost(
+    sizes: tuple[int, ...] = DELIVERY_SIZES, per_output_sizes: tuple[int, ...] = (1_000,), repeat: int = 1
+) -> list[Row]:
+    """Lumos time per dataset to record and deliver snapshots into DataHub Lite (SQLite store)."""
+    rows: list[Row] = []
+    target = f"< {DELIVERY_TARGET_MS:g} ms/dataset"
+    at_size: dict[int, float] = {}
+    runs = [(n, False) for n in sizes] + [(n, True) for n in per_output_sizes]
+    for datasets, per_output in runs:
+        snapshots = catalog_snapshots(datasets)
+        best: dict[str, float] = {}
+        for _ in range(repeat):
+            with tempfile.TemporaryDirectory(prefix="lumos-bench-delivery-") as tmp:
+                got = _delivery_run(snapshots, tmp, per_output)
+            if not best or got["new_seconds"] < best["new_seconds"]:
+                best = got
+        size = {"datasets": datasets}
+        name = "delivery_cost/per_output" if per_output else "delivery_cost"
+        for run, what in (("new", "new content"), ("unchanged", "the same content again")):
+            ms = best[f"{run}_seconds"] / datasets * 1e3
+            how = "one put + deliver per dataset" if per_output else "one put, one deliver"
+            cpu = best[f"{run}_cpu_seconds"] / datasets * 1e3
+            note = f"{what}: {how}; CPU {cpu:.3f} ms; SQLite store, new Lite file, close included; best of {repeat}"
+            if not per_output:
+                note += f"; put {best[f'{run}_put_seconds'] / datasets * 1e3:.3f} ms"
+            met = ms < DELIVERY_TARGET_MS if datasets in DELIVERY_SIZES and not per_output else None
+            rows.append(_row(f"{name}/{run}", size, ms, "ms/dataset", None if per_output else target, met, note, best))
+            if not per_output and run == "new":
+                at_size[datasets] = ms
+    if len(at_size) > 1:
+        small, large = min(at_size), max(at_size)
+        ratio = at_size[large] / at_size[small]
+        rows.append(
+            _row(
+                "delivery_cost/flatness",
+                {"datasets": large},
+                ratio,
+                f"× the cost at {small:,}",
+                f"≤ {DELIVERY_FLAT:g}",
+                ratio <= DELIVERY_FLAT if (small, large) == DELIVERY_SIZES else None,
+                "new content, per dataset",
+            )
+        )
+    return rows
+
+
+# ---------------------------------------------------------- 5. backfill overhead
 
 
 def backfill_start(partitions: int) -> date:
@@ -530,6 +622,7 @@ def run_all(large: bool = False) -> list[Row]:
         ("diff_throughput", lambda: diff_throughput(*DIFF_TARGET)),
         ("cost_rollup", lambda: cost_rollup(*COST_TARGET, repeat=2)),
         ("catalog_write_rate", lambda: catalog_write_rate(catalog, repeat=1 if large else 2)),
+        ("delivery_cost", lambda: delivery_cost(per_output_sizes=DELIVERY_SIZES if large else DELIVERY_SIZES[:1])),
         ("backfill_overhead", backfill_run),
     ]
     rows: list[Row] = []
@@ -542,7 +635,9 @@ def run_all(large: bool = False) -> list[Row]:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.micro", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--large", action="store_true", help="catalog 5,000 datasets, backfill 100 × 30")
+    parser.add_argument(
+        "--large", action="store_true", help="catalog 5,000 datasets, per-output delivery 10,000, backfill 100 × 30"
+    )
     print(render(run_all(parser.parse_args(argv).large)))
 
 

@@ -40,7 +40,7 @@ def _row(tool: str, m: Measured, found: dict[str, list[str]], truth: dict[str, l
     return {
         "tool": tool,
         "wall_s": m.wall_s,
-        "peak_rss_mb": m.peak_rss_mb,
+        "peak_mb": m.peak_mb,
         "found": len(set(found) & set(truth)),
         "matching": _matching(found, truth),
         "note": note,

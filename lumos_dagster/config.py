@@ -1,34 +1,37 @@
 """lumos.yaml: a documented, validated configuration file.
 
 Strings may use `${VAR}` or `${VAR:-default}` (environment interpolation; `$$` is a
-literal `$`). Relative paths are relative to the directory of the file. Every error
-names the file and the key, e.g. `lumos.yaml: sources[0].root: Field required`.
+literal `$`), filled in when the file loads — except in credentials (`store.url`, a
+source's `dsn` or `uri`: fields typed `Secret`), which keep their text until they are used
+(`lumos_dagster.plugins.expand_secrets`). Relative paths are relative to the directory of
+the file. Every error names the file and the key, e.g. `lumos.yaml: sources[0].root: Field
+required`. The kinds of `sources` and `catalog` entries come from their registries, plug-ins
+included.
 """
 
 from __future__ import annotations
 
 import difflib
 import os
-import re
 import zoneinfo
 from datetime import date
 from functools import cached_property
 from pathlib import Path
-from typing import Annotated, Any, Literal, Union, get_args
+from typing import Annotated, Any, Literal, Union
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError, field_validator, model_validator
 
+from lumos_dagster.catalog.registry import CATALOGS
 from lumos_dagster.errors import ConfigError
-from lumos_dagster.formats import FORMATS
 from lumos_dagster.model import OWNERSHIP_TYPES
-from lumos_dagster.scan.discovery import PathTemplate
+from lumos_dagster.plugins import ConfigModel, Plugin, Registry, Secret, expand_secrets, resolve_path, secret_fields
 from lumos_dagster.schema.versioning import DEFAULT_POLICY, POLICIES
+from lumos_dagster.sources.registry import SOURCES
 
 DEFAULT_CONFIG = "lumos.yaml"
 CONFIG_ENV = "LUMOS_CONFIG"
 
-Format = Literal[FORMATS]  # type: ignore[valid-type]
 Policy = Literal[POLICIES]  # type: ignore[valid-type]
 Cadence = Literal["hourly", "daily", "weekly", "monthly"]
 OwnershipType = Literal[OWNERSHIP_TYPES]  # type: ignore[valid-type]
@@ -42,11 +45,7 @@ def _known_zone(value: str) -> str:
     return value
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class OwnerConfig(_Model):
+class OwnerConfig(ConfigModel):
     id: str = Field(description="User or group id, e.g. `alice@acme.com` or `data-eng`.")
     kind: Literal["user", "group"] = Field("user", description="Whether `id` is a user or a group.")
     type: OwnershipType = Field("DATAOWNER", description="DataHub ownership type.")
@@ -61,82 +60,24 @@ class OwnerConfig(_Model):
         return value
 
 
-class _FileSourceConfig(_Model):
-    """What every file source shares: how files group into datasets."""
-
-    template: str | None = Field(
-        None,
-        description="Path template such as `{domain}/{dataset}/dt={date}/*`; without one, datasets are auto-detected.",
-    )
-    formats: list[Format] | None = Field(None, description="Only these formats (default: all supported).")
-    exclude: list[str] = Field(default_factory=list, description="Glob patterns of paths to ignore.")
-
-    @field_validator("template")
-    @classmethod
-    def _template_compiles(cls, value: str | None) -> str | None:
-        if value is not None:
-            try:
-                PathTemplate(value)
-            except ConfigError as exc:
-                raise ValueError(str(exc)) from None
-        return value
-
-
-class LocalSourceConfig(_FileSourceConfig):
-    type: Literal["local"] = "local"
-    name: str = Field("local", description="Unique source name; shown in reports and asset metadata.")
-    root: str = Field(description="Folder to scan; relative paths are relative to lumos.yaml.")
-    platform: str = Field("file", description="Catalog platform of the datasets found here.")
-
-
-class S3SourceConfig(_FileSourceConfig):
-    type: Literal["s3"] = "s3"
-    name: str = Field("s3", description="Unique source name.")
-    bucket: str = Field(description="Bucket to scan.")
-    prefix: str = Field("", description="Only keys under this prefix; dataset paths are relative to it.")
-    endpoint_url: str | None = Field(None, description="S3-compatible endpoint (MinIO…); default: AWS.")
-    region: str | None = Field(None, description="Region (default: the AWS chain's).")
-    platform: str = Field("s3", description="Catalog platform of the datasets found here.")
-
-
-class PostgresSourceConfig(_Model):
-    type: Literal["postgres"] = "postgres"
-    name: str = Field("postgres", description="Unique source name.")
-    dsn: str = Field(description="libpq connection string or URL; use ${ENV} for the password.")
-    schemas: list[str] = Field(default_factory=lambda: ["*"], description="Schema name globs to include.")
-    exclude: list[str] = Field(default_factory=list, description="`schema.table` globs to leave out.")
-    platform: str = Field("postgres", description="Catalog platform of the tables.")
-
-
-class MongoSourceConfig(_Model):
-    type: Literal["mongodb"] = "mongodb"
-    name: str = Field("mongodb", description="Unique source name.")
-    uri: str = Field(description="MongoDB connection URI; use ${ENV} for credentials.")
-    databases: list[str] = Field(description="Databases to scan.")
-    exclude: list[str] = Field(
-        default_factory=lambda: ["*.system.*"], description="`database.collection` globs to leave out."
-    )
-    sample_size: int = Field(1000, ge=1, description="Documents sampled per collection to infer its schema.")
-    platform: str = Field("mongodb", description="Catalog platform of the collections.")
-
-
 def _tagged(default: str) -> Discriminator:
     """Discriminate on `type:`, which may be left out for the default kind."""
     return Discriminator(lambda v: v.get("type", default) if isinstance(v, dict) else getattr(v, "type", None))
 
 
-Source = Annotated[
-    Union[
-        Annotated[LocalSourceConfig, Tag("local")],
-        Annotated[S3SourceConfig, Tag("s3")],
-        Annotated[PostgresSourceConfig, Tag("postgres")],
-        Annotated[MongoSourceConfig, Tag("mongodb")],
-    ],
-    _tagged("local"),
-]
+def _union(registry: Registry[Plugin], default: str) -> Any:
+    """The entries of every registered type, told apart by `type:`."""
+    kinds = tuple(Annotated[p.config, Tag(p.type)] for p in registry)
+    return Annotated[Union[kinds], _tagged(default)]  # type: ignore[valid-type]
 
 
-class ScheduleDecl(_Model):
+DEFAULT_SOURCE = "local"
+DEFAULT_CATALOG = "datahub-lite"
+Source = _union(SOURCES, DEFAULT_SOURCE)
+Catalog = _union(CATALOGS, DEFAULT_CATALOG)
+
+
+class ScheduleDecl(ConfigModel):
     """When a dataset's data lands: the producing job's cron, in its time zone, plus how long
     until the data can be read."""
 
@@ -167,7 +108,7 @@ class ScheduleDecl(_Model):
         return value
 
 
-class ComputeDecl(_Model):
+class ComputeDecl(ConfigModel):
     """What producing the dataset costs: a quantity of a priced unit per month."""
 
     unit: Literal["usd", "core_hour", "dbu", "credit"] = Field("usd", description="Priced by cost.compute_rates.")
@@ -180,7 +121,7 @@ class ComputeDecl(_Model):
     cores: float = Field(1, gt=0, description="Cores (or DBUs per hour) the producing job uses, with dagster_asset.")
 
 
-class DatasetCostDecl(_Model):
+class DatasetCostDecl(ConfigModel):
     storage_class: str | None = Field(None, description="Key of cost.storage_prices (default: by platform).")
     compute: ComputeDecl | None = None
     weights: dict[str, float] = Field(
@@ -188,7 +129,7 @@ class DatasetCostDecl(_Model):
     )
 
 
-class ProfileDecl(_Model):
+class ProfileDecl(ConfigModel):
     """Profiling on Spark: row count and per-column nulls, distinct estimate, min/max."""
 
     enabled: bool = True
@@ -200,7 +141,7 @@ class ProfileDecl(_Model):
         return {"enabled": value} if isinstance(value, bool) else value
 
 
-class DatasetDecl(_Model):
+class DatasetDecl(ConfigModel):
     """Declarations enrich or override what discovery found (matched by name)."""
 
     name: str = Field(description="Dataset name as discovered, e.g. `sales/orders`.")
@@ -230,7 +171,7 @@ class DatasetDecl(_Model):
         return None if value is None else canonical_duration(value)
 
 
-class AllowRule(_Model):
+class AllowRule(ConfigModel):
     """A breaking change that is accepted: it still bumps the major version, but does not fail the gate."""
 
     dataset: str = Field(description="Dataset name or glob, e.g. `sales/*`.")
@@ -239,12 +180,12 @@ class AllowRule(_Model):
     reason: str = Field(description="Why it is accepted: shown next to the change in reports.")
 
 
-class CompatibilityConfig(_Model):
+class CompatibilityConfig(ConfigModel):
     policy: Policy = Field(DEFAULT_POLICY, description="Policy of datasets that declare none.")
     allow: list[AllowRule] = Field(default_factory=list, description="Accepted breaking changes.")
 
 
-class BillingRule(_Model):
+class BillingRule(ConfigModel):
     """How a FOCUS charge maps to datasets: by a tag naming the dataset, or by resource id."""
 
     tag: str | None = Field(None, description="A charge whose tag KEY holds a dataset name belongs to it.")
@@ -258,7 +199,7 @@ class BillingRule(_Model):
         return self
 
 
-class CostConfig(_Model):
+class CostConfig(ConfigModel):
     currency: str = "USD"
     method: Literal["equal_split", "lineage_weighted", "last_touch"] = Field(
         "lineage_weighted", description="How an upstream's cost is attributed to its consumers."
@@ -277,18 +218,18 @@ class CostConfig(_Model):
     billing_rules: list[BillingRule] = Field(default_factory=lambda: [BillingRule(tag="lumos_dataset")])
 
 
-class SqlLineageConfig(_Model):
+class SqlLineageConfig(ConfigModel):
     path: str = Field(description="Folder of .sql files (searched recursively), or one file.")
     dialect: str | None = Field(None, description="sqlglot dialect of the files (default: hive, i.e. Spark SQL).")
     default_schema: str | None = Field(None, description="Schema of unqualified table names.")
 
 
-class DbtConfig(_Model):
+class DbtConfig(ConfigModel):
     manifest: str = Field(description="dbt's target/manifest.json.")
     run_results: str | None = Field(None, description="dbt's target/run_results.json (test results).")
 
 
-class LineageConfig(_Model):
+class LineageConfig(ConfigModel):
     """Lineage read from code. Declared `upstream` in `datasets` stays the override."""
 
     sql: list[SqlLineageConfig] = Field(default_factory=list)
@@ -299,12 +240,12 @@ class LineageConfig(_Model):
     )
 
 
-class GlossaryRule(_Model):
+class GlossaryRule(ConfigModel):
     column: str = Field(description="Column-name glob (case-insensitive), e.g. `cust_id` or `*_email`.")
     term: str = Field(description="Business term, e.g. `Customer Identifier`.")
 
 
-class PathDescription(_Model):
+class PathDescription(ConfigModel):
     path: str = Field(description="Dataset-name glob, e.g. `raw/events/*`.")
     description: str
 
@@ -312,7 +253,7 @@ class PathDescription(_Model):
 RequiredField = Literal["description", "owner", "domain", "tags", "sla", "column_descriptions"]
 
 
-class RequiredConfig(_Model):
+class RequiredConfig(ConfigModel):
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
     fields: list[RequiredField] = Field(default_factory=list, description="What every dataset must have.")
@@ -320,7 +261,7 @@ class RequiredConfig(_Model):
     except_: list[str] = Field(default_factory=list, alias="except", description="Dataset-name globs exempted.")
 
 
-class GovernanceConfig(_Model):
+class GovernanceConfig(ConfigModel):
     glossary: list[GlossaryRule] = Field(default_factory=list)
     descriptions: list[PathDescription] = Field(default_factory=list)
     required: RequiredConfig = Field(default_factory=RequiredConfig)
@@ -334,18 +275,18 @@ class GovernanceConfig(_Model):
     dagster_url: str | None = Field(None, description="Dagster UI base URL, for links in reports.")
 
 
-class QualityConfig(_Model):
+class QualityConfig(ConfigModel):
     great_expectations: list[str] = Field(
         default_factory=list, description="Great Expectations validation result files (JSON) or folders of them."
     )
     min_score: float = Field(0.0, ge=0, le=1, description="The quality check fails below this score.")
 
 
-class ReportsConfig(_Model):
+class ReportsConfig(ConfigModel):
     dir: str = Field(".lumos/reports", description="Where report assets and commands write their files.")
 
 
-class ReleasesConfig(_Model):
+class ReleasesConfig(ConfigModel):
     prefix: str = Field("S-", description="Release names are the prefix and a number: S-311, S-312…")
     watch: str | None = Field(
         None, description="Folder (or s3://bucket/prefix) where release manifests land; the release sensor watches it."
@@ -353,88 +294,25 @@ class ReleasesConfig(_Model):
     endpoint_url: str | None = Field(None, description="S3-compatible endpoint (MinIO…) of an s3:// `watch`.")
 
 
-class DataHubLiteCatalogConfig(_Model):
-    type: Literal["datahub-lite"] = "datahub-lite"
-    path: str = Field(".lumos/catalog.db", description="DataHub Lite (SQLite) file.")
-    env: str = Field("PROD", description="DataHub environment (fabric) of dataset URNs.")
-
-
-class DataHubRestCatalogConfig(_Model):
-    type: Literal["datahub-rest"] = "datahub-rest"
-    server: str = Field(description="DataHub GMS URL, e.g. http://datahub-gms:8080.")
-    token_env: str | None = Field(
-        "DATAHUB_GMS_TOKEN",
-        description="Environment variable holding the access token, read when a run starts (unset: no token).",
-    )
-    env: str = Field("PROD", description="DataHub environment (fabric) of dataset URNs.")
-    batch_size: int = Field(100, ge=1, description="Aspects per ingest request.")
-    retries: int = Field(3, ge=0, description="Retries of a failed request, with exponential backoff.")
-    timeout_sec: float = Field(30, gt=0, description="Connect and read timeout of each request.")
-
-
-class DataHubFileCatalogConfig(_Model):
-    type: Literal["datahub-file"] = "datahub-file"
-    path: str = Field(".lumos/datahub-mcps.json", description="MCP file in DataHub's file-sink format.")
-    env: str = Field("PROD", description="DataHub environment (fabric) of dataset URNs.")
-
-
-class OpenLineageCatalogConfig(_Model):
-    type: Literal["openlineage"] = "openlineage"
-    url: str | None = Field(
-        None, description="HTTP endpoint of an OpenLineage consumer (Marquez: http://marquez:5000)."
-    )
-    path: str | None = Field(None, description="Or a file: one OpenLineage event per line.")
-    api_key_env: str | None = Field(None, description="Environment variable holding the HTTP API key (must be set).")
-    namespace: str = Field("lumos", description="OpenLineage namespace of the datasets.")
-    timeout_sec: float = Field(30, gt=0, description="HTTP timeout.")
-
-    @model_validator(mode="after")
-    def _one_transport(self) -> "OpenLineageCatalogConfig":
-        if (self.url is None) == (self.path is None):
-            raise ValueError("give exactly one of url (HTTP transport) or path (file transport)")
-        return self
-
-
-class OpenMetadataCatalogConfig(_Model):
-    type: Literal["openmetadata"] = "openmetadata"
-    server: str = Field(description="OpenMetadata server, e.g. http://openmetadata:8585.")
-    token_env: str | None = Field(
-        "OPENMETADATA_TOKEN", description="Environment variable holding the JWT token (unset: no token)."
-    )
-    service: str = Field("lumos", description="Database service the tables are registered under.")
-    database: str = Field("lake", description="Database name under the service.")
-    timeout_sec: float = Field(30, gt=0, description="HTTP timeout.")
-    retries: int = Field(3, ge=0, description="Retries of a failed request, with exponential backoff.")
-
-
-Catalog = Annotated[
-    Union[
-        Annotated[DataHubLiteCatalogConfig, Tag("datahub-lite")],
-        Annotated[DataHubRestCatalogConfig, Tag("datahub-rest")],
-        Annotated[DataHubFileCatalogConfig, Tag("datahub-file")],
-        Annotated[OpenLineageCatalogConfig, Tag("openlineage")],
-        Annotated[OpenMetadataCatalogConfig, Tag("openmetadata")],
-    ],
-    _tagged("datahub-lite"),
-]
-
-
-class RemovalConfig(_Model):
+class RemovalConfig(ConfigModel):
     max_share: float = Field(
         0.75, ge=0, le=1, description="If more than this share of a source's datasets vanish at once, remove none."
     )
 
 
-class StoreConfig(_Model):
+class StoreConfig(ConfigModel):
     path: str = Field(".lumos/store.db", description="SQLite file of the snapshot store.")
-    url: str | None = Field(None, description="SQLAlchemy URL; overrides `path` (e.g. postgresql+psycopg://…).")
+    url: Secret | None = Field(
+        None,
+        description="SQLAlchemy URL; overrides `path` (e.g. postgresql+psycopg://…); its ${ENV}s are read on opening.",
+    )
 
 
 def _default_start() -> date:
     return date(date.today().year, 1, 1)
 
 
-class PartitionsConfig(_Model):
+class PartitionsConfig(ConfigModel):
     start: date = Field(default_factory=_default_start, description="First partition (default: 1 January this year).")
     cadence: Cadence = "daily"
     timezone: str = "UTC"
@@ -445,16 +323,22 @@ class PartitionsConfig(_Model):
         return _known_zone(value)
 
 
-class SparkConfig(_Model):
+class SparkConfig(ConfigModel):
     master: str = Field("local[*]", description="Spark master URL.")
     conf: dict[str, str] = Field(default_factory=dict, description="Extra Spark configuration.")
+    read_from_files: int | None = Field(
+        None,
+        ge=1,
+        description="A run reads file schemas on Spark from this many files on (default: never on a local master, "
+        "whose cores the process pool uses as well; 80,000 on a cluster). Below it, a process pool reads them.",
+    )
 
 
-class LumosConfig(_Model):
+class LumosConfig(ConfigModel):
     sources: list[Source] = Field(default_factory=list)
     datasets: list[DatasetDecl] = Field(default_factory=list)
     catalog: list[Catalog] = Field(
-        default_factory=lambda: [DataHubLiteCatalogConfig()],
+        default_factory=lambda: [CATALOGS.get(DEFAULT_CATALOG).config()],
         description="One catalog, or a list: each gets every snapshot.",
     )
     removal: RemovalConfig = Field(default_factory=RemovalConfig)
@@ -481,7 +365,7 @@ class LumosConfig(_Model):
         return self
 
     def resolve(self, path: str) -> str:
-        return str((Path(self.base_dir) / os.path.expanduser(path)).resolve())
+        return resolve_path(self.base_dir, path)
 
     def resolve_location(self, location: str) -> str:
         """A folder or an s3:// URL; folders are relative to lumos.yaml."""
@@ -489,6 +373,7 @@ class LumosConfig(_Model):
 
     @property
     def store_url(self) -> str:
+        """As written: its `${VAR}`s are expanded by the store when it opens (`expand_secrets`)."""
         return self.store.url or f"sqlite:///{self.resolve(self.store.path)}"
 
     @field_validator("catalog", mode="before")
@@ -503,7 +388,7 @@ class LumosConfig(_Model):
     @property
     def lite_path(self) -> str | None:
         """The first DataHub Lite catalog's file, if any (for `lumos lite`, summaries)."""
-        lite = next((c for c in self.catalogs if isinstance(c, DataHubLiteCatalogConfig)), None)
+        lite = next((c for c in self.catalogs if c.type == "datahub-lite"), None)
         return self.resolve(lite.path) if lite else None
 
     def policy(self, name: str) -> str:
@@ -520,18 +405,8 @@ class LumosConfig(_Model):
 
 # ------------------------------------------------------------------ loading
 
-_ENV = re.compile(r"\$\$|\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
-
-
-def _union_tags(annotation: Any) -> set[str]:
-    """The `type:` tags of discriminated unions; pydantic puts them in error locations."""
-    found = {m.tag for m in getattr(annotation, "__metadata__", ()) if isinstance(m, Tag)}
-    for arg in get_args(annotation):
-        found |= _union_tags(arg)
-    return found
-
-
-_TAGS = frozenset(_union_tags(Source) | _union_tags(Catalog))
+# pydantic puts a discriminated union's tag in error locations: `sources.0.local.root`
+_TAGS = frozenset(SOURCES.names() + CATALOGS.names())
 
 
 def _loc(parts: tuple) -> str:
@@ -544,27 +419,28 @@ def _loc(parts: tuple) -> str:
     return out or "(top level)"
 
 
-def _interpolate(value: Any, where: tuple, file: str, env: dict[str, str]) -> Any:
-    if isinstance(value, dict):
-        return {k: _interpolate(v, where + (k,), file, env) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_interpolate(v, where + (i,), file, env) for i, v in enumerate(value)]
-    if not isinstance(value, str):
+def _secrets(data: dict, file: str, env: dict[str, str]) -> set[tuple]:
+    """Where the file's credentials are (e.g. `("sources", 0, "dsn")`): kept as written until used."""
+    found = {("store", key) for key in secret_fields(StoreConfig)}
+    for section, registry, default in (("sources", SOURCES, DEFAULT_SOURCE), ("catalog", CATALOGS, DEFAULT_CATALOG)):
+        entries = data.get(section)
+        listed = isinstance(entries, list)  # `catalog:` may be one entry instead of a list
+        for where, entry in [((section, i), e) for i, e in enumerate(entries)] if listed else [((section,), entries)]:
+            kind = entry.get("type", default) if isinstance(entry, dict) else None
+            kind = _interpolate(kind, where + ("type",), file, env, set()) if isinstance(kind, str) else None
+            if plugin := registry.get(kind):
+                found |= {where + (key,) for key in secret_fields(plugin.config)}
+    return found
+
+
+def _interpolate(value: Any, where: tuple, file: str, env: dict[str, str], secrets: set[tuple]) -> Any:
+    if where in secrets:
         return value
-
-    def sub(m: re.Match) -> str:
-        if m.group(0) == "$$":
-            return "$"
-        name, default = m.group(1), m.group(2)
-        if name in env:
-            return env[name]
-        if default is not None:
-            return default
-        raise ConfigError(
-            f"{file}: {_loc(where)}: environment variable {name} is not set (set it, or write ${{{name}:-default}})"
-        )
-
-    return _ENV.sub(sub, value)
+    if isinstance(value, dict):
+        return {k: _interpolate(v, where + (k,), file, env, secrets) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_interpolate(v, where + (i,), file, env, secrets) for i, v in enumerate(value)]
+    return expand_secrets(value, f"{file}: {_loc(where)}", env) if isinstance(value, str) else value
 
 
 def _explain(err: dict, model: type[BaseModel]) -> str:
@@ -615,7 +491,8 @@ def parse_config(
         data = {}
     if not isinstance(data, dict):
         raise ConfigError(f"{file}: the top level must be a mapping of keys (sources, datasets, …)")
-    data = _interpolate(data, (), file, dict(os.environ) if env is None else env)
+    env = dict(os.environ) if env is None else env
+    data = _interpolate(data, (), file, env, _secrets(data, file, env))
     try:
         return LumosConfig.model_validate({**data, "base_dir": base_dir, "source_file": file})
     except ValidationError as exc:

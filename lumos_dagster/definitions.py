@@ -1,11 +1,13 @@
 """The Lumos code location: lumos.yaml + the discovery registry → Dagster definitions.
 
-The only module that assembles everything. `LUMOS_CONFIG` names the config file
-(default: ./lumos.yaml); it is read when the code location loads.
+The only module that assembles everything. `LUMOS_CONFIG` names the config file (default:
+./lumos.yaml); it is read when the code location loads, once per process: Dagster's CLI loads a
+code location several times in one command, and each load of thousands of datasets costs seconds.
 """
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 from dagster import Definitions, definitions, in_process_executor
@@ -13,7 +15,6 @@ from dagster import Definitions, definitions, in_process_executor
 from assets.datasets import build_dataset_assets
 from assets.keys import dataset_keys
 from assets.reports import report_assets
-from lumos_dagster.catalog import catalogs_json
 from lumos_dagster.config import LumosConfig, load_config
 from lumos_dagster.scan.catalogue import load_catalogue
 from lumos_dagster.sources import FileSource, build_sources
@@ -40,11 +41,8 @@ def build_definitions(config: LumosConfig) -> Definitions:
 
 def assemble(config: LumosConfig) -> Assembly:
     sources = build_sources(config)
-    store = SnapshotStore(config.store_url)
-    try:
+    with SnapshotStore(config.store_url, f"{config.source_file}: store.url") as store:
         catalogue = load_catalogue(config, store, {name: s.root for name, s in sources.items()})
-    finally:
-        store.close()
     keys = dataset_keys(catalogue)
     by_cadence, missing = build_dataset_assets(config, catalogue, sources, keys)
     targets = Targets(catalogue.by_name(), keys, by_cadence)
@@ -56,11 +54,10 @@ def assemble(config: LumosConfig) -> Assembly:
             release_sensor(config.resolve_location(config.releases.watch), targets, config.releases.endpoint_url)
         )
     store_resource = SnapshotStoreResource(url=config.store_url)
-    catalogs = CatalogsResource(catalogs=catalogs_json(config))
     reports = [report_assets(config, catalogue, [keys[d.name] for d in catalogue.datasets])]
     discover, discover_daily = discovery_job(config, {d.name for d in catalogue.datasets})
     definitions = Definitions(
-        assets=[*by_cadence.values(), *missing, *reports],
+        assets=[*(a for chunk in by_cadence.values() for a in chunk), *missing, *reports],
         jobs=[discover],
         schedules=[*cadence_schedules(by_cadence), discover_daily],
         sensors=sensors,
@@ -70,12 +67,20 @@ def assemble(config: LumosConfig) -> Assembly:
         resources={
             "spark": spark_resource(config.spark),
             "lumos_store": store_resource,
-            "lumos_io_manager": LumosIOManager(store=store_resource, catalogs=catalogs),
+            "lumos_catalogs": CatalogsResource.from_config(config),
+            "lumos_io_manager": LumosIOManager(store=store_resource),
         },
     )
     return Assembly(definitions, targets)
 
 
+@functools.cache
+def _load(path: str) -> Definitions:
+    return build_definitions(load_config(path))
+
+
 @definitions
 def defs() -> Definitions:
-    return build_definitions(load_config())
+    from lumos_dagster.config import config_path
+
+    return _load(config_path())

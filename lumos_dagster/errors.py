@@ -24,3 +24,7 @@ class StoreError(LumosError):
 
 class CatalogError(LumosError):
     """The catalog refused or could not receive metadata."""
+
+
+class NotProfiled(LumosError):
+    """Why a dataset cannot be profiled (said in the run's warnings; its snapshot is unaffected)."""

@@ -1,10 +1,18 @@
-"""Dataset names as Dagster asset paths (pure: the Dagster wiring and the reports' links share it)."""
+"""Names the Dagster wiring and the core share: dataset names as asset paths, and the tags and metadata
+keys that assets, sensors and the IO manager agree on (pure, no Dagster import)."""
 
 from __future__ import annotations
 
 import hashlib
 import re
 from typing import Iterable
+
+#: a run the release sensor requests carries the release's name: its versions are recorded under it
+RELEASE_TAG = "lumos/release"
+#: what triggered a run: storage-change | release | schedule
+TRIGGER_TAG = "lumos/trigger"
+#: a dataset asset's Lumos URN, in its definition metadata (the IO manager finds snapshots by it)
+URN_METADATA_KEY = "lumos/urn"
 
 _NOT_NAME = re.compile(r"[^A-Za-z0-9_]")
 

@@ -1,11 +1,16 @@
-"""The snapshot store and the catalog as Dagster resources."""
+"""The snapshot store and the catalogs as Dagster resources, with typed configuration. Credentials
+are never in it: `${VAR}` in the store URL and each catalog's token variable are read from the
+environment when a run opens them."""
 
 from __future__ import annotations
 
-from dagster import ConfigurableResource
+from typing import Any
 
-from lumos_dagster.catalog import catalogs_from_json
+from dagster import Config, ConfigurableResource
+
+from lumos_dagster.catalog import catalogs_from_entries
 from lumos_dagster.catalog.base import CatalogAdapter
+from lumos_dagster.config import LumosConfig
 from lumos_dagster.store import SnapshotStore
 
 
@@ -18,11 +23,30 @@ class SnapshotStoreResource(ConfigurableResource):
         return SnapshotStore(self.url)
 
 
-class CatalogsResource(ConfigurableResource):
-    """The catalogs of lumos.yaml (JSON, absolute paths, no secrets). Tokens are read from
-    the environment variables they name when a run builds the adapters."""
+class CatalogEntry(Config):
+    """One `catalog:` entry of lumos.yaml: its type and settings (paths absolute). Dagster's config
+    holds no nulls, so settings that are null (`token_env: null`: no token) are named apart."""
 
-    catalogs: str
+    type: str
+    settings: dict[str, Any]
+    nulls: list[str] = []
+
+
+class CatalogsResource(ConfigurableResource):
+    catalogs: list[CatalogEntry]
+
+    @classmethod
+    def from_config(cls, config: LumosConfig) -> "CatalogsResource":
+        entries = []
+        for cat in config.catalogs:
+            values = {k: v for k, v in cat.model_dump().items() if k != "type"}
+            settings = {k: v for k, v in values.items() if v is not None}
+            if settings.get("path"):
+                settings["path"] = config.resolve(settings["path"])
+            entries.append(
+                CatalogEntry(type=cat.type, settings=settings, nulls=sorted(values.keys() - settings.keys()))
+            )
+        return cls(catalogs=entries)
 
     def adapters(self) -> list[CatalogAdapter]:
-        return catalogs_from_json(self.catalogs)
+        return catalogs_from_entries([{"type": c.type, **c.settings, **dict.fromkeys(c.nulls)} for c in self.catalogs])

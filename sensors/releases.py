@@ -10,10 +10,9 @@ from datetime import UTC, datetime
 
 from dagster import DefaultSensorStatus, RunRequest, SensorDefinition, SensorResult, sensor
 
-from assets.datasets import RELEASE_TAG
+from lumos_dagster.naming import RELEASE_TAG, TRIGGER_TAG
 from lumos_dagster.scan.windows import latest_due, next_window, parse_lag
 from lumos_dagster.schema.releases import read_manifests
-from sensors.storage import TRIGGER_TAG
 from sensors.triggers import Targets
 
 KEEP_DONE = 200  # names of fully requested releases kept in the cursor

@@ -17,13 +17,13 @@ def cadence_job_name(cadence: str) -> str:
     return f"lumos_{cadence}_snapshots"
 
 
-def cadence_schedules(assets_by_cadence: dict[str, AssetsDefinition]) -> list[ScheduleDefinition]:
+def cadence_schedules(assets_by_cadence: dict[str, list[AssetsDefinition]]) -> list[ScheduleDefinition]:
     schedules = []
-    for cadence, assets_def in sorted(assets_by_cadence.items()):
+    for cadence, assets_defs in sorted(assets_by_cadence.items()):
         job = define_asset_job(
             cadence_job_name(cadence),
-            selection=AssetSelection.assets(assets_def),
-            partitions_def=assets_def.partitions_def,
+            selection=AssetSelection.assets(*assets_defs),
+            partitions_def=assets_defs[0].partitions_def,
         )
         schedules.append(build_schedule_from_partitioned_job(job, default_status=DefaultScheduleStatus.STOPPED))
     return schedules

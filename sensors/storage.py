@@ -8,14 +8,13 @@ from collections import defaultdict
 
 from dagster import DefaultSensorStatus, RunRequest, SensorDefinition, SensorResult, SkipReason, sensor
 
+from lumos_dagster.naming import TRIGGER_TAG
 from lumos_dagster.scan.report import ScanReport
 from lumos_dagster.scan.watch import FileChange, digest, look
 from lumos_dagster.sources import file_records
 from lumos_dagster.sources.base import FileSource
 from lumos_dagster.store import SnapshotStore
 from sensors.triggers import Targets
-
-TRIGGER_TAG = "lumos/trigger"
 
 
 def plan(source: str, changes: list[FileChange], targets: Targets) -> list[RunRequest]:

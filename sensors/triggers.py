@@ -1,7 +1,7 @@
 """Turning "what changed" into run requests: which dataset assets, which partition keys."""
 
 from datetime import datetime, timedelta
-from typing import Mapping
+from typing import Mapping, Sequence
 from zoneinfo import ZoneInfo
 
 from dagster import AssetKey, AssetsDefinition, TimeWindow
@@ -16,14 +16,14 @@ class Targets:
     """Dataset name → its asset key and partitions, for the datasets Dagster knows now."""
 
     def __init__(self, specs: Mapping[str, DatasetSpec], keys: Mapping[str, AssetKey],
-                 assets_by_cadence: Mapping[str, AssetsDefinition]):  # fmt: skip
+                 assets_by_cadence: Mapping[str, Sequence[AssetsDefinition]]):  # fmt: skip
         self.specs, self.keys, self.assets = specs, keys, assets_by_cadence
 
     def known(self, name: str | None) -> bool:
         return name in self.specs
 
     def partitions(self, name: str):
-        return self.assets[self.specs[name].cadence].partitions_def
+        return self.assets[self.specs[name].cadence][0].partitions_def
 
     def keys_for_date(self, name: str, day: str | None) -> list[str]:
         """Partition keys covering a file's date; the current partition when the dataset has no dates."""

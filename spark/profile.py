@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
+from lumos_dagster.errors import NotProfiled
 from lumos_dagster.model import ColumnProfile, Profile
 
 _NATIVE = {
@@ -21,10 +22,6 @@ _NATIVE = {
     "json": ("json", {}),
 }
 PROFILED_FORMATS = (*_NATIVE, "avro")
-
-
-class NotProfiled(Exception):
-    """Why a dataset cannot be profiled (shown in its metadata; its snapshot is unaffected)."""
 
 
 def _avro_rows(path: str):

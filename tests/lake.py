@@ -59,3 +59,12 @@ def demo_config() -> dict:
     quality = config.get("quality", {})
     quality["great_expectations"] = [str(ROOT / p) for p in quality.get("great_expectations", [])]
     return config
+
+
+def spark_run(spark, config, sources, catalogue, partitions):
+    """The snapshot pipeline over every dataset of `catalogue`, reading on Spark, with no history."""
+    from lumos_dagster.scan.pipeline import Services, run_pipeline
+    from spark.schemas import read_schemas
+
+    services = Services(read=lambda items: read_schemas(spark, items), history=lambda *_: [], stored=lambda *_: None)
+    return run_pipeline(config, catalogue, sources, catalogue.datasets, partitions, services)

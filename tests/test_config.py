@@ -64,6 +64,24 @@ def test_environment_interpolation_with_defaults_and_escapes():
     assert (src.root, src.name, src.exclude) == ("/data/raw", "lake", ["${literal}"])
 
 
+def test_credentials_keep_their_variables_until_used():
+    cfg = parse_config(
+        {
+            "sources": [
+                {"root": "${LAKE}"},
+                {"type": "postgres", "dsn": "postgresql://lumos:${PG_PASSWORD}@db:5432/app"},
+                {"type": "mongodb", "uri": "${MONGO_URI:-mongodb://localhost}", "databases": ["${DB}"]},
+            ],
+            "store": {"url": "postgresql+psycopg://lumos:${STORE_PASSWORD}@db/lumos?x=$$"},
+        },
+        env={"LAKE": "/data", "DB": "shop"},
+    )
+    assert (cfg.sources[0].root, cfg.sources[2].databases) == ("/data", ["shop"])
+    assert cfg.sources[1].dsn == "postgresql://lumos:${PG_PASSWORD}@db:5432/app"
+    assert cfg.sources[2].uri == "${MONGO_URI:-mongodb://localhost}"
+    assert cfg.store_url == "postgresql+psycopg://lumos:${STORE_PASSWORD}@db/lumos?x=$$"
+
+
 def test_defaults_work_on_a_laptop(tmp_path):
     cfg = parse_config({}, base_dir=str(tmp_path))
     assert [c.type for c in cfg.catalogs] == ["datahub-lite"]

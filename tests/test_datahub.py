@@ -1,5 +1,6 @@
 """Snapshot → DataHub aspects, checked with DataHub's own classes and golden-file helpers."""
 
+import json
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -243,3 +244,55 @@ def test_glossary_terms_profile_and_assertions():
         if "assertionInfo" in a
     }
     assert runs == {"not_null_orders_order_id": "SUCCESS", "expect_table_row_count_to_be_between": "FAILURE"}
+
+
+def test_the_fingerprint_changes_with_what_is_sent_not_with_when_lumos_looked(monkeypatch):
+    from dataclasses import replace
+
+    from lumos_dagster.catalog import datahub
+    from lumos_dagster.catalog.datahub import DataHubCatalog
+    from lumos_dagster.model import snapshot_dumps
+
+    def sent(s):
+        return [m.to_obj() for m in snapshot_aspects(s)]
+
+    catalog, s = DataHubCatalog("test"), snapshot()
+    later = replace(
+        s, captured_at=datetime(2030, 1, 1, tzinfo=timezone.utc), quality=replace(s.quality, age_hours=99.0)
+    )
+    assert sent(later) == sent(s)  # what the fingerprint leaves out is in no aspect
+    assert catalog.fingerprint(later) == catalog.fingerprint(s)
+    others = (
+        replace(s, description="Reworded."),
+        replace(s, tags=()),
+        replace(s, stats=replace(s.stats, row_count=1)),
+        replace(s, schema=Schema(SCHEMA.fields[:-1])),
+        replace(s, removed=True),
+    )
+    for other in others:
+        assert sent(other) != sent(s) and catalog.fingerprint(other) != catalog.fingerprint(s)
+    for each in (s, later, *others, replace(s, quality=None, cost=None)):
+        stored = json.loads(snapshot_dumps(each))  # delivery hashes the document the store holds
+        assert catalog.fingerprint_document(stored) == catalog.fingerprint(each)
+    assert DataHubCatalog("test", env="DEV").fingerprint(s) != catalog.fingerprint(s)  # other URNs
+    before = catalog.fingerprint(s)
+    monkeypatch.setattr(datahub, "ASPECT_MAPPING_VERSION", "a new mapping")
+    assert catalog.fingerprint(s) != before  # a new mapping sends every dataset again
+
+
+def test_shared_aspects_are_sent_once_per_distinct_content():
+    from dataclasses import replace
+
+    from lumos_dagster.catalog.datahub import DataHubCatalog
+
+    orders = snapshot()
+    twin = replace(orders, dataset=DatasetRef("file", "sales/orders_eu", "/lake/sales/orders_eu", "avro"))
+    mcps = DataHubCatalog("test").aspects([orders, twin])
+    keys = [(m.entityUrn, m.aspectName) for m in mcps]
+    folder = next(m.entityUrn for m in mcps if m.aspectName == "containerProperties")
+    assert keys.count((folder, "containerProperties")) == 1  # the same folder: once
+    job = "urn:li:dataJob:(urn:li:dataFlow:(sql,sql,PROD),staging/load_orders.sql)"
+    assert keys.count((job, "dataJobInfo")) == 1
+    assert keys.count((job, "dataJobInputOutput")) == 2  # two outputs: two contents, both sent, in order
+    every = [(m.entityUrn, m.aspectName, m.aspect) for s in (orders, twin) for m in snapshot_aspects(s)]
+    assert len(mcps) == len({(u, a, json.dumps(x.to_obj(), sort_keys=True)) for u, a, x in every})

@@ -39,8 +39,8 @@ from lumos_dagster.scan.report import ScanReport
 from lumos_dagster.schema.releases import Manifest, read_manifests, write_manifest
 from lumos_dagster.sources import build_sources, discover
 from lumos_dagster.sources.mongodb import MongoSource
-from spark.snapshot_job import take_snapshots
 from tests.conftest import S3_TEST_CREDENTIALS
+from tests.lake import spark_run
 
 # ------------------------------------------------------------------------ S3
 
@@ -113,8 +113,7 @@ def test_s3_schemas_are_read_on_spark_from_ranged_reads(s3, spark):
     records = discover(sources, ScanReport()).records
     catalogue = resolve_datasets(config, records, {"lake": sources["lake"].root})
     start = dt.datetime(2026, 11, 25, tzinfo=dt.UTC)
-    run = take_snapshots(spark, sources, catalogue.datasets, [("2026-11-25", start, start + dt.timedelta(days=1))],
-                         lambda *_: [])  # fmt: skip
+    run = spark_run(spark, config, sources, catalogue, [("2026-11-25", start, start + dt.timedelta(days=1))])
     orders = run.snapshots["sales/orders"]["2026-11-25"]
     assert [type_str(f.type) for f in orders.schema.fields] == ["int64", "struct<name: string>"]
     assert (orders.stats.file_count, orders.stats.row_count) == (1, 2)
@@ -350,7 +349,7 @@ def test_postgres_tables_reach_datahub_with_view_lineage_through_dagster(pg_sche
     )  # fmt: skip
     store = SnapshotStore(config.store_url)
     sources = build_sources(config)
-    reconcile(store, discover(sources, ScanReport()), 0.75, [], ScanReport())
+    reconcile(store, discover(sources, ScanReport()), 0.75, list, ScanReport())
     refresh_code(store, config, [sources["db"].stored_sql(ScanReport())])  # what `lumos discover` does
     store.close()
     job = build_definitions(config).resolve_implicit_global_asset_job_def()

@@ -17,8 +17,7 @@ from lumos_dagster.scan.catalogue import resolve_datasets
 from lumos_dagster.scan.report import ScanReport
 from lumos_dagster.sources import build_sources, discover
 from spark.schemas import read_schemas
-from spark.snapshot_job import take_snapshots
-from tests.lake import partitioned_lake, write_parquet
+from tests.lake import partitioned_lake, spark_run, write_parquet
 from tests.test_testdata import FILES
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -66,7 +65,7 @@ def test_snapshots_of_partitions_read_each_file_once_and_chain_versions(spark, t
     sources = build_sources(config)
     catalogue = resolve_datasets(config, _records(sources), {"lake": str(tmp_path)})
     days = [date(2026, 11, 23), date(2026, 11, 24), date(2026, 11, 25)]
-    run = take_snapshots(spark, sources, catalogue.datasets, [_window(d) for d in days], lambda *_: [])
+    run = spark_run(spark, config, sources, catalogue, [_window(d) for d in days])
 
     orders = run.snapshots["sales/orders"]
     assert [orders[str(d)].stats.file_count for d in days] == [2, 2, 2]
@@ -91,7 +90,7 @@ def test_a_dataset_that_vanished_gets_a_snapshot_saying_so(spark, tmp_path):
     records = _records(sources)
     shutil.rmtree(tmp_path / "a")
     catalogue = resolve_datasets(config, records, {"lake": str(tmp_path)})
-    run = take_snapshots(spark, sources, catalogue.datasets, [_window(date(2026, 11, 23))], lambda *_: [])
+    run = spark_run(spark, config, sources, catalogue, [_window(date(2026, 11, 23))])
     (gone,) = run.snapshots["a/b"].values()
     (ghost,) = run.snapshots["ghost/x"].values()
     assert "no longer found in storage" in gone.errors[0].reason and not gone.readable

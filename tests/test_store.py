@@ -11,6 +11,7 @@ from lumos_dagster.catalog.datahub_lite import DataHubLiteCatalog, open_lite
 from lumos_dagster.catalog.delivery import deliver
 from lumos_dagster.model import DatasetRecord, DatasetRef, Field, Primitive, Schema, Snapshot
 from lumos_dagster.store import SnapshotStore
+from lumos_dagster.store.tables import outbox_table, snapshots_table
 from tests.conftest import lite_aspect_versions
 
 PG = "postgresql+psycopg://postgres@127.0.0.1:5432/test"
@@ -180,3 +181,78 @@ def test_runs_recording_into_one_release_at_once_lose_no_version(store_url):
     assert len(release.versions) == 60
     assert len(store.datasets()) == 30 and len(store.catalog_state("c")) == 30
     store.close()
+
+
+# ------------------------------------------------- batched writes, one connection
+
+
+def test_put_writes_many_snapshots_at_once_and_gives_their_ids_in_order(store_url):
+    snapshots = [snap(f"p{i % 700}", "2026-11-25", 1 + i % 3, minutes=i) for i in range(1500)]  # re-captures too
+    with SnapshotStore(store_url) as store:
+        ids = store.put(snapshots, catalogs=["c1", "c2"])
+        assert len(ids) == len(set(ids)) == 1500
+        with store.engine.connect() as conn:
+            t, o = snapshots_table, outbox_table
+            stored = {i: (u, c) for i, u, c in conn.execute(sa.select(t.c.id, t.c.urn, t.c.captured_at))}
+            queued = sorted(conn.execute(sa.select(o.c.snapshot_id, o.c.catalog)).all())
+        for sid, s in zip(ids, snapshots, strict=True):
+            urn, captured = stored[sid]
+            assert urn == s.dataset.urn and captured.replace(tzinfo=timezone.utc) == s.captured_at
+        assert queued == sorted((sid, c) for sid in ids for c in ("c1", "c2"))
+        assert store.put([]) == []
+
+
+def test_the_store_keeps_one_connection_and_closes_it_as_a_context_manager(store_url):
+    connects = []
+    with SnapshotStore(store_url) as store:
+        sa.event.listen(store.engine, "connect", lambda *_: connects.append(1))
+        for i in range(20):
+            store.put([snap(f"c{i}", "2026-11-25")], catalogs=["c"])
+            store.pending("c")
+            store.latest(f"urn:lumos:dataset:file:c{i}")
+        assert connects == []  # opened once, when the store was
+        held = store._conn
+        assert held is not None and not held.closed
+    assert held.closed and store._conn is None
+
+
+def test_a_sqlite_store_commits_to_its_wal_without_an_fsync(tmp_path):
+    with SnapshotStore(f"sqlite:///{tmp_path}/store.db") as store:
+        with store.engine.connect() as conn:
+            assert conn.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
+            assert conn.exec_driver_sql("PRAGMA synchronous").scalar() == 1  # NORMAL
+
+
+def test_deliveries_are_recorded_and_marked_in_one_go(store_url):
+    with SnapshotStore(store_url) as store:
+        ids = store.put([snap(f"r{i}", "2026-11-25") for i in range(4)], catalogs=["c"])
+        store.record_delivery("c", "urn:lumos:dataset:file:r0", "2026-11-24", "old")
+        store.record_deliveries(
+            "c",
+            [(f"urn:lumos:dataset:file:r{i}", "2026-11-25", f"h{i}") for i in range(3)],
+            delivered=ids[:3],
+        )
+        store.mark_many({"unchanged": ids[3:], "superseded": []})
+        state = store.catalog_state("c")
+        assert state == {f"urn:lumos:dataset:file:r{i}": ("2026-11-25", f"h{i}") for i in range(3)}
+        assert store.catalog_state("c", ["urn:lumos:dataset:file:r1", "urn:nope"]) == {
+            "urn:lumos:dataset:file:r1": ("2026-11-25", "h1")
+        }
+        assert store.catalog_state("other", list(state)) == {}
+        assert store.outbox_counts("c") == {"delivered": 3, "unchanged": 1}
+
+
+def test_a_store_url_reads_its_credentials_when_it_opens_and_never_shows_them(tmp_path, monkeypatch):
+    from lumos_dagster.config import parse_config
+    from lumos_dagster.errors import ConfigError
+
+    config = parse_config({"store": {"url": "sqlite:///${LUMOS_TEST_STORE_DIR}/s.db"}}, file="lumos.yaml")
+    assert config.store_url == "sqlite:///${LUMOS_TEST_STORE_DIR}/s.db"  # kept as written at load
+    with pytest.raises(
+        ConfigError, match=r"lumos.yaml: store.url: environment variable LUMOS_TEST_STORE_DIR is not set"
+    ):
+        SnapshotStore(config.store_url, "lumos.yaml: store.url")
+    monkeypatch.setenv("LUMOS_TEST_STORE_DIR", str(tmp_path))
+    with SnapshotStore(config.store_url) as store:
+        assert store.url == config.store_url and str(tmp_path) not in store.url
+    assert (tmp_path / "s.db").exists()

@@ -2,66 +2,40 @@
 
 from __future__ import annotations
 
-import json
+import os
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any
 
-from pydantic import TypeAdapter
+from lumos_dagster.catalog.base import CatalogAdapter
+from lumos_dagster.catalog.registry import CATALOGS
+from lumos_dagster.errors import ConfigError
+from lumos_dagster.plugins import BuildContext
 
-from lumos_dagster.catalog.base import CatalogAdapter, secret
-from lumos_dagster.config import (
-    Catalog,
-    DataHubFileCatalogConfig,
-    DataHubLiteCatalogConfig,
-    DataHubRestCatalogConfig,
-    LumosConfig,
-    OpenLineageCatalogConfig,
-    OpenMetadataCatalogConfig,
-)
-
-_CATALOGS = TypeAdapter(list[Catalog])
+if TYPE_CHECKING:  # lumos_dagster.config imports this package's registry
+    from lumos_dagster.config import LumosConfig
 
 
-def catalogs_json(config: LumosConfig) -> str:
-    """The catalog entries with their paths made absolute: what a run needs, no secrets."""
-    entries = []
-    for cat in config.catalogs:
-        entry = cat.model_dump()
-        if entry.get("path"):
-            entry["path"] = config.resolve(entry["path"])
-        entries.append(entry)
-    return json.dumps(entries)
-
-
-def catalogs_from_json(text: str) -> list[CatalogAdapter]:
-    return [build_catalog(c) for c in _CATALOGS.validate_json(text)]
-
-
-def build_catalog(cat) -> CatalogAdapter:
-    """One adapter for one `catalog` entry (paths already absolute); credentials come from the environment now."""
-    if isinstance(cat, DataHubLiteCatalogConfig):
-        from lumos_dagster.catalog.datahub_lite import DataHubLiteCatalog
-
-        return DataHubLiteCatalog(cat.path, cat.env)
-    if isinstance(cat, DataHubFileCatalogConfig):
-        from lumos_dagster.catalog.datahub_file import DataHubFileCatalog
-
-        return DataHubFileCatalog(cat.path, cat.env)
-    if isinstance(cat, DataHubRestCatalogConfig):
-        from lumos_dagster.catalog.datahub_rest import DataHubRestCatalog
-
-        token = secret(cat.token_env, f"DataHub GMS {cat.server}", required=False)
-        return DataHubRestCatalog(cat.server, token, cat.env, cat.batch_size, cat.retries, cat.timeout_sec)
-    if isinstance(cat, OpenLineageCatalogConfig):
-        from lumos_dagster.catalog.openlineage import OpenLineageCatalog
-
-        key = secret(cat.api_key_env, f"OpenLineage {cat.url}", required=cat.api_key_env is not None)
-        return OpenLineageCatalog(cat.namespace, cat.url, cat.path, key, cat.timeout_sec)
-    if isinstance(cat, OpenMetadataCatalogConfig):
-        from lumos_dagster.catalog.openmetadata import OpenMetadataCatalog
-
-        token = secret(cat.token_env, f"OpenMetadata {cat.server}", required=False)
-        return OpenMetadataCatalog(cat.server, token, cat.service, cat.database, cat.timeout_sec, cat.retries)
-    raise TypeError(f"not a catalog configuration: {cat!r}")
+def build_catalog(entry: Any, context: BuildContext) -> CatalogAdapter:
+    """The adapter of one validated `catalog` entry, by its type's plug-in; credentials are read now."""
+    return CATALOGS.get(entry.type).build(entry, context)
 
 
 def build_catalogs(config: LumosConfig) -> list[CatalogAdapter]:
-    return catalogs_from_json(catalogs_json(config))
+    return [
+        build_catalog(entry, BuildContext(f"{config.source_file}: catalog[{i}]", config.base_dir))
+        for i, entry in enumerate(config.catalogs)
+    ]
+
+
+def catalogs_from_entries(entries: Iterable[Mapping[str, Any]]) -> list[CatalogAdapter]:
+    """The adapters of `catalog` entries given as plain values, as a run's resource holds them
+    (relative paths already made absolute)."""
+    adapters = []
+    for i, entry in enumerate(entries):
+        context = BuildContext(f"catalog[{i}]", os.getcwd())
+        plugin = CATALOGS.get(entry["type"])
+        if plugin is None:  # validated where lumos.yaml loaded, yet not installed where the run is
+            known = ", ".join(map(repr, CATALOGS.names()))
+            raise ConfigError(f"{context.where}.type: unknown type {entry['type']!r} (known: {known})")
+        adapters.append(build_catalog(plugin.config.model_validate(dict(entry)), context))
+    return adapters

@@ -7,6 +7,10 @@ backfill of old partitions never overwrites a newer partition already delivered.
 is sent is hashed: content the catalog already has is not sent again ("unchanged").
 A failed send leaves the snapshot queued for the next run or `lumos sync`: a catalog
 that is down delays metadata, it never loses it.
+
+The bookkeeping is per batch, never per dataset: the catalog's state is read once (for
+the datasets queued), the superseded and unchanged entries are marked together, and each
+batch sent is recorded in one transaction with the hashes of what it carried.
 """
 
 from __future__ import annotations
@@ -17,7 +21,12 @@ from typing import Callable
 from lumos_dagster.catalog.base import CatalogAdapter
 from lumos_dagster.store import Delivery, SnapshotStore
 
-BATCH = 50  # snapshots per emit call: one bad batch does not hold back the others
+# Snapshots per emit call. A batch is one DataHub Lite transaction (or a few GMS requests) and one
+# store transaction, whose fixed costs (the commit and its fsync, one lookup of the batch's current
+# rows) are spread over the batch: at 500 they are ~0.01 ms a dataset. A failure holds back only its
+# batch — it stays queued and goes with the next run or `lumos sync` — and a batch holds DataHub
+# Lite's write lock for about 0.2 s.
+BATCH = 500
 
 
 @dataclass
@@ -33,37 +42,47 @@ class DeliveryReport:
 def _choose(queued: list[Delivery]) -> Delivery:
     """The queued snapshot that is the dataset's current state."""
     queued = sorted(queued, key=lambda d: d.outbox_id)
-    if queued[-1].snapshot.removed:
+    if queued[-1].removed:
         return queued[-1]
-    alive = [d for d in queued if not d.snapshot.removed]
-    return max(alive, key=lambda d: (d.snapshot.partition_key or "", d.outbox_id))
+    alive = [d for d in queued if not d.removed]
+    return max(alive, key=lambda d: (d.partition_key or "", d.outbox_id))
+
+
+def _fingerprint(catalog: CatalogAdapter, d: Delivery) -> str:
+    # a DataHub adapter hashes the stored document as it is: no Snapshot to build for content it has
+    by_document = getattr(catalog, "fingerprint_document", None)
+    if by_document is not None and d.document is not None:
+        return by_document(d.document)
+    return catalog.fingerprint(d.snapshot)
 
 
 def deliver(
     store: SnapshotStore, catalog: CatalogAdapter, progress: Callable[[str], None] = lambda _: None
 ) -> DeliveryReport:
     report = DeliveryReport(catalog=catalog.name)
-    state = store.catalog_state(catalog.name)
     by_dataset: dict[str, list[Delivery]] = {}
     for d in store.pending(catalog.name):
-        by_dataset.setdefault(d.snapshot.dataset.urn, []).append(d)
+        by_dataset.setdefault(d.urn, []).append(d)
+    if not by_dataset:
+        return report
+    state = store.catalog_state(catalog.name, list(by_dataset))
+    superseded: list[int] = []
+    unchanged: list[int] = []
     to_send: list[tuple[Delivery, str]] = []
     for urn, queued in by_dataset.items():
         best = _choose(queued)
-        store.mark([d.outbox_id for d in queued if d is not best], "superseded")
-        report.superseded += len(queued) - 1
+        superseded += [d.outbox_id for d in queued if d is not best]
         shown_partition, sent_hash = state.get(urn, ("", None))
-        pk = best.snapshot.partition_key or ""
-        if not best.snapshot.removed and pk < shown_partition:
-            store.mark([best.outbox_id], "superseded")  # the catalog already shows a newer partition
-            report.superseded += 1
+        if not best.removed and (best.partition_key or "") < shown_partition:
+            superseded.append(best.outbox_id)  # the catalog already shows a newer partition
             continue
-        content = catalog.fingerprint(best.snapshot)
+        content = _fingerprint(catalog, best)
         if content == sent_hash:
-            store.mark([best.outbox_id], "unchanged")
-            report.unchanged += 1
+            unchanged.append(best.outbox_id)
             continue
         to_send.append((best, content))
+    store.mark_many({"superseded": superseded, "unchanged": unchanged})
+    report.superseded, report.unchanged = len(superseded), len(unchanged)
     for start in range(0, len(to_send), BATCH):
         batch = to_send[start : start + BATCH]
         try:
@@ -73,9 +92,11 @@ def deliver(
             store.mark([d.outbox_id for d, _ in batch], "pending", error)
             report.failed.update({d.snapshot.dataset.name: error for d, _ in batch})
             continue
-        for d, content in batch:
-            store.record_delivery(catalog.name, d.snapshot.dataset.urn, d.snapshot.partition_key or "", content)
-        store.mark([d.outbox_id for d, _ in batch], "delivered")
+        store.record_deliveries(
+            catalog.name,
+            [(d.urn, d.partition_key or "", content) for d, content in batch],
+            delivered=[d.outbox_id for d, _ in batch],
+        )
         report.delivered += len(batch)
         progress(f"{catalog.name}: {report.delivered}/{len(to_send)} delivered")
     return report

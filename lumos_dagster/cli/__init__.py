@@ -1,41 +1,53 @@
-"""The `lumos` command line."""
+"""The `lumos` command line. Each command's module loads when the command runs: `lumos discover`
+does not pay for importing DataHub's file sink or the report renderers."""
 
 from __future__ import annotations
 
+import importlib
+
 import click
 
-from lumos_dagster.cli import changes, cost, governance, portable, scan
+#: command → module of lumos_dagster.cli and function
+COMMANDS = {
+    "schema": "scan:schema",
+    "discover": "scan:discover",
+    "demo-lake": "scan:demo_lake",
+    "summary": "scan:summary",
+    "lite": "scan:lite",
+    "diff": "changes:diff",
+    "gate": "changes:gate",
+    "impact": "changes:impact",
+    "changed": "changes:changed",
+    "history": "changes:history",
+    "evolution": "changes:evolution",
+    "release": "changes:release",
+    "sync": "portable:sync",
+    "export": "portable:export",
+    "import": "portable:import_file",
+    "validate": "portable:validate_file",
+    "compare": "portable:compare",
+    "cost": "cost:cost",
+    "savings": "cost:savings",
+    "report": "governance:report",
+    "search": "governance:search",
+}
 
 
-@click.group()
+class _Commands(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return list(COMMANDS)
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name not in COMMANDS:
+            return None
+        module, attribute = COMMANDS[name].split(":")
+        return getattr(importlib.import_module(f"lumos_dagster.cli.{module}"), attribute)
+
+
+@click.group(cls=_Commands)
 def main() -> None:
     """Lumos keeps your catalog true: snapshots of your datasets' metadata, versioned."""
 
-
-for command in (
-    scan.schema,
-    scan.discover,
-    scan.demo_lake,
-    scan.summary,
-    scan.lite,
-    changes.diff,
-    changes.gate,
-    changes.impact,
-    changes.changed,
-    changes.history,
-    changes.evolution,
-    changes.release,
-    portable.sync,
-    portable.export,
-    portable.import_file,
-    portable.validate_file,
-    portable.compare,
-    cost.cost,
-    cost.savings,
-    governance.report,
-    governance.search,
-):
-    main.add_command(command)
 
 if __name__ == "__main__":
     main()

@@ -27,6 +27,6 @@ def load(config_file: str | None) -> LumosConfig:
 
 def open_store(config: LumosConfig) -> SnapshotStore:
     try:
-        return SnapshotStore(config.store_url)
+        return SnapshotStore(config.store_url, f"{config.source_file}: store.url")
     except LumosError as exc:
         raise click.ClickException(str(exc)) from None

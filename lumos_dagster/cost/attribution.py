@@ -118,13 +118,17 @@ def shares(upstream: str, consumer_names: Sequence[str], nodes: Mapping[str, Nod
     raise ValueError(f"unknown attribution method {method!r} (one of {', '.join(METHODS)})")
 
 
-def attribute(nodes: Mapping[str, Node], method: str = "lineage_weighted") -> dict[str, Rollup]:
-    """Every dataset's direct and inherited monthly cost."""
+def attribute(
+    nodes: Mapping[str, Node], method: str = "lineage_weighted", known: Mapping[str, Rollup] | None = None
+) -> dict[str, Rollup]:
+    """Every dataset's direct and inherited monthly cost. `known` rollups are taken as they are
+    (datasets priced earlier, e.g. stored), and passed on to their consumers."""
+    known = known or {}
     children = consumers(nodes)
     inherited: dict[str, float] = defaultdict(float)
     out: dict[str, Rollup] = {}
     for name in _order(nodes):
-        rollup = Rollup(nodes[name].direct, inherited[name])
+        rollup = known.get(name) or Rollup(nodes[name].direct, inherited[name])
         out[name] = rollup
         for c, share in shares(name, children[name], nodes, method).items():
             inherited[c] += rollup.total * share

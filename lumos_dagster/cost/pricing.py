@@ -1,20 +1,21 @@
-"""Pricing snapshots: direct cost from bytes and declared compute (or the bills), and the
-inherited cost from the upstreams' own rollups — a downstream partition's cost reads its
-upstreams' costs of the same partition, from this run or from the store."""
+"""Pricing a run's snapshots (the `price` step): direct cost from bytes and declared compute (or the
+bills), inherited cost from the upstreams' rollups through `attribution.attribute` — a downstream
+partition inherits its upstreams' totals of the same partition, from this run or from the store."""
 
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Callable
 
 from lumos_dagster.config import LumosConfig
-from lumos_dagster.cost.attribution import DEFAULT_STORAGE_PRICES, Node, consumers, shares, storage_cost
+from lumos_dagster.cost.attribution import DEFAULT_STORAGE_PRICES, Node, Rollup, attribute, storage_cost
 from lumos_dagster.cost.billing import Allocation, Charge, allocate, read_focus
-from lumos_dagster.model import Cost, Snapshot
+from lumos_dagster.model import Cost
 from lumos_dagster.scan.catalogue import Catalogue, DatasetSpec
 
-#: (dataset name, partition key or None for its newest) → its stored snapshot (cost, last modification)
-SnapshotLookup = Callable[[str, "str | None"], "Snapshot | None"]
+if TYPE_CHECKING:
+    from lumos_dagster.scan.pipeline import Run, Services
+
 #: (dataset name) → hours its producing Dagster asset ran this month, when declared
 HoursLookup = Callable[[str], "float | None"]
 
@@ -67,75 +68,75 @@ def compute_cost(config: LumosConfig, name: str, hours: HoursLookup) -> float:
     return quantity * rate
 
 
-def cost_graph(config: LumosConfig, catalogue: Catalogue, sizes: Mapping[str, int],
-               modified: Mapping[str, float]) -> dict[str, Node]:  # fmt: skip
-    """The lineage as cost nodes (the weights and sizes attribution needs)."""
-    out = {}
-    for d in catalogue.datasets:
-        decl = config.declaration(d.name)
-        out[d.name] = Node(
-            d.name,
-            upstream=d.upstream,
-            bytes=sizes.get(d.name, d.total_bytes),
-            last_modified=modified.get(d.name, 0.0),
-            weights=dict(decl.cost.weights) if decl and decl.cost and decl.cost.weights else None,
-        )
-    return out
+def cost_node(config: LumosConfig, spec: DatasetSpec, size: int, modified: float, direct: tuple[float, float] = (0, 0)):
+    """A dataset as a node of the cost graph: its (storage, compute) and what attribution weighs."""
+    decl = config.declaration(spec.name)
+    return Node(
+        spec.name,
+        storage=direct[0],
+        compute=direct[1],
+        upstream=spec.upstream,
+        bytes=size,
+        last_modified=modified,
+        weights=dict(decl.cost.weights) if decl and decl.cost and decl.cost.weights else None,
+    )
 
 
-def price_run(
-    config: LumosConfig,
-    catalogue: Catalogue,
-    selected: Sequence[DatasetSpec],
-    snapshots: Mapping[str, Mapping[str | None, Snapshot]],
-    sizes: Mapping[str, int],
-    stored: SnapshotLookup,
-    bills: Callable[[str], Allocation | None],
-    hours: HoursLookup,
-) -> dict[str, dict[str | None, Snapshot]]:
-    """The run's snapshots with their cost; `selected` in lineage order, `sizes` the datasets'
-    whole bytes (all partitions: what is stored and paid for)."""
-    method = config.cost.method
+def _neighbourhood(run: Run) -> list[str]:
+    """What pricing the run's datasets needs: them, their upstreams and every consumer of either
+    (an upstream's share depends on all its consumers) — not the whole estate."""
+    specs = run.catalogue.by_name()
+    children: dict[str, list[str]] = {}
+    for d in run.catalogue.datasets:
+        for u in d.upstream:
+            children.setdefault(u, []).append(d.name)
+    near = {d.name for d in run.datasets} | {u for d in run.datasets for u in d.upstream if u in specs}
+    return sorted(near | {c for n in near for c in children.get(n, ())})
+
+
+def price(run: Run, services: Services) -> None:
+    config, specs = run.config, run.catalogue.by_name()
+    names = _neighbourhood(run)
     modified = {
         n: max((s.stats.last_modified.timestamp() for s in snaps.values() if s.stats.last_modified), default=0.0)
-        for n, snaps in snapshots.items()
+        for n, snaps in run.snapshots.items()
     }
-    if method == "last_touch":  # the consumers outside this run compete for their upstreams too
-        for d in catalogue.datasets:
-            if d.name not in modified and (last := stored(d.name, None)) and last.stats.last_modified:
-                modified[d.name] = last.stats.last_modified.timestamp()
-    graph = cost_graph(config, catalogue, sizes, modified)
-    children = consumers(graph)
-    priced: dict[str, dict[str | None, Snapshot]] = {}
-    for spec in selected:
-        out = {}
-        for pk, snap in snapshots[spec.name].items():
+    if config.cost.method == "last_touch":  # the consumers outside this run compete for their upstreams too
+        for n in names:
+            if n not in modified and (last := services.stored(n, None)) and last.stats.last_modified:
+                modified[n] = last.stats.last_modified.timestamp()
+    selected = {d.name for d in run.datasets}
+    outside = {u for d in run.datasets for u in d.upstream if u not in selected and u in specs}
+    for pk in run.partition_keys:
+        basis: dict[str, tuple[float, float, str, str]] = {}  # name → (storage, compute, basis, month)
+        for d in run.datasets:
+            snap = run.snapshots[d.name][pk]
             month = month_of(pk, snap.captured_at.strftime("%Y-%m"))
-            allocation = bills(month)
-            storage = storage_cost(sizes.get(spec.name, spec.total_bytes), storage_price(config, spec))
-            compute = compute_cost(config, spec.name, hours)
-            billed_storage = allocation.billed(spec.name, "storage") if allocation else None
-            billed_compute = allocation.billed(spec.name, "compute") if allocation else None
+            allocation = services.bills(month) if services.bills else None
+            storage = storage_cost(run.sizes.get(d.name, d.total_bytes), storage_price(config, d))
+            compute = compute_cost(config, d.name, services.hours)
+            billed_storage = allocation.billed(d.name, "storage") if allocation else None
+            billed_compute = allocation.billed(d.name, "compute") if allocation else None
             billed = billed_storage is not None or billed_compute is not None
             listed = (billed_storage is None and storage > 0) or (billed_compute is None and compute > 0)
-            basis = "mixed" if billed and listed else ("bill" if billed else "list")
-            inherited = 0.0
-            for upstream in spec.upstream:
-                cost = priced[upstream][pk].cost if upstream in priced and pk in priced[upstream] else None
-                cost = cost or ((found := stored(upstream, pk)) and found.cost)
-                if cost is not None:
-                    inherited += cost.total * shares(upstream, children[upstream], graph, method).get(spec.name, 0.0)
-            out[pk] = replace(
-                snap,
-                cost=Cost(
-                    period=month,
-                    storage=billed_storage if billed_storage is not None else storage,
-                    compute=billed_compute if billed_compute is not None else compute,
-                    inherited=inherited,
-                    method=method,
-                    basis=basis,
-                    currency=config.cost.currency,
-                ),
+            basis[d.name] = (
+                billed_storage if billed_storage is not None else storage,
+                billed_compute if billed_compute is not None else compute,
+                "mixed" if billed and listed else ("bill" if billed else "list"),
+                month,
             )
-        priced[spec.name] = out
-    return priced
+        nodes = {
+            n: cost_node(config, specs[n], run.sizes.get(n, specs[n].total_bytes), modified.get(n, 0.0),
+                         basis[n][:2] if n in basis else (0, 0))
+            for n in names
+        }  # fmt: skip
+        known = {}
+        for n in outside:  # upstreams outside the run pass on their stored totals
+            found = services.stored(n, pk)
+            known[n] = Rollup(found.cost.direct, found.cost.inherited) if found and found.cost else Rollup(0, 0)
+        rollups = attribute(nodes, config.cost.method, known)
+        for d in run.datasets:
+            storage, compute, how, month = basis[d.name]
+            cost = Cost(month, storage, compute, rollups[d.name].inherited, config.cost.method, how,
+                        config.cost.currency)  # fmt: skip
+            run.snapshots[d.name][pk] = replace(run.snapshots[d.name][pk], cost=cost)

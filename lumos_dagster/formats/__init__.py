@@ -1,13 +1,18 @@
 """File formats: recognising a file's format and reading its schema.
 
+Formats register by name in `REGISTRY`; a package adds one through a `lumos.formats` entry
+point naming a `Format`.
+
 `read_file_schema` never lets a reader's exception escape: every failure becomes a
 `SchemaReadError` whose message names the file and a readable cause.
 """
 
 from __future__ import annotations
 
+import functools
 import os
-from typing import Callable
+from dataclasses import dataclass
+from typing import Any, Callable
 
 from lumos_dagster.errors import SchemaReadError
 from lumos_dagster.formats.avro import read_avro
@@ -15,11 +20,14 @@ from lumos_dagster.formats.base import FileResult, FileSchema, FsSpec, file_size
 from lumos_dagster.formats.orc import read_orc
 from lumos_dagster.formats.parquet import read_parquet
 from lumos_dagster.formats.text import read_csv, read_json, read_tsv
+from lumos_dagster.plugins import Registry
 
 __all__ = [
     "FORMATS",
+    "READERS",
     "FileResult",
     "FileSchema",
+    "Format",
     "FsSpec",
     "format_of",
     "sniff_format",
@@ -27,31 +35,50 @@ __all__ = [
     "read_file_result",
 ]
 
-READERS: dict[str, Callable[..., FileSchema]] = {
-    "parquet": read_parquet,
-    "orc": read_orc,
-    "avro": read_avro,
-    "csv": read_csv,
-    "tsv": read_tsv,
-    "json": read_json,
-}
-FORMATS = tuple(READERS)
 
-_EXTENSIONS = {
-    ".parquet": "parquet",
-    ".parq": "parquet",
-    ".pq": "parquet",
-    ".orc": "orc",
-    ".avro": "avro",
-    ".csv": "csv",
-    ".tsv": "tsv",
-    ".json": "json",
-    ".jsonl": "json",
-    ".ndjson": "json",
-}
+@dataclass(frozen=True)
+class Format:
+    """A file format: its name, its schema reader `read(path, remote_fs_or_None)`, and the file
+    extensions and leading bytes that say a file is one. A `lumos.formats` entry point names one."""
+
+    type: str
+    read: Callable[[str, Any], FileSchema]
+    extensions: tuple[str, ...] = ()
+    magic: tuple[bytes, ...] = ()
+
+
+REGISTRY: Registry[Format] = Registry(
+    "lumos.formats",
+    Format,
+    (
+        Format("parquet", read_parquet, (".parquet", ".parq", ".pq"), (b"PAR1", b"PARE")),
+        Format("orc", read_orc, (".orc",), (b"ORC",)),
+        Format("avro", read_avro, (".avro",), (b"Obj\x01",)),
+        Format("csv", read_csv, (".csv",)),
+        Format("tsv", read_tsv, (".tsv",)),
+        Format("json", read_json, (".json", ".jsonl", ".ndjson")),
+    ),
+)
+
 # compression suffixes Arrow's readers undo by themselves (csv.gz, json.bz2 …)
 _COMPRESSION = (".gz", ".bz2", ".zst", ".lz4")
-_MAGIC = ((b"PAR1", "parquet"), (b"PARE", "parquet"), (b"ORC", "orc"), (b"Obj\x01", "avro"))
+
+
+def __getattr__(name: str) -> Any:
+    # computed on first use, so that installed format plug-ins are loaded only when formats are needed
+    if name == "FORMATS":
+        return REGISTRY.names()
+    if name == "READERS":
+        return {f.type: f.read for f in REGISTRY}
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+@functools.cache
+def _signatures() -> tuple[dict[str, str], tuple[tuple[bytes, str], ...]]:
+    """Extension → format, and (leading bytes, format). Cached, as `format_of` runs for every
+    listed file: formats are registered at import and on the registry's first use, not later."""
+    extensions = {ext: f.type for f in REGISTRY for ext in f.extensions}
+    return extensions, tuple((magic, f.type) for f in REGISTRY for magic in f.magic)
 
 
 def format_of(path: str) -> str | None:
@@ -61,7 +88,7 @@ def format_of(path: str) -> str | None:
         if name.endswith(suffix):
             name = name[: -len(suffix)]
             break
-    return _EXTENSIONS.get(os.path.splitext(name)[1])
+    return _signatures()[0].get(os.path.splitext(name)[1])
 
 
 def sniff_format(path: str) -> str | None:
@@ -69,12 +96,13 @@ def sniff_format(path: str) -> str | None:
     fmt = format_of(path)
     if fmt:
         return fmt
+    signatures = _signatures()[1]
     try:
         with open(path, "rb") as fh:
-            head = fh.read(4)
+            head = fh.read(max(len(magic) for magic, _ in signatures))
     except OSError:
         return None
-    return next((fmt for magic, fmt in _MAGIC if head.startswith(magic)), None)
+    return next((fmt for magic, fmt in signatures if head.startswith(magic)), None)
 
 
 def _reason(exc: BaseException) -> str:
@@ -99,13 +127,14 @@ def read_file_schema(path: str, fmt: str | None = None, fs: FsSpec | None = None
     unreadable files.
     """
     fmt = fmt or (format_of(path) if fs else sniff_format(path))
-    if fmt not in READERS:
-        raise SchemaReadError(path, f"unrecognised format (supported: {', '.join(FORMATS)})")
+    reader = REGISTRY.get(fmt) if fmt else None
+    if reader is None:
+        raise SchemaReadError(path, f"unrecognised format (supported: {', '.join(REGISTRY.names())})")
     try:
         remote = filesystem(fs) if fs else None
         if file_size(path, remote) == 0:
             raise SchemaReadError(path, "empty file (0 bytes)")
-        return READERS[fmt](path, remote)
+        return reader.read(path, remote)
     except SchemaReadError:
         raise
     except FileNotFoundError:

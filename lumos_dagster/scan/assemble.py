@@ -1,11 +1,11 @@
-"""Assembling a dataset partition's snapshot from its files' read results (pure)."""
+"""Assembling each dataset partition's snapshot from what was read (the `assemble` step), and versioning it."""
 
 from __future__ import annotations
 
 import fnmatch
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta, timezone
-from typing import Mapping, Sequence
+from typing import TYPE_CHECKING, Mapping, Sequence
 
 from lumos_dagster.formats import FileResult
 from lumos_dagster.model import (
@@ -23,6 +23,9 @@ from lumos_dagster.model import (
 from lumos_dagster.scan.discovery import DatasetFile, DiscoveredDataset
 from lumos_dagster.scan.merge import merge_schemas
 from lumos_dagster.schema.versioning import DEFAULT_POLICY, assess
+
+if TYPE_CHECKING:
+    from lumos_dagster.scan.pipeline import Run, Services
 
 
 @dataclass(frozen=True)
@@ -154,3 +157,25 @@ def build_snapshot(
         conflicts=contents.conflicts,
     )
     return assess(history[-1] if history else None, snapshot, policy, history[:-1])
+
+
+def assemble(run: Run, services: Services) -> None:
+    """Each partition's snapshot, versioned against the store's history and, within the run,
+    against the run's previous partition (a backfill rebuilds a version history in one go)."""
+    for spec in run.datasets:
+        transitive = spec.policy.endswith("_TRANSITIVE")
+        keys = run.partition_keys
+        past = services.history(spec.ref.urn, keys[0], transitive) if keys else []
+        per_partition: dict[str | None, Snapshot] = {}
+        for pk in keys:
+            contents = run.contents[spec.name, pk]
+            snap = build_snapshot(spec.ref, pk, run.captured_at, contents, spec.enrichment, past, spec.policy)
+            per_partition[pk] = snap
+            if snap.readable:  # the run's next partition is versioned against this one
+                past = [p for p in past if p.version != snap.version] + [snap]
+            for e in snap.errors:
+                run.report.fail(e.path, e.reason)
+        run.snapshots[spec.name] = per_partition
+        if any(not s.readable and s.errors for s in per_partition.values()):
+            run.report.datasets_failed += 1
+    run.report.datasets_found = len(run.datasets)

@@ -27,11 +27,15 @@ class Reconciliation:
 
 
 def reconcile(
-    store: SnapshotStore, discovery: Discovery, max_share: float, catalogs: Sequence[str], report: ScanReport
+    store: SnapshotStore,
+    discovery: Discovery,
+    max_share: float,
+    catalogs: Callable[[], Sequence[str]],
+    report: ScanReport,
 ) -> Reconciliation:
     """Record what was found; soft-delete what vanished from a source that was scanned
-    (queued as tombstones for every catalog). A source that could not be listed, or lost
-    more than `max_share` of its datasets at once, removes nothing."""
+    (queued as tombstones for every catalog, asked for only then). A source that could not be
+    listed, or lost more than `max_share` of its datasets at once, removes nothing."""
     out = Reconciliation()
     found = {r.urn for r in discovery.records}
     now = datetime.now(timezone.utc)
@@ -56,7 +60,8 @@ def reconcile(
             base = last or Snapshot(ref, None, now)
             tombstones.append(retire(last, replace(base, captured_at=now, removed=True)))
             out.removed.append(rec.name)
-    store.put(tombstones, catalogs=catalogs)
+    if tombstones:
+        store.put(tombstones, catalogs=catalogs())
     store.mark_removed([t.dataset.urn for t in tombstones])
     out.recorded = store.upsert_datasets(discovery.records)
     return out
@@ -86,11 +91,16 @@ def refresh_registry(config: LumosConfig, store: SnapshotStore, progress: Callab
     sources = build_sources(config)
     found = discover(sources, report, progress=progress)
     stored = [sql for s in sources.values() if isinstance(s, TableSource) and (sql := s.stored_sql(report))]
-    catalogs = build_catalogs(config)
+    catalogs: list = []  # built only to tombstone vanished datasets: a catalog client is slow to import
+
+    def names() -> list[str]:
+        catalogs[:] = catalogs or build_catalogs(config)
+        return [c.name for c in catalogs]
+
     try:
-        result = reconcile(store, found, config.removal.max_share, [c.name for c in catalogs], report)
+        result = reconcile(store, found, config.removal.max_share, names, report)
         code = refresh_code(store, config, stored)
-        for catalog in catalogs if result.removed else ():
+        for catalog in catalogs:
             deliver(store, catalog)
     finally:
         for catalog in catalogs:

@@ -3,18 +3,16 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable, Union
+from typing import TYPE_CHECKING, Callable, Union
 
-from lumos_dagster.config import (
-    LocalSourceConfig,
-    LumosConfig,
-    MongoSourceConfig,
-    PostgresSourceConfig,
-    S3SourceConfig,
-)
 from lumos_dagster.model import DatasetRecord
+from lumos_dagster.plugins import BuildContext
 from lumos_dagster.scan.report import ScanReport
 from lumos_dagster.sources.base import FileSource, TableDescription, TableSource
+from lumos_dagster.sources.registry import SOURCES
+
+if TYPE_CHECKING:  # lumos_dagster.config imports this package's registry
+    from lumos_dagster.config import LumosConfig
 
 Source = Union[FileSource, TableSource]
 
@@ -30,28 +28,13 @@ __all__ = [
 ]
 
 
-def build_source(config: LumosConfig, cfg) -> Source:
-    if isinstance(cfg, LocalSourceConfig):
-        from lumos_dagster.sources.local import LocalSource
-
-        return LocalSource(cfg, config.resolve(cfg.root))
-    if isinstance(cfg, S3SourceConfig):
-        from lumos_dagster.sources.s3 import S3Source
-
-        return S3Source(cfg)
-    if isinstance(cfg, PostgresSourceConfig):
-        from lumos_dagster.sources.postgres import PostgresSource
-
-        return PostgresSource(cfg)
-    if isinstance(cfg, MongoSourceConfig):
-        from lumos_dagster.sources.mongodb import MongoSource
-
-        return MongoSource(cfg)
-    raise TypeError(f"not a source configuration: {cfg!r}")
-
-
 def build_sources(config: LumosConfig) -> dict[str, Source]:
-    return {cfg.name: build_source(config, cfg) for cfg in config.sources}
+    """Each `sources` entry's source, built by its type's plug-in."""
+    sources = {}
+    for i, entry in enumerate(config.sources):
+        context = BuildContext(f"{config.source_file}: sources[{i}]", config.base_dir)
+        sources[entry.name] = SOURCES.get(entry.type).build(entry, context)
+    return sources
 
 
 @dataclass

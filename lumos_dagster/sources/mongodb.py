@@ -26,6 +26,7 @@ from lumos_dagster.model import (
     UnionType,
     type_str,
 )
+from lumos_dagster.plugins import expand_secrets
 from lumos_dagster.scan.merge import widen
 from lumos_dagster.scan.report import ScanReport
 from lumos_dagster.sources.base import Progress, TableDescription, TableSource
@@ -120,17 +121,21 @@ def infer_fields(documents: list[dict]) -> tuple[Field, ...]:
 
 
 class MongoSource(TableSource):
-    def __init__(self, config, client=None):
+    def __init__(self, config, client=None, where: str = "uri"):
+        """`where` names the URI in errors, e.g. `lumos.yaml: sources[0].uri`."""
         super().__init__(config)
         self._client = client
-        self.root = "mongodb://" + config.uri.split("@")[-1].split("://")[-1]  # no credentials in what is shown
+        self.where = where
+        # shown in reports: the URI as written, credentials left out; its ${VAR}s are expanded when connecting
+        self.root = "mongodb://" + config.uri.split("@")[-1].split("://")[-1]
 
     @property
     def client(self):
         if self._client is None:
             import pymongo
 
-            self._client = pymongo.MongoClient(self.config.uri, serverSelectionTimeoutMS=30000)
+            uri = expand_secrets(self.config.uri, self.where)
+            self._client = pymongo.MongoClient(uri, serverSelectionTimeoutMS=30000)
         return self._client
 
     def _wanted(self, database: str, collection: str) -> bool:

@@ -17,6 +17,7 @@ from fnmatch import fnmatchcase
 
 import psycopg
 
+from lumos_dagster.errors import ConfigError
 from lumos_dagster.lineage import StoredSql
 from lumos_dagster.model import (
     NO_DEFAULT,
@@ -33,6 +34,7 @@ from lumos_dagster.model import (
     Time,
     Timestamp,
 )
+from lumos_dagster.plugins import expand_secrets
 from lumos_dagster.scan.report import ScanReport
 from lumos_dagster.sources.base import Progress, TableDescription, TableSource
 
@@ -116,17 +118,34 @@ def default_value(expression: str | None):
         return {"expression": text}
 
 
+def _database(info: dict) -> str:
+    return info.get("dbname") or info.get("user") or "postgres"
+
+
+def _shown(dsn: str) -> str:
+    """Where the database is, for reports: the DSN as written (its ${VAR}s are expanded only when
+    connecting), host, port and database, never credentials."""
+    try:
+        info = psycopg.conninfo.conninfo_to_dict(dsn)
+    except psycopg.ProgrammingError:
+        if "${" not in dsn:
+            raise
+        return "postgresql://" + dsn.split("@")[-1]  # a DSN kept in a variable, e.g. ${PG_DSN}
+    return f"postgresql://{info.get('host', 'localhost')}:{info.get('port', 5432)}/{_database(info)}"
+
+
 class PostgresSource(TableSource):
-    def __init__(self, config):
+    def __init__(self, config, where: str = "dsn"):
+        """`where` names the DSN in errors, e.g. `lumos.yaml: sources[0].dsn`."""
         super().__init__(config)
-        self.dsn = config.dsn
+        self.where = where
         self._types: dict[int, DataType] = {}
-        info = psycopg.conninfo.conninfo_to_dict(config.dsn)
-        self.database = info.get("dbname") or info.get("user") or "postgres"
-        self.root = f"postgresql://{info.get('host', 'localhost')}:{info.get('port', 5432)}/{self.database}"
+        self.root = _shown(config.dsn)
 
     def _connect(self) -> psycopg.Connection:
-        return psycopg.connect(self.dsn, autocommit=True, connect_timeout=30)
+        dsn = expand_secrets(self.config.dsn, self.where)
+        self.database = _database(psycopg.conninfo.conninfo_to_dict(dsn))  # names the datasets
+        return psycopg.connect(dsn, autocommit=True, connect_timeout=30)
 
     def name_of(self, schema: str, table: str) -> str:
         return f"{self.database}/{schema}/{table}"
@@ -160,7 +179,7 @@ class PostgresSource(TableSource):
                             upstream=upstream,
                         )  # fmt: skip
                     )
-        except psycopg.Error as exc:
+        except (psycopg.Error, ConfigError) as exc:
             report.fail(f"source {self.name}", f"cannot read the catalog of {self.root}: {exc}".strip())
             return None
         report.datasets_found += len(records)
@@ -178,7 +197,7 @@ class PostgresSource(TableSource):
                     for oid, s, t, kind in wanted
                     if KINDS[kind] in ("view", "materialized_view")
                 )
-        except psycopg.Error as exc:
+        except (psycopg.Error, ConfigError) as exc:
             report.fail(f"source {self.name}", f"cannot read the view definitions of {self.root}: {exc}".strip())
             return None
         names = {quote(s, t): self.name_of(s, t) for _, s, t, _ in wanted}

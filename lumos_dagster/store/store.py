@@ -3,21 +3,39 @@
 SQLAlchemy Core over SQLite (default, WAL mode) or PostgreSQL, so the same code serves
 a laptop and a deployment. Snapshots are kept as their portable JSON document, with the
 columns needed to find them (dataset, partition, capture order) alongside.
+
+A store holds one database connection from its first use to `close()` (use it as a context
+manager: `with SnapshotStore(url) as store:`), and writes many rows with one statement per
+table: recording and delivering a dataset costs a fraction of a millisecond, whatever the
+number of datasets.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Callable, Iterable, Sequence, TypeVar
+from typing import TypeVar
 
 import sqlalchemy as sa
-from sqlalchemy.engine import Engine
+from sqlalchemy.engine import Connection, Engine
 
 from lumos_dagster.errors import StoreError
-from lumos_dagster.model import DatasetRecord, Snapshot, snapshot_dumps, snapshot_loads
+from lumos_dagster.model import (
+    SNAPSHOT_FORMAT,
+    DatasetRecord,
+    Snapshot,
+    dataset_urn,
+    snapshot_from_json,
+    snapshot_loads,
+    snapshot_to_json,
+)
+from lumos_dagster.plugins import expand_secrets
 from lumos_dagster.store.tables import (
     SCHEMA_VERSION,
     catalog_state_table,
@@ -39,10 +57,43 @@ class Release:
     versions: dict[str, str]
 
 
-@dataclass
 class Delivery:
-    outbox_id: int
-    snapshot: Snapshot
+    """A snapshot queued for a catalog. Read from the store, it is first its stored document:
+    what delivery decides on (dataset, partition, removal, content hash) is read from that, and
+    the Snapshot is built only for what is sent."""
+
+    __slots__ = ("outbox_id", "document", "_snapshot")
+
+    def __init__(self, outbox_id: int, snapshot: Snapshot | None = None, document: dict | None = None):
+        if snapshot is None and document is None:
+            raise ValueError("a delivery needs its snapshot or its document")
+        self.outbox_id = outbox_id
+        self.document = document  # the snapshot's portable JSON document, as stored
+        self._snapshot = snapshot
+
+    @property
+    def snapshot(self) -> Snapshot:
+        if self._snapshot is None:
+            self._snapshot = snapshot_from_json(self.document)
+        return self._snapshot
+
+    @property
+    def urn(self) -> str:
+        if self.document is None:
+            return self.snapshot.dataset.urn
+        ref = self.document["dataset"]
+        return dataset_urn(ref["platform"], ref["name"])
+
+    @property
+    def partition_key(self) -> str | None:
+        return self.snapshot.partition_key if self.document is None else self.document["partition_key"]
+
+    @property
+    def removed(self) -> bool:
+        return self.snapshot.removed if self.document is None else bool(self.document.get("removed"))
+
+    def __repr__(self) -> str:
+        return f"Delivery({self.outbox_id}, {self.urn}, {self.partition_key})"
 
 
 def _now() -> datetime:
@@ -65,9 +116,31 @@ def _engine(url: str) -> Engine:
         def _pragmas(conn, _record):  # WAL: readers never block the writer, two runs can share it
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA busy_timeout=60000")
+            # NORMAL: in WAL mode a commit is a write into the WAL, not an fsync (the WAL is synced
+            # at checkpoints). The store stays consistent through any crash of Lumos or the machine;
+            # a power loss may lose the last commits (snapshots re-taken by the next run, a delivery
+            # sent again, idempotently). FULL would cost an fsync per transaction.
+            conn.execute("PRAGMA synchronous=NORMAL")
 
         return engine
     return sa.create_engine(url, pool_pre_ping=True)
+
+
+_CHUNK = 500  # values per IN (...) list: far below any database's bound-parameter limit
+_IDLE_PING_SECONDS = 10.0  # a server connection unused this long is checked before use
+
+
+def _max_ids(conn: Connection) -> int:
+    """Ids one `IN (...)` may list: a whole delivery's in one statement, below the database's limit
+    of bound parameters (SQLite: 32,766 since 3.32, 999 before; PostgreSQL: 65,535)."""
+    if conn.dialect.name == "sqlite" and conn.dialect.dbapi.sqlite_version_info < (3, 32):
+        return 900
+    return 20_000
+
+
+def _chunks(values: Sequence, size: int = _CHUNK) -> Iterator[Sequence]:
+    for start in range(0, len(values), size):
+        yield values[start : start + size]
 
 
 T = TypeVar("T")
@@ -85,24 +158,78 @@ def _on_conflict_retry(write: Callable[[], T], attempts: int = 3) -> T:
 
 
 class SnapshotStore:
-    def __init__(self, url: str):
+    def __init__(self, url: str, where: str = "store.url"):
+        """`url` may hold `${VAR}` (a password): read from the environment now, never kept or shown."""
         self.url = url
+        self._conn: Connection | None = None
+        self._used = 0.0  # monotonic time the connection was last used
+        self._lock = threading.RLock()  # a Connection is not thread-safe
         try:
-            self.engine = _engine(url)
-            tables = set(sa.inspect(self.engine).get_table_names())
-            if "lumos_snapshots" in tables and "lumos_meta" not in tables:
-                raise StoreError(
-                    f"the snapshot store at {url} was written by an earlier Lumos, before stores had a schema "
-                    "version: start a new store (e.g. remove .lumos/store.db and run `lumos discover`)"
-                )
-            metadata.create_all(self.engine)
+            self.engine = _engine(expand_secrets(url, where))
+            with self._tx() as conn:
+                tables = set(sa.inspect(conn).get_table_names())
+                if "lumos_snapshots" in tables and "lumos_meta" not in tables:
+                    raise StoreError(
+                        f"the snapshot store at {url} was written by an earlier Lumos, before stores had a schema "
+                        "version: start a new store (e.g. remove .lumos/store.db and run `lumos discover`)"
+                    )
+                metadata.create_all(conn)
             self._check_schema_version()
         except sa.exc.SQLAlchemyError as exc:
+            self.close()
             raise StoreError(f"cannot open the snapshot store at {url}: {exc.__class__.__name__}: {exc}") from exc
+        except BaseException:
+            self.close()
+            raise
+
+    @contextmanager
+    def _tx(self) -> Iterator[Connection]:
+        """One transaction on the store's connection, opened at first use and kept. A server
+        connection idle for a while is checked first (the server may have restarted); one that
+        breaks is dropped, and the next call connects again."""
+        with self._lock:
+            conn = self._connection()
+            try:
+                with conn.begin():
+                    yield conn
+            except sa.exc.DBAPIError as exc:
+                if exc.connection_invalidated or conn.invalidated:
+                    self._drop_connection()
+                raise
+            finally:
+                self._used = time.monotonic()
+
+    def _connection(self) -> Connection:
+        conn = self._conn
+        if conn is not None and conn.dialect.name != "sqlite" and time.monotonic() - self._used > _IDLE_PING_SECONDS:
+            try:
+                conn.exec_driver_sql("SELECT 1")
+                conn.rollback()
+            except sa.exc.DBAPIError:
+                self._drop_connection()
+                conn = None
+        if conn is None or conn.closed or conn.invalidated:
+            self._drop_connection()
+            conn = self._conn = self.engine.connect()
+        return conn
+
+    def _drop_connection(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            try:
+                conn.close()
+            except sa.exc.SQLAlchemyError:
+                pass
+
+    def __enter__(self) -> SnapshotStore:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
 
     def _check_schema_version(self) -> None:
         t = meta_table
-        with self.engine.begin() as conn:
+        with self._tx() as conn:
             found = conn.execute(sa.select(t.c.value).where(t.c.key == "schema_version")).scalar()
             if found is None:
                 try:
@@ -116,7 +243,11 @@ class SnapshotStore:
                 )
 
     def close(self) -> None:
-        self.engine.dispose()
+        with self._lock:
+            self._drop_connection()
+        engine = getattr(self, "engine", None)  # None when the URL itself was refused
+        if engine is not None:
+            engine.dispose()
 
     # ------------------------------------------------------------ registry
 
@@ -127,7 +258,7 @@ class SnapshotStore:
     def _upsert_datasets(self, records: list[DatasetRecord]) -> int:
         now = _now()
         n = 0
-        with self.engine.begin() as conn:
+        with self._tx() as conn:
             existing = {r.urn for r in conn.execute(sa.select(datasets_table.c.urn))}
             for rec in records:
                 values = dict(
@@ -152,7 +283,7 @@ class SnapshotStore:
         if not urns:
             return
         t = datasets_table
-        with self.engine.begin() as conn:
+        with self._tx() as conn:
             conn.execute(t.update().where(t.c.urn.in_(list(urns))).values(removed_at=_now()))
 
     def datasets(self, include_removed: bool = False) -> list[DatasetRecord]:
@@ -160,7 +291,7 @@ class SnapshotStore:
         q = sa.select(t).order_by(t.c.name)
         if not include_removed:
             q = q.where(t.c.removed_at.is_(None))
-        with self.engine.connect() as conn:
+        with self._tx() as conn:
             rows = conn.execute(q).mappings().all()
         out = []
         for r in rows:
@@ -186,40 +317,58 @@ class SnapshotStore:
     # ----------------------------------------------------------- snapshots
 
     def put(self, snapshots: Sequence[Snapshot], catalogs: Sequence[str] = ()) -> list[int]:
-        """Store snapshots and, in the same transaction, queue them for each of `catalogs`."""
-        ids = []
+        """Store snapshots and, in the same transaction, queue them for each of `catalogs`: one
+        multi-row statement per table (ids come back in the snapshots' order)."""
+        if not snapshots:
+            return []
         now = _now()
-        with self.engine.begin() as conn:
-            for s in snapshots:
-                pk = s.partition_key or ""
-                sid = conn.execute(
-                    snapshots_table.insert().values(
-                        urn=s.dataset.urn,
-                        partition_key=pk,
-                        captured_at=s.captured_at,
-                        version=s.version,
-                        fingerprint=s.fingerprint,
-                        readable=s.readable,
-                        document=snapshot_dumps(s),
-                    )
-                ).inserted_primary_key[0]
-                ids.append(sid)
-                for catalog in catalogs:
-                    conn.execute(
-                        outbox_table.insert().values(
-                            snapshot_id=sid,
-                            catalog=catalog,
-                            urn=s.dataset.urn,
-                            partition_key=pk,
-                            status="pending",
-                            attempts=0,
-                            created_at=now,
-                        )
-                    )
+        rows = []
+        for s in snapshots:
+            doc = snapshot_to_json(s)  # model.snapshot_dumps, keeping the schema fingerprint it hashes
+            rows.append(
+                dict(
+                    urn=s.dataset.urn,
+                    partition_key=s.partition_key or "",
+                    captured_at=s.captured_at,
+                    version=s.version,
+                    fingerprint=doc["fingerprint"],
+                    readable=s.readable,
+                    document=json.dumps(doc, sort_keys=True, separators=(",", ":")),
+                )
+            )
+        with self._tx() as conn:
+            ids = self._insert_snapshots(conn, rows)
+            queued = [
+                dict(
+                    snapshot_id=sid,
+                    catalog=c,
+                    urn=row["urn"],
+                    partition_key=row["partition_key"],
+                    status="pending",
+                    attempts=0,
+                    created_at=now,
+                )
+                for sid, row in zip(ids, rows, strict=True)
+                for c in catalogs
+            ]
+            if queued:
+                conn.execute(outbox_table.insert(), queued)
         return ids
 
+    @staticmethod
+    def _insert_snapshots(conn: Connection, rows: list[dict]) -> list[int]:
+        t = snapshots_table
+        if conn.dialect.name != "sqlite":  # PostgreSQL: one multi-row INSERT … RETURNING, in the rows' order
+            return list(conn.execute(t.insert().returning(t.c.id, sort_by_parameter_order=True), rows).scalars())
+        # SQLite: SQLAlchemy would return ordered ids only row by row. One writer at a time holds the
+        # database from the first INSERT to the commit, and an INTEGER PRIMARY KEY gives each new row
+        # the largest id + 1: the batch's ids are the last len(rows), in order.
+        conn.execute(t.insert(), rows)
+        last = conn.execute(sa.select(sa.func.max(t.c.id))).scalar_one()
+        return list(range(last - len(rows) + 1, last + 1))
+
     def _one(self, query) -> Snapshot | None:
-        with self.engine.connect() as conn:
+        with self._tx() as conn:
             row = conn.execute(query.limit(1)).first()
         return snapshot_loads(row[0]) if row else None
 
@@ -243,7 +392,7 @@ class SnapshotStore:
             .order_by(t.c.partition_key, t.c.id)
         )
         by_version: dict[str, str] = {}
-        with self.engine.connect() as conn:
+        with self._tx() as conn:
             for version, document in conn.execute(q):
                 by_version.pop(version, None)  # re-insert: ordered by each version's latest capture
                 by_version[version] = document
@@ -260,7 +409,7 @@ class SnapshotStore:
 
     def history(self, urn: str) -> list[Snapshot]:
         t = snapshots_table
-        with self.engine.connect() as conn:
+        with self._tx() as conn:
             rows = conn.execute(sa.select(t.c.document).where(t.c.urn == urn).order_by(t.c.partition_key, t.c.id))
             return [snapshot_loads(r[0]) for r in rows]
 
@@ -278,7 +427,7 @@ class SnapshotStore:
         q = sa.select(t.c.path, t.c.fingerprint, t.c.dataset, t.c.partition).where(
             t.c.source == source, t.c.generation == generation
         )
-        with self.engine.connect() as conn:
+        with self._tx() as conn:
             return {p: (f, d, pt) for p, f, d, pt in conn.execute(q)}
 
     def save_file_state(
@@ -287,7 +436,7 @@ class SnapshotStore:
         """Write a generation of a source's file state; only it and the one before are kept, so
         a tick whose cursor was never committed can be evaluated again against the same state."""
         t = file_state_table
-        with self.engine.begin() as conn:
+        with self._tx() as conn:
             conn.execute(t.delete().where(t.c.source == source, t.c.generation == generation))
             conn.execute(t.delete().where(t.c.source == source, t.c.generation < generation - 1))
             batch: list[dict] = []
@@ -305,7 +454,7 @@ class SnapshotStore:
     def add_release(self, name: str, versions: dict[str, str], created_at: datetime | None = None) -> Release:
         release = Release(name, created_at or _now(), dict(sorted(versions.items())))
         try:
-            with self.engine.begin() as conn:
+            with self._tx() as conn:
                 conn.execute(
                     releases_table.insert().values(
                         name=name, created_at=release.created_at, versions=json.dumps(release.versions)
@@ -321,7 +470,7 @@ class SnapshotStore:
         t = releases_table
 
         def merge() -> None:
-            with self.engine.begin() as conn:
+            with self._tx() as conn:
                 # write first: it takes the row's lock (PostgreSQL) or the database's (SQLite) before the
                 # read, so no other run's versions land between this read and this write
                 conn.execute(t.update().where(t.c.name == name).values(name=t.c.name))
@@ -338,7 +487,7 @@ class SnapshotStore:
 
     def releases(self) -> list[Release]:
         t = releases_table
-        with self.engine.connect() as conn:
+        with self._tx() as conn:
             rows = conn.execute(sa.select(t).order_by(t.c.created_at, t.c.name)).mappings().all()
         return [Release(r["name"], _aware(r["created_at"]), json.loads(r["versions"])) for r in rows]
 
@@ -346,7 +495,7 @@ class SnapshotStore:
 
     def save_code(self, docs: dict[str, dict]) -> None:
         """Replace what code says about datasets (read whole at each discovery)."""
-        with self.engine.begin() as conn:
+        with self._tx() as conn:
             conn.execute(code_table.delete())
             if docs:
                 conn.execute(
@@ -354,7 +503,7 @@ class SnapshotStore:
                 )
 
     def code(self) -> dict[str, dict]:
-        with self.engine.connect() as conn:
+        with self._tx() as conn:
             rows = conn.execute(sa.select(code_table.c.dataset, code_table.c.doc)).all()
         return {name: json.loads(doc) for name, doc in rows}
 
@@ -368,27 +517,79 @@ class SnapshotStore:
             .where(o.c.catalog == catalog, o.c.status == "pending")
             .order_by(o.c.id)
         )
-        with self.engine.connect() as conn:
-            return [Delivery(r[0], snapshot_loads(r[1])) for r in conn.execute(q)]
+        with self._tx() as conn:
+            rows = conn.execute(q).all()
+        out = []
+        for outbox_id, text in rows:
+            document = json.loads(text)
+            if document.get("format_version") != SNAPSHOT_FORMAT:
+                snapshot_from_json(document)  # raises, naming the format this Lumos reads
+            out.append(Delivery(outbox_id, document=document))
+        return out
 
-    def catalog_state(self, catalog: str) -> dict[str, tuple[str, str]]:
-        """urn → (partition the catalog shows, hash of what was sent)."""
+    def catalog_state(self, catalog: str, urns: Sequence[str] | None = None) -> dict[str, tuple[str, str]]:
+        """urn → (partition the catalog shows, hash of what was sent); only `urns`, when given (a
+        delivery reads the datasets it delivers, not the whole estate)."""
         t = catalog_state_table
         q = sa.select(t.c.urn, t.c.partition_key, t.c.content_hash).where(t.c.catalog == catalog)
-        with self.engine.connect() as conn:
-            return {urn: (pk, h) for urn, pk, h in conn.execute(q)}
+        with self._tx() as conn:
+            if urns is None:
+                return {urn: (pk, h) for urn, pk, h in conn.execute(q)}
+            out = {}
+            for chunk in _chunks(list(urns)):
+                out.update({urn: (pk, h) for urn, pk, h in conn.execute(q.where(t.c.urn.in_(chunk)))})
+            return out
 
     def record_delivery(self, catalog: str, urn: str, partition_key: str, content_hash: str) -> None:
+        self.record_deliveries(catalog, [(urn, partition_key, content_hash)])
+
+    def record_deliveries(
+        self, catalog: str, states: Sequence[tuple[str, str, str]], delivered: Sequence[int] = ()
+    ) -> None:
+        """What the catalog now shows, (urn, partition, content hash) each, and, in the same
+        transaction, the outbox entries that brought it marked delivered: the outbox never says
+        delivered without the hash that lets the next run skip the same content."""
+        by_urn = {urn: (pk, h) for urn, pk, h in states}  # one row per dataset: the last one given
+        now = _now()
+        rows = [dict(catalog=catalog, urn=u, partition_key=pk, content_hash=h, delivered_at=now)
+                for u, (pk, h) in by_urn.items()]  # fmt: skip
+
+        def write() -> None:
+            with self._tx() as conn:
+                if rows:
+                    self._upsert_state(conn, rows)
+                self._mark(conn, delivered, "delivered", None)
+
+        _on_conflict_retry(write)
+
+    def _upsert_state(self, conn: Connection, rows: list[dict]) -> None:
         t = catalog_state_table
-        values = {"partition_key": partition_key, "content_hash": content_hash, "delivered_at": _now()}
-        where = (t.c.catalog == catalog) & (t.c.urn == urn)
-
-        def upsert() -> None:
-            with self.engine.begin() as conn:
-                if conn.execute(t.update().where(where).values(**values)).rowcount == 0:
-                    conn.execute(t.insert().values(catalog=catalog, urn=urn, **values))
-
-        _on_conflict_retry(upsert)
+        name = conn.dialect.name
+        if name in ("sqlite", "postgresql"):  # INSERT … ON CONFLICT DO UPDATE: one statement, no race
+            if name == "sqlite":
+                from sqlalchemy.dialects.sqlite import insert
+            else:
+                from sqlalchemy.dialects.postgresql import insert
+            stmt = insert(t)
+            changed = {c: stmt.excluded[c] for c in ("partition_key", "content_hash", "delivered_at")}
+            conn.execute(stmt.on_conflict_do_update(index_elements=[t.c.catalog, t.c.urn], set_=changed), rows)
+            return
+        existing = set()
+        for chunk in _chunks([r["urn"] for r in rows]):
+            q = sa.select(t.c.urn).where(t.c.catalog == rows[0]["catalog"], t.c.urn.in_(chunk))
+            existing.update(conn.execute(q).scalars())
+        update = (
+            t.update()
+            .where(t.c.catalog == sa.bindparam("b_catalog"), t.c.urn == sa.bindparam("b_urn"))
+            .values(partition_key=sa.bindparam("partition_key"), content_hash=sa.bindparam("content_hash"),
+                    delivered_at=sa.bindparam("delivered_at"))
+        )  # fmt: skip
+        old = [{**r, "b_catalog": r["catalog"], "b_urn": r["urn"]} for r in rows if r["urn"] in existing]
+        if old:
+            conn.execute(update, old)
+        new = [r for r in rows if r["urn"] not in existing]
+        if new:
+            conn.execute(t.insert(), new)
 
     def outbox_errors(self, catalog: str, limit: int = 20) -> list[tuple[str, int, str, datetime]]:
         """Pending deliveries that failed: (urn, attempts, last error, queued at), oldest first."""
@@ -399,21 +600,34 @@ class SnapshotStore:
             .order_by(o.c.id)
             .limit(limit)
         )
-        with self.engine.connect() as conn:
+        with self._tx() as conn:
             return [(u, a, e, _aware(c)) for u, a, e, c in conn.execute(q)]
 
     def mark(self, outbox_ids: Sequence[int], status: str, error: str | None = None) -> None:
         if not outbox_ids:
             return
+        with self._tx() as conn:
+            self._mark(conn, outbox_ids, status, error)
+
+    def mark_many(self, marks: Mapping[str, Sequence[int]], error: str | None = None) -> None:
+        """Several `mark`s (status → outbox ids) in one transaction, one statement per status."""
+        if not any(marks.values()):
+            return
+        with self._tx() as conn:
+            for status, ids in marks.items():
+                self._mark(conn, ids, status, error)
+
+    @staticmethod
+    def _mark(conn: Connection, outbox_ids: Sequence[int], status: str, error: str | None) -> None:
         o = outbox_table
         values: dict = {"status": status, "attempts": o.c.attempts + 1, "last_error": error}
         if status != "pending":
             values["delivered_at"] = _now()
-        with self.engine.begin() as conn:
-            conn.execute(o.update().where(o.c.id.in_(list(outbox_ids))).values(**values))
+        for chunk in _chunks(list(outbox_ids), _max_ids(conn)):
+            conn.execute(o.update().where(o.c.id.in_(chunk)).values(**values))
 
     def outbox_counts(self, catalog: str) -> dict[str, int]:
         o = outbox_table
         q = sa.select(o.c.status, sa.func.count()).where(o.c.catalog == catalog).group_by(o.c.status)
-        with self.engine.connect() as conn:
+        with self._tx() as conn:
             return dict(conn.execute(q).all())

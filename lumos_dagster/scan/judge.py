@@ -1,0 +1,199 @@
+"""The `judge` step: each dataset's checks — files readable, schema compatible (the gate), required
+documentation complete, data quality — and which datasets a failed blocking check holds back.
+
+Outcomes are plain values: the Dagster op turns them into asset check evaluations, a CLI could
+print them. A blocking check stops the datasets downstream of it in the same run (lineage order).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Mapping, Sequence
+
+from lumos_dagster.config import LumosConfig
+from lumos_dagster.governance.rules import has_quality_sources, missing_context, required_of
+from lumos_dagster.lineage.impact import Affected, downstream
+from lumos_dagster.model import SchemaChange, Snapshot
+from lumos_dagster.scan.catalogue import DatasetSpec
+from lumos_dagster.schema.gate import Verdict, judge_snapshot
+
+if TYPE_CHECKING:
+    from lumos_dagster.scan.pipeline import Run, Services
+
+READABLE_CHECK = "files_readable"
+COMPATIBLE_CHECK = "schema_compatible"
+COMPLETE_CHECK = "metadata_complete"
+QUALITY_CHECK = "data_quality"
+ERROR, WARN = "ERROR", "WARN"
+
+
+@dataclass(frozen=True)
+class Table:
+    """Rows for people: shown as a markdown table in Dagster."""
+
+    header: tuple[str, ...]
+    rows: tuple[tuple[str, ...], ...]
+
+
+@dataclass(frozen=True)
+class CheckOutcome:
+    name: str
+    passed: bool
+    severity: str  # ERROR | WARN
+    description: str
+    metadata: Mapping[str, int | float | str | Table] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Judgement:
+    checks: tuple[CheckOutcome, ...]
+    held_back: tuple[str, str] | None = None  # (blocking check failed, by which upstream dataset)
+
+    def failed_blocking(self, blocking: frozenset[str]) -> str | None:
+        return next((c.name for c in self.checks if not c.passed and c.name in blocking), None)
+
+
+CHANGE_HEADER = ("severity", "change", "field", "old → new", "backward", "forward")
+
+
+def change_rows(changes: Sequence[SchemaChange]) -> tuple[tuple[str, ...], ...]:
+    return tuple(
+        (c.severity, c.kind, f"`{c.path or '(dataset)'}`", f"{c.old or '-'} → {c.new or '-'}",
+         "yes" if c.backward else "no", "yes" if c.forward else "no")
+        for c in changes
+    )  # fmt: skip
+
+
+def error_rows(snapshots: Mapping[str | None, Snapshot]) -> tuple[tuple[str, ...], ...]:
+    return tuple((f"`{e.path}`", e.reason) for s in snapshots.values() for e in s.errors)
+
+
+def required_mode(config: LumosConfig, name: str) -> str | None:
+    """warn | block when lumos.yaml requires documentation of this dataset, else None."""
+    required = config.governance.required
+    return required.mode if required_of(name, required) else None
+
+
+def check_names(config: LumosConfig, d: DatasetSpec) -> tuple[str, ...]:
+    """The checks a dataset has: the same at definition time and when judged."""
+    names = [READABLE_CHECK, COMPATIBLE_CHECK]
+    if required_mode(config, d.name) is not None:
+        names.append(COMPLETE_CHECK)
+    if has_quality_sources(config) or d.profile is not None:
+        names.append(QUALITY_CHECK)
+    return tuple(names)
+
+
+def blocking_checks(config: LumosConfig) -> frozenset[str]:
+    return frozenset({COMPATIBLE_CHECK} | ({COMPLETE_CHECK} if config.governance.required.mode == "block" else set()))
+
+
+def readable(snapshots: Mapping[str | None, Snapshot]) -> CheckOutcome:
+    errors = error_rows(snapshots)
+    unreadable = any(not s.readable for s in snapshots.values() if s.errors)
+    return CheckOutcome(
+        READABLE_CHECK,
+        passed=not errors,
+        severity=ERROR if unreadable else WARN,
+        description=(
+            "every file was read"
+            if not errors
+            else f"{len(errors)} file(s) could not be read" + ("; no schema could be taken" if unreadable else "")
+        ),
+        metadata={"lumos/errors": Table(("file", "reason"), errors)} if errors else {},
+    )
+
+
+def compatible(verdicts: Sequence[Verdict], affected: Sequence[Affected]) -> CheckOutcome:
+    unaccepted = [c for v in verdicts for c in v.unaccepted]
+    accepted = [(c, why) for v in verdicts for c, why in v.accepted]
+    metadata: dict = {"lumos/breaking": len(unaccepted)}
+    if unaccepted:
+        metadata["lumos/unaccepted"] = Table(CHANGE_HEADER, change_rows(unaccepted))
+        metadata["lumos/downstream"] = Table(
+            ("dataset", "depth", "owners"),
+            tuple((a.name, str(a.depth), ", ".join(o.id for o in a.owners) or "-") for a in affected),
+        )
+    if accepted:
+        metadata["lumos/accepted"] = Table(
+            ("change", "field", "why"), tuple((c.kind, c.path, why) for c, why in accepted)
+        )
+    policy = verdicts[-1].policy if verdicts else "FULL"
+    return CheckOutcome(
+        COMPATIBLE_CHECK,
+        passed=not unaccepted,
+        severity=ERROR,
+        description=(
+            f"{len(unaccepted)} breaking change(s) under {policy}, affecting {len(affected)} downstream dataset(s); "
+            "accept them with accept_major or an allow rule in lumos.yaml"
+            if unaccepted
+            else f"compatible under {policy}" + (f" ({len(accepted)} accepted breaking change(s))" if accepted else "")
+        ),
+        metadata=metadata,
+    )
+
+
+def complete(snapshot: Snapshot, config: LumosConfig) -> CheckOutcome:
+    required = config.governance.required
+    missing = missing_context(snapshot, required) or []
+    return CheckOutcome(
+        COMPLETE_CHECK,
+        passed=not missing,
+        severity=ERROR if required.mode == "block" else WARN,
+        description=f"missing: {'; '.join(missing)}" if missing else "documented as required",
+        metadata={"lumos/missing": "; ".join(missing)} if missing else {},
+    )
+
+
+def quality(snapshot: Snapshot, min_score: float) -> CheckOutcome:
+    q = snapshot.quality
+    failed = [a for a in q.assertions if a.status in ("fail", "error")] if q else []
+    problems = [f"{len(failed)} failed test(s)"] if failed else []
+    if q is not None and q.score is not None and q.score < min_score:
+        problems.append(f"score {q.score:.2f} < {min_score}")
+    if q is not None and q.freshness == "stale":
+        problems.append(f"stale ({q.age_hours:g} h old, SLA {snapshot.sla})")
+    metadata: dict = {}
+    if q is not None and q.score is not None:
+        metadata["lumos/quality_score"] = round(q.score, 3)
+    if failed:
+        metadata["lumos/failed"] = Table(
+            ("check", "column", "from", "message"),
+            tuple((a.name, a.column or "-", a.source, a.message or "") for a in failed),
+        )
+    return CheckOutcome(
+        QUALITY_CHECK,
+        passed=not problems,
+        severity=ERROR if failed else WARN,
+        description="; ".join(problems)
+        if problems
+        else ("no quality evidence yet" if q is None else "tests pass, fresh"),
+        metadata=metadata,
+    )
+
+
+def judge(run: Run, services: Services) -> None:
+    config = run.config
+    blocking = blocking_checks(config)
+    blocked: dict[str, tuple[str, str]] = {}  # dataset → (blocking check failed, by which dataset)
+    for d in run.datasets:  # lineage order: an upstream is judged before its consumers
+        stop = next((blocked[u] for u in d.upstream if u in blocked), None)
+        if stop is not None:
+            blocked[d.name] = stop
+            run.judgements[d.name] = Judgement((), held_back=stop)
+            continue
+        snaps = run.snapshots[d.name]
+        last = snaps[run.partition_keys[-1]]
+        verdicts = [judge_snapshot(config, snaps[pk]) for pk in run.partition_keys]
+        breaking = any(v.unaccepted for v in verdicts)
+        checks = [readable(snaps), compatible(verdicts, downstream(run.catalogue, d.name) if breaking else ())]
+        names = check_names(config, d)
+        if COMPLETE_CHECK in names:
+            checks.append(complete(last, config))
+        if QUALITY_CHECK in names:
+            checks.append(quality(last, config.quality.min_score))
+        judgement = Judgement(tuple(checks))
+        failed = judgement.failed_blocking(blocking)
+        if failed is not None:
+            blocked[d.name] = (failed, d.name)
+        run.judgements[d.name] = judgement

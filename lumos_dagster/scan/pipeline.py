@@ -1,0 +1,115 @@
+"""The snapshot run: one `Run` taken through named steps, list → read → assemble → price → govern → judge.
+
+This is the main path of Lumos. Each step is a function `(run, services) -> None` that fills in
+its part of the run; each lives in the module of its area. What touches the outside world comes in
+as plain callables (`Services`): how schemas are read (in process, a process pool or Spark), what
+the store remembers, profiles, compute hours. So the whole pipeline runs with neither Dagster nor
+Spark (a test checks `sys.modules`); the Dagster op turns a finished run into materializations.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Callable, Mapping, Sequence
+
+from lumos_dagster.config import LumosConfig
+from lumos_dagster.cost.billing import Allocation
+from lumos_dagster.cost.pricing import price
+from lumos_dagster.formats import FileResult
+from lumos_dagster.governance.govern import govern
+from lumos_dagster.model import Profile, Snapshot
+from lumos_dagster.scan.assemble import Contents, assemble
+from lumos_dagster.scan.catalogue import Catalogue, DatasetSpec
+from lumos_dagster.scan.discovery import DatasetFile, DiscoveredDataset
+from lumos_dagster.scan.judge import judge
+from lumos_dagster.scan.listing import list_files, read_files
+from lumos_dagster.scan.report import ScanReport
+from lumos_dagster.sources import Source
+
+log = logging.getLogger(__name__)
+
+#: (partition key, window start, window end); start and end are None for an unpartitioned run
+Partition = tuple["str | None", "datetime | None", "datetime | None"]
+#: (path, format, remote file system or None): one file to read
+Item = tuple
+Reader = Callable[[Sequence[Item]], "dict[str, FileResult]"]
+#: (urn, partition key, all versions?) → what to version against, oldest first, the previous last
+HistoryLookup = Callable[[str, "str | None", bool], "list[Snapshot]"]
+#: (dataset name, partition key or None for its newest) → its stored snapshot
+SnapshotLookup = Callable[[str, "str | None"], "Snapshot | None"]
+
+
+@dataclass(frozen=True)
+class Services:
+    """What the pipeline asks of the world outside the core."""
+
+    read: Reader
+    history: HistoryLookup
+    stored: SnapshotLookup
+    #: hours the Dagster asset producing a dataset ran this month (`cost.compute.dagster_asset`)
+    hours: Callable[[str], "float | None"] = lambda name: None
+    #: the FOCUS bills' allocation for a month (`cost.billing`); None: list prices only
+    bills: Callable[[str], "Allocation | None"] | None = None
+    #: profile of a partition's readable files; None: no profiling here (e.g. no Spark)
+    profile: Callable[[DatasetSpec, Sequence[str]], Profile] | None = None
+    progress: Callable[[str], None] = log.info
+    now: Callable[[], datetime] = lambda: datetime.now(timezone.utc)
+
+
+@dataclass
+class Run:
+    """One run over some datasets × partitions; each step fills in its part."""
+
+    config: LumosConfig
+    catalogue: Catalogue
+    sources: Mapping[str, Source]
+    datasets: Sequence[DatasetSpec]  # the selected ones, lineage order
+    partitions: Sequence[Partition]
+    captured_at: datetime
+    report: ScanReport = field(default_factory=ScanReport)
+    # list
+    listed: dict[str, DiscoveredDataset | None] = field(default_factory=dict)
+    files: dict[tuple[str, str | None], list[tuple[str, DatasetFile]]] = field(default_factory=dict)
+    sizes: dict[str, int] = field(default_factory=dict)  # bytes of the whole dataset, all partitions
+    # read
+    contents: dict[tuple[str, str | None], Contents] = field(default_factory=dict)
+    readable: dict[tuple[str, str | None], list[str]] = field(default_factory=dict)  # files read, per partition
+    # assemble, price, govern
+    snapshots: dict[str, dict[str | None, Snapshot]] = field(default_factory=dict)  # name → pk → snapshot
+    # judge
+    judgements: dict = field(default_factory=dict)  # name → scan.judge.Judgement
+    warnings: list[str] = field(default_factory=list)  # said once for the run (an unreadable dbt file…)
+
+    @property
+    def partition_keys(self) -> list[str | None]:
+        return sorted((pk for pk, _, _ in self.partitions), key=lambda k: k or "")
+
+
+#: the pipeline, in order
+STEPS: tuple[tuple[str, Callable[[Run, Services], None]], ...] = (
+    ("list", list_files),
+    ("read", read_files),
+    ("assemble", assemble),
+    ("price", price),
+    ("govern", govern),
+    ("judge", judge),
+)
+
+
+def run_pipeline(
+    config: LumosConfig,
+    catalogue: Catalogue,
+    sources: Mapping[str, Source],
+    datasets: Sequence[DatasetSpec],
+    partitions: Sequence[Partition],
+    services: Services,
+) -> Run:
+    run = Run(config, catalogue, sources, datasets, partitions, services.now())
+    for name, step in STEPS:
+        start = time.perf_counter()
+        step(run, services)
+        services.progress(f"{name}: {time.perf_counter() - start:.2f} s")
+    return run

@@ -1,0 +1,355 @@
+"""The Dagster event log Lumos ships for its embedded default (`dagster.yaml`).
+
+It is Dagster's own SQLite event log: the same files, tables and queries, so the UI, the daemon
+and `dagster` commands read it as usual. What changes is how it writes, which matters when one
+run records thousands of materializations (Dagster builds and disposes a database engine for
+every event, about 10 ms each):
+
+* each shard's connection stays open, in WAL mode with `synchronous=NORMAL`: a commit is not an
+  fsync. A crash (even `kill -9`) never corrupts the files nor loses a committed event; a power
+  cut can lose the last commits;
+* the events a run emits by the thousand (materializations, asset checks, their planned events,
+  step outputs, log lines) are written in groups: held in memory for at most `FLUSH_AFTER`
+  seconds or `BATCH` events, then written in one transaction per shard with one statement per
+  table. Anything that reads or writes otherwise writes the held events first, so this process
+  always reads what it wrote; other processes see them at most `FLUSH_AFTER` seconds late. A
+  crash loses at most those held events, never the consistency of the files;
+* the table and column checks Dagster repeats for every asset event are answered from memory.
+
+Readers in other processes (`dagster dev`, the daemon) use this class too (`dagster.yaml`): with
+connections kept open, commits land in `<run>.db-wal`, which its watcher follows besides `<run>.db`.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import threading
+import weakref
+from collections import OrderedDict
+from contextlib import contextmanager
+from typing import Iterator, Sequence
+
+import sqlalchemy as sa
+from dagster import Field, StringSource
+from dagster._core.events import ASSET_CHECK_EVENTS, ASSET_EVENTS, DagsterEventType
+from dagster._core.events.log import EventLogEntry
+from dagster._core.storage.asset_check_execution_record import AssetCheckExecutionRecordStatus
+from dagster._core.storage.event_log.schema import (
+    AssetCheckExecutionsTable,
+    AssetKeyTable,
+    SqlEventLogStorageTable,
+)
+from dagster._core.storage.event_log.sqlite.sqlite_event_log import (
+    INDEX_SHARD_NAME,
+    SqliteEventLogStorage,
+    SqliteEventLogStorageWatchdog,
+)
+from dagster._core.storage.sql import create_engine
+from dagster._core.storage.sqlite import SQLITE_BUSY_TIMEOUT_SECONDS
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.pool import QueuePool
+from watchdog.observers import Observer
+
+#: shards kept open at once: the index, the running run's and a few a reader looks at
+OPEN_SHARDS = 16
+#: events held at most this long, or this many, before they are written
+FLUSH_AFTER = 0.5
+BATCH = 2000
+
+#: what a run emits per asset; everything else (run and step status, engine events) is written at once
+GROUPED = frozenset(
+    {
+        DagsterEventType.ASSET_MATERIALIZATION,
+        DagsterEventType.ASSET_MATERIALIZATION_PLANNED,
+        DagsterEventType.ASSET_OBSERVATION,
+        DagsterEventType.ASSET_CHECK_EVALUATION,
+        DagsterEventType.ASSET_CHECK_EVALUATION_PLANNED,
+        DagsterEventType.STEP_OUTPUT,
+        DagsterEventType.HANDLED_OUTPUT,
+        DagsterEventType.LOADED_INPUT,
+    }
+)
+
+_MIRROR = SqlEventLogStorageTable.insert()
+_CHECK_PLANNED = AssetCheckExecutionsTable.insert()
+_C = AssetCheckExecutionsTable.c
+_CHECK_EVALUATED = {  # by whether the evaluation has a partition
+    partitioned: AssetCheckExecutionsTable.update()
+    .where(
+        _C.asset_key == sa.bindparam("b_asset_key"),
+        _C.check_name == sa.bindparam("b_check_name"),
+        _C.run_id == sa.bindparam("b_run_id"),
+        (_C.partition == sa.bindparam("b_partition")) if partitioned else _C.partition.is_(None),
+    )
+    .values(
+        execution_status=sa.bindparam("execution_status"),
+        evaluation_event=sa.bindparam("evaluation_event"),
+        evaluation_event_timestamp=sa.bindparam("evaluation_event_timestamp"),
+        evaluation_event_storage_id=sa.bindparam("evaluation_event_storage_id"),
+        materialization_event_storage_id=sa.bindparam("materialization_event_storage_id"),
+        partition=sa.bindparam("partition"),
+    )
+    for partitioned in (False, True)
+}
+
+
+def _pragmas(dbapi_connection, _record) -> None:
+    cursor = dbapi_connection.cursor()
+    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute("PRAGMA synchronous=NORMAL")
+    cursor.close()
+
+
+def _grouped(event: EventLogEntry) -> bool:
+    # runless events (reported from outside a run) go to the index alone: written at once
+    return bool(event.run_id) and (not event.is_dagster_event or event.get_dagster_event().event_type in GROUPED)
+
+
+class _Watchdog(SqliteEventLogStorageWatchdog):
+    """Dagster's watcher of a run's shard, also woken by its write-ahead log."""
+
+    def __init__(self, storage: SqliteEventLogStorage, run_id: str, callback, cursor, **kwargs):
+        super().__init__(storage, run_id, callback, cursor, **kwargs)
+        self._patterns = [self._log_path, self._log_path + "-wal"]
+
+    @property
+    def patterns(self):
+        return self._patterns
+
+    def on_modified(self, event) -> None:
+        self._process_log()
+
+
+class LumosSqliteEventLogStorage(SqliteEventLogStorage):
+    def __init__(self, base_dir: str, inst_data=None):
+        self._engines: OrderedDict[str, Engine] = OrderedDict()
+        self._tables: set[str] = set()
+        self._columns: dict[tuple[str, str], bool] = {}
+        self._held: list[EventLogEntry] = []
+        self._timer: threading.Timer | None = None
+        self._flushing = False
+        super().__init__(base_dir, inst_data)
+        self._db_lock = threading.RLock()  # a write of held events runs inside `_connect`'s lock
+        ref = weakref.ref(self)
+        atexit.register(lambda: (storage := ref()) is not None and storage.flush())
+
+    @classmethod
+    def config_type(cls):
+        return {"base_dir": Field(StringSource, is_required=False)}
+
+    @classmethod
+    def from_config_value(cls, inst_data, config_value) -> "LumosSqliteEventLogStorage":
+        # where Dagster's default SQLite storage keeps the run shards, so an instance can switch either way
+        base_dir = config_value.get("base_dir") or os.path.join(os.environ["DAGSTER_HOME"], "history", "runs")
+        return cls(base_dir, inst_data=inst_data)
+
+    # ------------------------------------------------------------------ connections
+
+    def _engine(self, shard: str) -> Engine:
+        engine = self._engines.get(shard)
+        if engine is not None:
+            self._engines.move_to_end(shard)
+            return engine
+        engine = create_engine(
+            self.conn_string_for_shard(shard),
+            poolclass=QueuePool,
+            pool_size=1,
+            max_overflow=2,
+            connect_args={"timeout": SQLITE_BUSY_TIMEOUT_SECONDS, "check_same_thread": False},
+        )
+        sa.event.listen(engine, "connect", _pragmas)
+        self._engines[shard] = engine
+        while len(self._engines) > OPEN_SHARDS:
+            self._engines.popitem(last=False)[1].dispose()
+        if shard not in self._initialized_dbs:
+            self._initdb(engine)
+            self._initialized_dbs.add(shard)
+        return engine
+
+    @contextmanager
+    def _connect(self, shard: str) -> Iterator[Connection]:
+        with self._db_lock:
+            self._flush_held()  # whatever reads or writes next sees the held events
+            with self._engine(shard).connect() as conn, conn.begin():
+                yield conn
+
+    def has_table(self, table_name: str) -> bool:
+        # tables are created, never dropped: a table found once is there for good
+        if table_name not in self._tables and super().has_table(table_name):
+            self._tables.add(table_name)
+        return table_name in self._tables
+
+    def _has_asset_key_col_on_connection(self, conn: Connection, column_name: str) -> bool:
+        # asked for every asset event; columns are added by migrations, never removed
+        key = (str(conn.engine.url), column_name)
+        if not self._columns.get(key):
+            self._columns[key] = super()._has_asset_key_col_on_connection(conn, column_name)
+        return self._columns[key]
+
+    # ------------------------------------------------------------------ writes
+
+    def store_event(self, event: EventLogEntry) -> None:
+        if not _grouped(event):
+            with self._db_lock:
+                self._flush_held()
+                super().store_event(event)
+            return
+        with self._db_lock:
+            self._held.append(event)
+            if len(self._held) >= BATCH:
+                self._flush_held()
+            elif self._timer is None:
+                self._timer = threading.Timer(FLUSH_AFTER, self.flush)
+                self._timer.daemon = True
+                self._timer.start()
+
+    def store_event_batch(self, events: Sequence[EventLogEntry]) -> None:
+        for event in events:
+            self.store_event(event)
+
+    def flush(self) -> None:
+        """Write the held events now."""
+        with self._db_lock:
+            self._flush_held()
+
+    def _flush_held(self) -> None:
+        if not self._held or self._flushing:
+            return
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        events, self._flushing = self._held, True
+        try:
+            self._write(events)
+            self._held = []
+        finally:
+            self._flushing = False
+
+    def _write(self, events: list[EventLogEntry]) -> None:
+        """What `store_event` does for each event, in one transaction per shard."""
+        rows = [self._event_to_row(e) for e in events]
+        by_run: dict[str, list[dict]] = {}
+        for row in rows:
+            by_run.setdefault(row["run_id"], []).append(row)
+        for run_id, run_rows in by_run.items():
+            with self._engine(run_id).begin() as conn:
+                conn.execute(SqlEventLogStorageTable.insert(), run_rows)
+        indexed = [
+            (e, r)
+            for e, r in zip(events, rows, strict=True)
+            if e.dagster_event_type in ASSET_EVENTS | ASSET_CHECK_EVENTS
+        ]
+        if not indexed:
+            return
+        with self._engine(INDEX_SHARD_NAME).begin() as conn:
+            ids = [conn.execute(_MIRROR, row).inserted_primary_key[0] for _, row in indexed]
+            assets = [(e, i) for (e, _), i in zip(indexed, ids, strict=True) if e.dagster_event_type in ASSET_EVENTS]
+            self._store_asset_event_tags(conn, [e for e, _ in assets], [i for _, i in assets])
+            self._asset_entries(conn, assets)
+            self._asset_checks(
+                conn,
+                [
+                    (e, r, i)
+                    for (e, r), i in zip(indexed, ids, strict=True)
+                    if e.dagster_event_type in ASSET_CHECK_EVENTS
+                ],
+            )
+
+    def _asset_entries(self, conn: Connection, assets: list[tuple[EventLogEntry, int]]) -> None:
+        """Dagster's insert-else-update of each asset's row, as upserts; consecutive events that set
+        the same columns go in one statement, in order, so the last event of an asset wins."""
+        index_cols = self._has_asset_key_index_cols_on_connection(conn)
+        group: list[dict] = []
+        for event, event_id in assets:
+            values = self._get_asset_entry_values(event, event_id, index_cols)
+            if not values or event.get_dagster_event().asset_key is None:
+                continue
+            row = {"asset_key": event.get_dagster_event().asset_key.to_string(), **values}
+            if group and group[-1].keys() != row.keys():
+                self._upsert_assets(conn, group)
+                group = []
+            group.append(row)
+        if group:
+            self._upsert_assets(conn, group)
+
+    @staticmethod
+    def _upsert_assets(conn: Connection, rows: list[dict]) -> None:
+        insert = sqlite_insert(AssetKeyTable)
+        columns = [c for c in rows[0] if c != "asset_key"]
+        statement = insert.on_conflict_do_update(
+            index_elements=[AssetKeyTable.c.asset_key], set_={c: insert.excluded[c] for c in columns}
+        )
+        conn.execute(statement, rows)
+
+    def _asset_checks(self, conn: Connection, checks: list[tuple[EventLogEntry, dict, int]]) -> None:
+        planned: list[dict] = []
+        for event, row, event_id in checks:
+            data = event.get_dagster_event().event_specific_data
+            timestamp = self._event_insert_timestamp(event)
+            if event.dagster_event_type == DagsterEventType.ASSET_CHECK_EVALUATION_PLANNED:
+                keys = data.partitions_subset.get_partition_keys() if data.partitions_subset else [None]
+                planned += [
+                    dict(asset_key=data.asset_key.to_string(), check_name=data.check_name, partition=key,
+                         run_id=event.run_id, execution_status=AssetCheckExecutionRecordStatus.PLANNED.value,
+                         evaluation_event=row["event"], evaluation_event_timestamp=timestamp,
+                         evaluation_event_storage_id=event_id)
+                    for key in keys
+                ]  # fmt: skip
+                continue
+            if planned:  # an evaluation updates the row its planned event made
+                conn.execute(_CHECK_PLANNED, planned)
+                planned = []
+            target = data.target_materialization_data
+            values = dict(
+                execution_status=(
+                    AssetCheckExecutionRecordStatus.SUCCEEDED if data.passed else AssetCheckExecutionRecordStatus.FAILED
+                ).value,
+                evaluation_event=row["event"],
+                evaluation_event_timestamp=timestamp,
+                evaluation_event_storage_id=event_id,
+                materialization_event_storage_id=target.storage_id if target else None,
+                partition=data.partition,
+            )
+            where = dict(
+                b_asset_key=data.asset_key.to_string(), b_check_name=data.check_name, b_run_id=event.run_id,
+                b_partition=data.partition,
+            )  # fmt: skip
+            if data.partition is None:
+                where.pop("b_partition")
+            updated = conn.execute(_CHECK_EVALUATED[data.partition is not None], {**where, **values}).rowcount
+            if updated == 0:  # no planned row (Dagster's own fallback)
+                conn.execute(
+                    _CHECK_PLANNED,
+                    dict(
+                        asset_key=data.asset_key.to_string(), check_name=data.check_name, run_id=event.run_id, **values
+                    ),
+                )
+        if planned:
+            conn.execute(_CHECK_PLANNED, planned)
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def _dispose_engines(self) -> None:
+        with self._db_lock:
+            while self._engines:
+                self._engines.popitem()[1].dispose()
+
+    def wipe(self) -> None:
+        with self._db_lock:
+            self._held = []
+        self._dispose_engines()  # before the files go
+        super().wipe()
+
+    def dispose(self) -> None:
+        self.flush()
+        self._dispose_engines()
+        super().dispose()
+
+    def watch(self, run_id: str, cursor, callback) -> None:
+        if not self._obs:
+            self._obs = Observer()
+            self._obs.start()
+        watchdog = _Watchdog(self, run_id, callback, cursor)
+        self._watchers[run_id][callback] = (watchdog, self._obs.schedule(watchdog, self._base_dir, recursive=True))

@@ -1,0 +1,193 @@
+"""The Dagster event log Lumos ships (resources/event_log.py): what it writes is what Dagster's own
+SQLite event log writes, other processes read it while a run writes, and a crash loses nothing
+that was committed nor corrupts the instance."""
+
+import os
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import dagster as dg
+import pytest
+from dagster._core.storage.event_log.sqlite.sqlite_event_log import SqliteEventLogStorage
+
+from resources.event_log import LumosSqliteEventLogStorage
+
+ROOT = Path(__file__).resolve().parents[1]
+PARTITIONS = dg.DailyPartitionsDefinition(start_date="2026-11-01")
+INSTANCE_YAML = (ROOT / "dagster.yaml").read_text()
+
+
+def _job(n: int):
+    specs = [dg.AssetSpec(f"a{i}", partitions_def=PARTITIONS) for i in range(n)]
+    checks = [dg.AssetCheckSpec(c, asset=s.key, blocking=c == "gate") for s in specs for c in ("gate", "note")]
+
+    @dg.multi_asset(specs=specs, check_specs=checks, can_subset=True, partitions_def=PARTITIONS, name="datasets")
+    def datasets(context: dg.AssetExecutionContext):
+        for i, key in enumerate(sorted(context.selected_asset_keys)):
+            context.log.info(f"dataset {key.to_user_string()}")
+            if i == 0:  # one through an output, as when a later step consumes it
+                yield dg.MaterializeResult(asset_key=key, metadata={"rows": i}, data_version=dg.DataVersion("v"))
+            else:
+                for pk in context.partition_keys:
+                    yield dg.AssetMaterialization(key, partition=pk, metadata={"rows": i},
+                                                  tags={"dagster/data_version": f"v{i}"})  # fmt: skip
+            yield dg.AssetCheckEvaluation(asset_key=key, check_name="gate", passed=True, blocking=True)
+            yield dg.AssetCheckEvaluation(asset_key=key, check_name="note", passed=i % 2 == 0,
+                                          severity=dg.AssetCheckSeverity.WARN)  # fmt: skip
+
+    return dg.Definitions(assets=[datasets]).resolve_implicit_global_asset_job_def()
+
+
+def _tables(base_dir: Path) -> dict:
+    """Every row of every event-log table, run shards and index alike (wall-clock columns aside)."""
+    out = {}
+    for db in sorted(base_dir.glob("*.db")):
+        conn = sqlite3.connect(db)
+        names = [r[0] for r in conn.execute("select name from sqlite_master where type='table'")]
+        for name in names:
+            columns = [
+                f'"{r[1]}"'
+                for r in conn.execute(f'pragma table_info("{name}")')
+                if r[1] not in ("create_timestamp", "migration_completed")
+            ]
+            rows = conn.execute(f'select {", ".join(columns)} from "{name}"').fetchall()
+            out[f"{db.stem if db.stem == 'index' else 'run'}.{name}"] = rows
+        conn.close()
+    return out
+
+
+def test_it_writes_what_dagsters_own_sqlite_event_log_writes(tmp_path):
+    source = dg.DagsterInstance.ephemeral()
+    job = _job(6)
+    events = []
+    for key in ("2026-11-02", "2026-11-03"):
+        run_id = job.execute_in_process(instance=source, partition_key=key).run_id
+        events += source.all_logs(run_id)
+    assert {e.dagster_event_type for e in events if e.is_dagster_event} >= {
+        dg.DagsterEventType.ASSET_MATERIALIZATION_PLANNED,
+        dg.DagsterEventType.ASSET_CHECK_EVALUATION_PLANNED,
+        dg.DagsterEventType.ASSET_MATERIALIZATION,
+        dg.DagsterEventType.ASSET_CHECK_EVALUATION,
+        dg.DagsterEventType.STEP_OUTPUT,
+    }
+    stock = SqliteEventLogStorage(str(tmp_path / "stock"))
+    ours = LumosSqliteEventLogStorage(str(tmp_path / "ours"))
+    for event in events:
+        stock.store_event(event)
+        ours.store_event(event)
+    ours.flush()
+    assert _tables(tmp_path / "ours") == _tables(tmp_path / "stock")
+    # and it reads back what it holds, through Dagster's own queries
+    key = dg.AssetKey("a3")
+    assert ours.get_latest_materialization_events([key])[key].dagster_event.partition == "2026-11-03"
+    ours.dispose()
+    stock.dispose()
+
+
+def test_this_process_reads_its_own_held_events_at_once(tmp_path):
+    storage = LumosSqliteEventLogStorage(str(tmp_path))
+    events = dg.DagsterInstance.ephemeral()
+    run_id = _job(2).execute_in_process(instance=events, partition_key="2026-11-02").run_id
+    materialized = events.all_logs(run_id, of_type=dg.DagsterEventType.ASSET_MATERIALIZATION)
+    for event in materialized:
+        storage.store_event(event)
+    assert storage._held  # grouped, not written yet…
+    assert len(storage.get_logs_for_run(run_id)) == len(materialized)  # …but read at once
+    assert not storage._held
+    storage.dispose()
+
+
+SLOW_RUN = """
+import sys, time
+import dagster as dg
+P = dg.DailyPartitionsDefinition(start_date="2026-11-01")
+specs = [dg.AssetSpec(f"a{i}", partitions_def=P) for i in range(int(sys.argv[1]))]
+@dg.multi_asset(specs=specs, can_subset=True, partitions_def=P, name="slow")
+def slow(context):
+    for key in sorted(context.selected_asset_keys):
+        yield dg.AssetMaterialization(key, partition=context.partition_key)
+        time.sleep(float(sys.argv[2]))
+job = dg.Definitions(assets=[slow]).resolve_implicit_global_asset_job_def()
+with dg.DagsterInstance.get() as instance:
+    print(job.execute_in_process(instance=instance, partition_key="2026-11-02").success, flush=True)
+"""
+
+
+def _start(home: Path, datasets: int, pause: float) -> subprocess.Popen:
+    env = {**os.environ, "DAGSTER_HOME": str(home), "PYTHONPATH": str(ROOT)}
+    return subprocess.Popen([sys.executable, "-c", SLOW_RUN, str(datasets), str(pause)], env=env, cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+
+
+def _materializations(instance: dg.DagsterInstance, run_id: str | None = None) -> int:
+    """Of the given run, else of the newest one."""
+    runs = [run_id] if run_id else [r.run_id for r in instance.get_runs(limit=1)]
+    events = instance.all_logs(runs[0]) if runs else []
+    return sum(e.dagster_event_type == dg.DagsterEventType.ASSET_MATERIALIZATION for e in events)
+
+
+@pytest.fixture
+def home(tmp_path, monkeypatch):
+    (tmp_path / "dagster.yaml").write_text(INSTANCE_YAML)
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path))
+    return tmp_path
+
+
+def test_another_process_reads_and_watches_a_run_while_it_writes(home):
+    """What `dagster dev` does for a running run: fetch its events, then follow new ones."""
+    process = _start(home, datasets=40, pause=0.1)
+    try:
+        with dg.DagsterInstance.get() as instance:
+            deadline = time.monotonic() + 60
+            while _materializations(instance) < 5 and time.monotonic() < deadline:
+                time.sleep(0.2)
+            (run,) = instance.get_runs()
+            seen_while_running = _materializations(instance)
+            assert 5 <= seen_while_running < 40 and process.poll() is None
+            followed = []
+            instance.watch_event_logs(run.run_id, None, lambda event, cursor: followed.append(event))
+            deadline = time.monotonic() + 60
+            while (
+                instance.get_run_by_id(run.run_id).status != dg.DagsterRunStatus.SUCCESS and time.monotonic() < deadline
+            ):
+                time.sleep(0.2)
+            time.sleep(1.5)  # the watcher's last wake-up
+            assert _materializations(instance) == 40
+            watched = [e for e in followed if e.dagster_event_type == dg.DagsterEventType.ASSET_MATERIALIZATION]
+            assert len(watched) == 40  # the watcher replays from the start, then follows the -wal file
+    finally:
+        process.kill()
+        process.wait()
+
+
+def test_a_run_killed_mid_way_leaves_the_instance_whole_and_readable(home):
+    process = _start(home, datasets=400, pause=0.01)
+    try:
+        with dg.DagsterInstance.get() as instance:
+            deadline = time.monotonic() + 60
+            while _materializations(instance) < 50 and time.monotonic() < deadline:
+                time.sleep(0.1)
+    finally:
+        process.kill()  # SIGKILL: no flush, no clean-up
+        process.wait()
+    for db in home.rglob("*.db"):
+        conn = sqlite3.connect(db)
+        assert conn.execute("pragma integrity_check").fetchone() == ("ok",), db
+        conn.close()
+    with dg.DagsterInstance.get() as instance:
+        (run,) = instance.get_runs()
+        kept = _materializations(instance)
+        assert 50 <= kept < 400  # what was committed survived; the run stays STARTED, as Dagster leaves it
+        assert instance.get_run_by_id(run.run_id).status == dg.DagsterRunStatus.STARTED
+        records = instance.get_asset_records([dg.AssetKey("a0")])
+        assert records and records[0].asset_entry.last_materialization is not None
+    again = _start(home, datasets=400, pause=0)
+    out, err = again.communicate(timeout=240)
+    assert again.returncode == 0 and out.strip() == "True", err[-2000:]
+    with dg.DagsterInstance.get() as instance:
+        latest = instance.get_runs(limit=1)[0]
+        assert latest.status == dg.DagsterRunStatus.SUCCESS and _materializations(instance) == 400
+        assert _materializations(instance, run.run_id) == kept

@@ -1,0 +1,94 @@
+"""The snapshot pipeline as the core holds it: runnable with neither Dagster nor Spark."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pyarrow as pa
+
+from lumos_dagster.config import parse_config
+from lumos_dagster.scan.catalogue import chunks, resolve_datasets
+from lumos_dagster.scan.judge import COMPATIBLE_CHECK, READABLE_CHECK
+from lumos_dagster.scan.pipeline import STEPS
+from tests.lake import partitioned_lake, write_parquet
+
+ROOT = Path(__file__).resolve().parents[1]
+
+SCRIPT = """
+import json, sys
+from datetime import datetime, timedelta, timezone
+from lumos_dagster.config import parse_config
+from lumos_dagster.scan.catalogue import resolve_datasets
+from lumos_dagster.scan.pipeline import Services, run_pipeline
+from lumos_dagster.scan.readers import read_in_process
+from lumos_dagster.scan.report import ScanReport
+from lumos_dagster.sources import build_sources, discover
+
+root = sys.argv[1]
+config = parse_config({"sources": [{"root": root, "name": "lake"}],
+                       "datasets": [{"name": "sales/summary", "upstream": ["sales/orders"]}]})
+sources = build_sources(config)
+catalogue = resolve_datasets(config, discover(sources, ScanReport()).records, {"lake": root})
+day = datetime(2026, 11, 24, tzinfo=timezone.utc)
+partitions = [(str(d.date()), d, d + timedelta(days=1)) for d in (day, day + timedelta(days=1))]
+steps = []
+services = Services(read=read_in_process, history=lambda *_: [], stored=lambda *_: None, progress=steps.append)
+run = run_pipeline(config, catalogue, sources, catalogue.datasets, partitions, services)
+print(json.dumps({
+    "modules": sorted(m for m in sys.modules if m.split(".")[0] in ("dagster", "pyspark", "dagster_pyspark")),
+    "steps": [s.split(":")[0] for s in steps if s.endswith(" s")],
+    "versions": {n: [s.version for _, s in sorted(p.items())] for n, p in run.snapshots.items()},
+    "fields": {n: [f.name for f in p["2026-11-25"].schema.fields] for n, p in run.snapshots.items()},
+    "costs": {n: p["2026-11-25"].cost.method for n, p in run.snapshots.items()},
+    "checks": {n: [(c.name, c.passed) for c in j.checks] for n, j in run.judgements.items()},
+    "failures": run.report.failures,
+}))
+"""
+
+
+def test_the_pipeline_runs_in_process_with_neither_dagster_nor_spark(tmp_path):
+    partitioned_lake(tmp_path, "sales/orders", days=3, extra_field_from=2)
+    write_parquet(tmp_path / "sales" / "summary" / "s.parquet", pa.table({"total": [1.0]}))
+    out = subprocess.run(
+        [sys.executable, "-c", SCRIPT, str(tmp_path)],
+        capture_output=True, text=True, timeout=120, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr[-3000:]
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    assert got["modules"] == []
+    assert got["steps"] == [name for name, _ in STEPS]
+    # the day with a new nullable column is a minor version, within the same run
+    assert got["versions"]["sales/orders"] == ["1.0.0", "1.1.0"]
+    assert got["fields"]["sales/orders"] == ["id", "user", "coupon"]
+    assert got["costs"] == {"sales/orders": "lineage_weighted", "sales/summary": "lineage_weighted"}
+    assert got["checks"]["sales/orders"] == [[READABLE_CHECK, True], [COMPATIBLE_CHECK, True]]
+    assert got["failures"] == []
+
+
+def test_chunks_keep_lineage_together_and_only_depend_on_earlier_chunks(tmp_path):
+    config = parse_config(
+        {
+            "datasets": [
+                {"name": "a/1"}, {"name": "a/2", "upstream": ["a/1"]}, {"name": "a/3", "upstream": ["a/2"]},
+                {"name": "b/1"}, {"name": "b/2", "upstream": ["b/1"]},
+                {"name": "c/1"},
+            ]
+        }
+    )  # fmt: skip
+    catalogue = resolve_datasets(config, [], {})
+    for size in (1, 2, 3, 4, 6):
+        parts = chunks(catalogue.datasets, size)
+        assert sorted(d.name for part in parts for d in part) == sorted(d.name for d in catalogue.datasets)
+        assert all(0 < len(part) <= size for part in parts)
+        where = {d.name: i for i, part in enumerate(parts) for d in part}
+        for d in catalogue.datasets:
+            assert all(where[u] <= where[d.name] for u in d.upstream), (size, d.name)
+            within = [x.name for x in parts[where[d.name]]]
+            assert all(within.index(u) < within.index(d.name) for u in d.upstream if u in within)
+    # a lineage group that fits in a chunk is never split
+    for size in (3, 4, 6):
+        where = {d.name: i for i, part in enumerate(chunks(catalogue.datasets, size)) for d in part}
+        for group in ("a", "b", "c"):
+            assert len({i for name, i in where.items() if name.startswith(group)}) == 1, (size, group)
