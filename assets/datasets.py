@@ -56,7 +56,7 @@ IO_MANAGER_KEY = "lumos_io_manager"
 #: datasets per op: bounds Dagster's per-output walk where outputs are yielded (docs/performance.md)
 CHUNK = 200
 #: datasets stored, delivered and yielded at a time: progress shows, memory stays small
-BATCH = 500
+FIRST_BATCH, BATCH = 50, 500
 
 _PARTITIONS = {
     "hourly": HourlyPartitionsDefinition,
@@ -116,7 +116,7 @@ def _services(context: AssetExecutionContext, spark: LumosSparkResource, store, 
 
     return Services(
         read=schema_reader(spark, config.spark),
-        history=store.version_history,
+        history=store.version_histories,
         stored=stored,
         hours=hours,
         bills=bills.month,
@@ -140,8 +140,11 @@ def _events(context: AssetExecutionContext, run: Run, keys: Mapping[str, AssetKe
         held = run.judgements[d.name].held_back
         if held is not None:
             context.log.warning(f"{d.name}: not materialized: upstream {held[1]} failed {held[0]}")
-    for start in range(0, len(kept), BATCH):
-        batch = kept[start : start + BATCH]
+    # the first batch is delivered before its events go out (a catalog that is down shows from the
+    # first materialization on): it is small; later ones are delivered while Dagster records events
+    starts = [0, *range(FIRST_BATCH, len(kept), BATCH)] if kept else []
+    for start, end in zip(starts, [*starts[1:], len(kept)], strict=True):
+        batch = kept[start:end]
         pending = recorder.record([s for d in batch for s in run.snapshots[d.name].values()])
         for d in batch:  # lineage order: upstreams first
             key, snaps = keys[d.name], run.snapshots[d.name]
@@ -156,7 +159,7 @@ def _events(context: AssetExecutionContext, run: Run, keys: Mapping[str, AssetKe
                     yield AssetMaterialization(asset_key=key, partition=pk, metadata=metadata, tags=tags)
             for outcome in run.judgements[d.name].checks:
                 yield evaluation(key, outcome, blocking)
-        context.log.info(f"recorded {min(start + BATCH, len(kept))}/{len(kept)} datasets")
+        context.log.info(f"recorded {end}/{len(kept)} datasets")
 
 
 def _multi_asset(
@@ -195,23 +198,19 @@ def _multi_asset(
             for w in (partitions.time_window_for_partition_key(pk),)
         ]
         context.log.info(f"snapshotting {len(selected)} datasets × {len(windows)} partitions")
-        catalogs = lumos_catalogs.adapters()
         with lumos_store.open() as store:
-            try:
-                services = _services(context, spark, store, config, specs, bills)
-                run = run_pipeline(config, catalogue, sources, selected, windows, services)
-                for warning in run.warnings:
-                    context.log.warning(warning)
-                context.log.info("scan report:\n" + run.report.render())
-                release = context.run.tags.get(RELEASE_TAG)
-                if release:  # a refresh after a release: the versions it brought belong to it
-                    store.record_release_versions(
-                        release, {d.name: v for d in selected if (v := newest(run.snapshots[d.name]).version)}
-                    )
-                yield from _events(context, run, keys, Recorder(store, catalogs, context.log.warning), blocking)
-            finally:
-                for catalog in catalogs:
-                    catalog.close()
+            services = _services(context, spark, store, config, specs, bills)
+            run = run_pipeline(config, catalogue, sources, selected, windows, services)
+            for warning in run.warnings:
+                context.log.warning(warning)
+            context.log.info("scan report:\n" + run.report.render())
+            release = context.run.tags.get(RELEASE_TAG)
+            if release:  # a refresh after a release: the versions it brought belong to it
+                store.record_release_versions(
+                    release, {d.name: v for d in selected if (v := newest(run.snapshots[d.name]).version)}
+                )
+            recorder = lumos_catalogs.recorder(lumos_store.url, context.log.warning)
+            yield from _events(context, run, keys, recorder, blocking)
 
     return _snapshots
 

@@ -316,6 +316,12 @@ class PartitionsConfig(ConfigModel):
     start: date = Field(default_factory=_default_start, description="First partition (default: 1 January this year).")
     cadence: Cadence = "daily"
     timezone: str = "UTC"
+    datasets_per_run: int = Field(
+        5000,
+        ge=1,
+        description="A cadence's schedule splits its datasets into runs of at most this many (whole ops of "
+        "lineage-linked datasets), which a deployment's run workers take at once (docs/deploy.md).",
+    )
 
     @field_validator("timezone")
     @classmethod

@@ -59,7 +59,7 @@ def assemble(config: LumosConfig) -> Assembly:
     definitions = Definitions(
         assets=[*(a for chunk in by_cadence.values() for a in chunk), *missing, *reports],
         jobs=[discover],
-        schedules=[*cadence_schedules(by_cadence), discover_daily],
+        schedules=[*cadence_schedules(by_cadence, config.partitions.datasets_per_run), discover_daily],
         sensors=sensors,
         # one process per run: its steps share one Spark session (a step per process would start a JVM
         # each) and the run does not pay a second interpreter start and code-location load

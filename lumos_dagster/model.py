@@ -166,8 +166,12 @@ class Schema:
         Descriptions, glossary terms and native type spellings are left out: changing them is not a
         schema change for anyone reading the data.
         """
-        payload = json.dumps(_without(schema_to_json(self), _NOT_STRUCTURE), sort_keys=True)
-        return hashlib.sha256(payload.encode()).hexdigest()[:16]
+        found = self.__dict__.get("_fingerprint")
+        if found is None:  # asked many times of one schema along a run; a Schema never changes
+            payload = json.dumps(_without(schema_to_json(self), _NOT_STRUCTURE), sort_keys=True)
+            found = hashlib.sha256(payload.encode()).hexdigest()[:16]
+            object.__setattr__(self, "_fingerprint", found)
+        return found
 
     def flatten(self) -> list[tuple[str, Field]]:
         """Every field, nested ones included, with its flat `a.b.c` path.

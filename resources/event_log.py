@@ -47,6 +47,7 @@ from dagster._core.storage.event_log.sqlite.sqlite_event_log import (
 )
 from dagster._core.storage.sql import create_engine
 from dagster._core.storage.sqlite import SQLITE_BUSY_TIMEOUT_SECONDS
+from dagster._time import datetime_from_timestamp
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.pool import QueuePool
@@ -245,8 +246,8 @@ class LumosSqliteEventLogStorage(SqliteEventLogStorage):
             return
         with self._engine(INDEX_SHARD_NAME).begin() as conn:
             ids = [conn.execute(_MIRROR, row).inserted_primary_key[0] for _, row in indexed]
-            assets = [(e, i) for (e, _), i in zip(indexed, ids, strict=True) if e.dagster_event_type in ASSET_EVENTS]
-            self._store_asset_event_tags(conn, [e for e, _ in assets], [i for _, i in assets])
+            assets = [(e, r, i) for (e, r), i in zip(indexed, ids, strict=True) if e.dagster_event_type in ASSET_EVENTS]
+            self._store_asset_event_tags(conn, [e for e, _, _ in assets], [i for _, _, i in assets])
             self._asset_entries(conn, assets)
             self._asset_checks(
                 conn,
@@ -257,13 +258,13 @@ class LumosSqliteEventLogStorage(SqliteEventLogStorage):
                 ],
             )
 
-    def _asset_entries(self, conn: Connection, assets: list[tuple[EventLogEntry, int]]) -> None:
+    def _asset_entries(self, conn: Connection, assets: list[tuple[EventLogEntry, dict, int]]) -> None:
         """Dagster's insert-else-update of each asset's row, as upserts; consecutive events that set
         the same columns go in one statement, in order, so the last event of an asset wins."""
         index_cols = self._has_asset_key_index_cols_on_connection(conn)
         group: list[dict] = []
-        for event, event_id in assets:
-            values = self._get_asset_entry_values(event, event_id, index_cols)
+        for event, event_row, event_id in assets:
+            values = self._entry_values(event, event_row, event_id, index_cols)
             if not values or event.get_dagster_event().asset_key is None:
                 continue
             row = {"asset_key": event.get_dagster_event().asset_key.to_string(), **values}
@@ -273,6 +274,18 @@ class LumosSqliteEventLogStorage(SqliteEventLogStorage):
             group.append(row)
         if group:
             self._upsert_assets(conn, group)
+
+    def _entry_values(self, event: EventLogEntry, event_row: dict, event_id: int, index_cols: bool) -> dict:
+        """Dagster's `_get_asset_entry_values`, but a materialization's record is written around the
+        event's JSON, serialized already for its row, rather than serialized a second time (the test
+        against Dagster's own class checks the text is the same)."""
+        if not event.get_dagster_event().is_step_materialization:
+            return self._get_asset_entry_values(event, event_id, index_cols)
+        record = f'{{"__class__": "EventLogRecord", "event_log_entry": {event_row["event"]}, "storage_id": {event_id}}}'
+        values = {"last_materialization": record, "last_run_id": event.run_id}
+        if index_cols:
+            values["last_materialization_timestamp"] = datetime_from_timestamp(event.timestamp)
+        return values
 
     @staticmethod
     def _upsert_assets(conn: Connection, rows: list[dict]) -> None:

@@ -4,13 +4,15 @@ environment when a run opens them."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
-from dagster import Config, ConfigurableResource
+from dagster import Config, ConfigurableResource, InitResourceContext
+from pydantic import PrivateAttr
 
 from lumos_dagster.catalog import catalogs_from_entries
 from lumos_dagster.catalog.base import CatalogAdapter
 from lumos_dagster.config import LumosConfig
+from lumos_dagster.scan.record import Recorder
 from lumos_dagster.store import SnapshotStore
 
 
@@ -33,7 +35,11 @@ class CatalogEntry(Config):
 
 
 class CatalogsResource(ConfigurableResource):
+    """The catalogs, and the run's delivery to them: one recorder (and its delivery worker) for all the
+    steps of a run, finished when the run ends."""
+
     catalogs: list[CatalogEntry]
+    _recorder: Recorder | None = PrivateAttr(default=None)
 
     @classmethod
     def from_config(cls, config: LumosConfig) -> "CatalogsResource":
@@ -47,6 +53,17 @@ class CatalogsResource(ConfigurableResource):
                 CatalogEntry(type=cat.type, settings=settings, nulls=sorted(values.keys() - settings.keys()))
             )
         return cls(catalogs=entries)
+
+    def recorder(self, store_url: str, warn: Callable[[str], None]) -> Recorder:
+        if self._recorder is None:
+            self._recorder = Recorder(store_url, self.adapters, warn)
+        self._recorder.warn = warn  # the step now recording
+        return self._recorder
+
+    def teardown_after_execution(self, context: InitResourceContext) -> None:
+        if self._recorder is not None:
+            self._recorder.warn = context.log.warning
+            self._recorder.finish()
 
     def adapters(self) -> list[CatalogAdapter]:
         return catalogs_from_entries([{"type": c.type, **c.settings, **dict.fromkeys(c.nulls)} for c in self.catalogs])

@@ -66,5 +66,5 @@ def spark_run(spark, config, sources, catalogue, partitions):
     from lumos_dagster.scan.pipeline import Services, run_pipeline
     from spark.schemas import read_schemas
 
-    services = Services(read=lambda items: read_schemas(spark, items), history=lambda *_: [], stored=lambda *_: None)
+    services = Services(read=lambda items: read_schemas(spark, items), history=lambda *_: {}, stored=lambda *_: None)
     return run_pipeline(config, catalogue, sources, catalogue.datasets, partitions, services)

@@ -34,7 +34,7 @@ catalogue = resolve_datasets(config, discover(sources, ScanReport()).records, {"
 day = datetime(2026, 11, 24, tzinfo=timezone.utc)
 partitions = [(str(d.date()), d, d + timedelta(days=1)) for d in (day, day + timedelta(days=1))]
 steps = []
-services = Services(read=read_in_process, history=lambda *_: [], stored=lambda *_: None, progress=steps.append)
+services = Services(read=read_in_process, history=lambda *_: {}, stored=lambda *_: None, progress=steps.append)
 run = run_pipeline(config, catalogue, sources, catalogue.datasets, partitions, services)
 print(json.dumps({
     "modules": sorted(m for m in sys.modules if m.split(".")[0] in ("dagster", "pyspark", "dagster_pyspark")),

@@ -252,3 +252,34 @@ def test_an_unchanged_listing_is_settled_by_its_digest_without_touching_the_stor
         assert changed.generation == first.generation + 1 and changed.state != first.state
     finally:
         store.close()
+
+
+def test_a_large_cadence_is_scheduled_as_several_runs_of_whole_ops(tmp_path, monkeypatch):
+    from dagster import build_schedule_context
+
+    import assets.datasets
+
+    monkeypatch.setattr(assets.datasets, "CHUNK", 2)  # 5 unrelated datasets: ops of 2, 2 and 1
+    for name in ("a/one", "a/two", "b/one", "b/two", "c/one"):
+        write_parquet(tmp_path / "lake" / name / "x.parquet", pa.table({"x": [1]}))
+    config = {"sources": [{"name": "lake", "root": "lake"}], "store": {"path": "store.db"},
+              "catalog": {"path": "lite.db"}, "partitions": {"start": "2026-11-01", "datasets_per_run": 3}}  # fmt: skip
+    (tmp_path / "lumos.yaml").write_text(yaml.safe_dump(config))
+    cfg = load_config(str(tmp_path / "lumos.yaml"))
+    register(cfg)
+    defs = build_definitions(cfg)
+    schedule = defs.resolve_schedule_def("lumos_daily_snapshots_schedule")
+    assert schedule.cron_schedule == "0 0 * * *"
+    tick = datetime(2026, 11, 25, 0, 0, tzinfo=UTC)
+    context = build_schedule_context(scheduled_execution_time=tick, repository_def=defs.get_repository_def())
+    requests = schedule.evaluate_tick(context).run_requests
+    assert [len(r.asset_selection) for r in requests] == [2, 3]  # ops of 2 | 2 + 1: an op is never split
+    assert {r.partition_key for r in requests} == {"2026-11-25"} and len({r.run_key for r in requests}) == 2
+    ops = [
+        {"/".join(k.path) for k in a.keys}
+        for a in defs.assets
+        if getattr(a, "op", None) and a.op.name.startswith("lumos_daily")
+    ]
+    selected = [{"/".join(k.path) for k in r.asset_selection} for r in requests]
+    assert all(any(op <= group for group in selected) for op in ops)
+    assert set().union(*selected) == {"a/one", "a/two", "b/one", "b/two", "c/one"}

@@ -256,3 +256,19 @@ def test_a_store_url_reads_its_credentials_when_it_opens_and_never_shows_them(tm
     with SnapshotStore(config.store_url) as store:
         assert store.url == config.store_url and str(tmp_path) not in store.url
     assert (tmp_path / "s.db").exists()
+
+
+def test_version_histories_answer_for_many_datasets_what_version_history_answers_for_one(store_url):
+    unreadable = Snapshot(DatasetRef("file", "c", "/lake/c", "parquet"), "2026-11-22", T0)  # no schema
+    with SnapshotStore(store_url) as store:
+        store.put([snap("a", "2026-11-20", 1), snap("a", "2026-11-22", 2), snap("a", "2026-11-21", 3)])
+        store.put([snap("a", "2026-11-22", 4, minutes=5), snap("b", "2026-11-23"), snap("c", "2026-11-20", 2)])
+        store.put([unreadable])
+        urns = [f"urn:lumos:dataset:file:{n}" for n in ("a", "b", "c", "nope")]
+        for pk in ("2026-11-19", "2026-11-21", "2026-11-22", "2026-11-30", None):
+            for full in ([], urns[:1]):
+                got = store.version_histories(urns, pk, full)
+                expected = {u: h for u in urns if (h := store.version_history(u, pk, full=u in full))}
+                assert {u: [s.schema for s in h] for u, h in got.items()} == {
+                    u: [s.schema for s in h] for u, h in expected.items()
+                }, (pk, full)

@@ -162,10 +162,12 @@ def build_snapshot(
 def assemble(run: Run, services: Services) -> None:
     """Each partition's snapshot, versioned against the store's history and, within the run,
     against the run's previous partition (a backfill rebuilds a version history in one go)."""
+    keys = run.partition_keys
+    urns = [spec.ref.urn for spec in run.datasets]
+    full = [spec.ref.urn for spec in run.datasets if spec.policy.endswith("_TRANSITIVE")]
+    histories = services.history(urns, keys[0], full)
     for spec in run.datasets:
-        transitive = spec.policy.endswith("_TRANSITIVE")
-        keys = run.partition_keys
-        past = services.history(spec.ref.urn, keys[0], transitive) if keys else []
+        past = histories.get(spec.ref.urn, [])
         per_partition: dict[str | None, Snapshot] = {}
         for pk in keys:
             contents = run.contents[spec.name, pk]

@@ -36,8 +36,9 @@ Partition = tuple["str | None", "datetime | None", "datetime | None"]
 #: (path, format, remote file system or None): one file to read
 Item = tuple
 Reader = Callable[[Sequence[Item]], "dict[str, FileResult]"]
-#: (urn, partition key, all versions?) → what to version against, oldest first, the previous last
-HistoryLookup = Callable[[str, "str | None", bool], "list[Snapshot]"]
+#: (urns, partition key, urns wanting all their versions) → urn → what to version against, oldest
+#: first, the previous last (a store's `version_histories`)
+HistoryLookup = Callable[[Sequence[str], "str | None", Sequence[str]], "dict[str, list[Snapshot]]"]
 #: (dataset name, partition key or None for its newest) → its stored snapshot
 SnapshotLookup = Callable[[str, "str | None"], "Snapshot | None"]
 

@@ -29,6 +29,7 @@ from dataclasses import dataclass, replace
 from typing import Callable, Iterable, Sequence
 
 from lumos_dagster.formats import FileResult, FsSpec, read_file_result
+from lumos_dagster.scan.forking import frozen
 
 log = logging.getLogger(__name__)
 
@@ -169,7 +170,9 @@ class PoolReader:
         with ProcessPoolExecutor(
             min(self.workers, len(chunks)), mp_context=context, initializer=_install, initargs=(self.reader,)
         ) as pool:
-            for future in [pool.submit(_read_chunk, chunk) for chunk in chunks]:
+            with frozen():  # the workers are forked as the chunks are submitted
+                futures = [pool.submit(_read_chunk, chunk) for chunk in chunks]
+            for future in futures:
                 try:
                     done.extend(future.result())
                 except BrokenProcessPool:

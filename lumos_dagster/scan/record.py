@@ -1,34 +1,141 @@
 """What a finished run leaves behind: its snapshots stored and queued for every catalog in one
-transaction per batch, then the outbox delivered. Stored first, so nothing is lost: a catalog that
-fails keeps its share queued for the next run or `lumos sync`, and is not tried again in this run
-(a dead server must not cost a timeout per batch)."""
+transaction per batch, then the outbox delivered.
+
+Stored first, so nothing is lost: a catalog that fails keeps its share queued for the next run
+or `lumos sync`, and is not tried again in this run (a dead server must not cost a timeout per
+batch). Delivery runs in a forked worker process beside the caller, which goes on recording the
+run meanwhile (in Dagster, its events): building DataHub's aspects is pure Python, so a thread
+would only take turns with it. The first batch is delivered before the caller goes on, so a
+catalog that is down is known from the start; later batches are delivered while the caller works.
+"""
 
 from __future__ import annotations
 
+import multiprocessing
+from multiprocessing.connection import Connection
 from typing import Callable, Sequence
 
 from lumos_dagster.catalog.base import CatalogAdapter
 from lumos_dagster.catalog.delivery import deliver
 from lumos_dagster.model import Snapshot
+from lumos_dagster.scan.forking import frozen
 from lumos_dagster.store import SnapshotStore
+
+#: (catalog → its first error in the run): a delivery round's outcome
+Down = dict[str, str]
+FINISH_TIMEOUT = 3600  # seconds to wait for the last deliveries of a run
+
+
+def deliver_all(store: SnapshotStore, catalogs: Sequence[CatalogAdapter], down: Down) -> None:
+    """Deliver the outbox to each catalog not known to be down; a failure marks its catalog down."""
+    for catalog in catalogs:
+        if catalog.name not in down:
+            report = deliver(store, catalog)
+            if report.failed:
+                down[catalog.name] = next(iter(report.failed.values()))
+
+
+def _worker(store_url: str, make_catalogs: Callable[[], list[CatalogAdapter]], inbox: Connection) -> None:
+    """Deliver after each request; answer each with the catalogs that are down so far."""
+    down: Down = {}
+    catalogs = make_catalogs()
+    try:
+        with SnapshotStore(store_url) as store:
+            while True:
+                last = inbox.recv()
+                while inbox.poll():  # requests that came meanwhile: one round delivers them all
+                    last = inbox.recv()
+                deliver_all(store, catalogs, down)
+                inbox.send((last, dict(down)))
+                if last is None:
+                    return
+    finally:
+        for catalog in catalogs:
+            catalog.close()
 
 
 class Recorder:
-    def __init__(self, store: SnapshotStore, catalogs: Sequence[CatalogAdapter], warn: Callable[[str], None]):
-        self.store, self.catalogs, self.warn = store, list(catalogs), warn
-        self.down: dict[str, str] = {}  # catalog → its first error in this run
+    """`record` each batch of a run, `finish` at its end: one recorder, one delivery worker a run.
+    `make_catalogs` builds the catalog adapters: once here for their names, once in the delivery
+    worker (which must not share this process's connections)."""
+
+    def __init__(self, store_url: str, make_catalogs: Callable[[], list[CatalogAdapter]],
+                 warn: Callable[[str], None], background: bool = True):  # fmt: skip
+        self.store, self.make_catalogs, self.warn = SnapshotStore(store_url), make_catalogs, warn
+        self.catalogs: list[CatalogAdapter] = make_catalogs()  # used here unless a worker delivers
+        self.names = [c.name for c in self.catalogs]
+        self.down: Down = {}
+        self._background = background and "fork" in multiprocessing.get_all_start_methods()
+        self._worker: multiprocessing.Process | None = None
+        self._pipe: Connection | None = None
+        self._sent = 0
 
     def record(self, snapshots: Sequence[Snapshot]) -> dict[str, int]:
-        """Store and deliver; returns what each catalog that is down still has queued."""
-        self.store.put(snapshots, catalogs=[c.name for c in self.catalogs])
-        for catalog in self.catalogs:
-            if catalog.name in self.down:
-                continue
-            report = deliver(self.store, catalog)
-            if report.failed:
-                self.down[catalog.name] = next(iter(report.failed.values()))
-                self.warn(
-                    f"catalog {catalog.name} did not take the metadata; what it misses stays queued "
-                    f"for the next run or `lumos sync`: {self.down[catalog.name]}"
-                )
+        """Store, queue and deliver; returns what each catalog known to be down still has queued."""
+        self.store.put(snapshots, catalogs=self.names)
+        if self._worker is not None:
+            self._request(wait=False)
+        elif self._background:
+            self._start()
+            self._request(wait=True)
+        else:
+            self._deliver_here()
+        return self._pending()
+
+    def finish(self) -> dict[str, int]:
+        """Wait for the last deliveries; returns what each catalog that failed still has queued."""
+        try:
+            if self._worker is not None:
+                self._request(wait=True, last=True)
+            return self._pending()
+        finally:
+            if self._worker is not None:
+                self._worker.join(timeout=60)
+            for catalog in self.catalogs:
+                catalog.close()
+            self.store.close()
+
+    def _pending(self) -> dict[str, int]:
         return {name: self.store.outbox_counts(name).get("pending", 0) for name in self.down}
+
+    def _deliver_here(self) -> None:
+        down = dict(self.down)
+        deliver_all(self.store, self.catalogs, down)
+        self._update(down)
+
+    def _start(self) -> None:
+        for catalog in self.catalogs:  # the worker opens its own
+            catalog.close()
+        parent, child = multiprocessing.Pipe()
+        self._worker = multiprocessing.get_context("fork").Process(
+            target=_worker, args=(self.store.url, self.make_catalogs, child), name="lumos-delivery", daemon=True
+        )
+        with frozen():
+            self._worker.start()
+        child.close()
+        self._pipe = parent
+
+    def _request(self, wait: bool, last: bool = False) -> None:
+        """Ask the worker for a round; read its answers so far, or up to this round's when `wait`."""
+        self._sent += 1
+        try:
+            self._pipe.send(None if last else self._sent)
+            while self._pipe.poll(FINISH_TIMEOUT if wait else 0):
+                answered, down = self._pipe.recv()
+                self._update(down)
+                if wait and answered == (None if last else self._sent):
+                    return
+        except (EOFError, OSError) as exc:  # the worker died: deliver here from now on
+            self.warn(f"the delivery process stopped ({type(exc).__name__}); delivering in the run instead")
+            self._worker, self._background = None, False
+            self.catalogs = self.make_catalogs()
+            self._deliver_here()
+
+    def _update(self, down: Down) -> None:
+        for name, error in down.items():
+            if name not in self.down:
+                self.down[name] = error
+                self.warn(
+                    f"catalog {name} did not take the metadata; what it misses stays queued "
+                    f"for the next run or `lumos sync`: {error}"
+                )
