@@ -172,8 +172,8 @@ def _multi_asset(
     config: LumosConfig,
     catalogue: Catalogue,
     bills: Bills,
+    specs: Mapping[str, DatasetSpec],
 ) -> AssetsDefinition:
-    specs = catalogue.by_name()
     blocking = blocking_checks(config)
 
     @multi_asset(
@@ -220,6 +220,7 @@ def build_dataset_assets(
 ) -> tuple[dict[str, list[AssetsDefinition]], list[AssetSpec]]:
     """(cadence → the multi_assets of its datasets, external specs for missing upstreams)."""
     bills = Bills(config, catalogue)  # one per code location: the bills are read once
+    specs = catalogue.by_name()
     by_cadence: dict[str, list[AssetsDefinition]] = {}
     for cadence in sorted({d.cadence for d in catalogue.datasets}):
         partitions = partitions_def(config.partitions, cadence)
@@ -227,7 +228,7 @@ def build_dataset_assets(
         by_cadence[cadence] = [
             _multi_asset(
                 f"lumos_{cadence}_datasets" + (f"_{i + 1}" if i else ""),
-                cadence, part, keys, sources, partitions, config, catalogue, bills,
+                cadence, part, keys, sources, partitions, config, catalogue, bills, specs,
             )
             for i, part in enumerate(parts)
         ]  # fmt: skip

@@ -1,8 +1,7 @@
 """Lumos, DataHub's own data-lake ingestion, and the physical floor, side by side on one lake.
 
 1. Lumos, end to end as a user runs it: `lumos discover`, then one `dagster asset materialize`
-   of every dataset over every partition (a single-run backfill: one Spark session), into the
-   snapshot store and DataHub Lite.
+   of every dataset for the newest partition, into the snapshot store and DataHub Lite.
 2. DataHub's `s3` source with `platform: file` and local `path_specs`, through `datahub ingest`
    into a file sink (its own environment, same acryl-datahub version: see datahub_baseline.py).
 3. The floor: one plain Python process reading every file's schema (benchmarks/floor.py).
@@ -18,6 +17,7 @@ import json
 import os
 import sys
 import time
+from datetime import date
 from pathlib import Path
 
 import yaml
@@ -77,33 +77,22 @@ def lumos_fields(config_path: Path) -> dict[str, list[str]]:
 
 
 def run_lumos(lake: Path, work: Path, partitions: int, truth: dict) -> dict:
+    """The README's way: `lumos discover`, then one `dagster asset materialize` of every dataset for
+    the newest partition (the lake's state now, what DataHub's source reads), on the Dagster
+    instance Lumos ships."""
     work.mkdir(parents=True, exist_ok=True)
     config = lumos_project(lake, work)
-    env = {**os.environ, "LUMOS_CONFIG": str(config), "DAGSTER_HOME": str(work / "dagster")}
-    (work / "dagster").mkdir(exist_ok=True)
-    last = FIRST_DAY.toordinal() + partitions - 1
-    from datetime import date
-
-    window = f"{FIRST_DAY}...{date.fromordinal(last)}"
+    home = work / "dagster"
+    home.mkdir(exist_ok=True)
+    (home / "dagster.yaml").write_text((ROOT / "dagster.yaml").read_text())
+    env = {**os.environ, "LUMOS_CONFIG": str(config), "DAGSTER_HOME": str(home)}
+    newest = date.fromordinal(FIRST_DAY.toordinal() + partitions - 1)
     script = (
         f"{BIN}/lumos discover > /dev/null && {BIN}/dagster asset materialize -m lumos_dagster.definitions "
-        f"--select '* and not group:reports' --partition-range {window}"
+        f"--select '* and not group:reports' --partition {newest}"
     )
     m = run_measured(["bash", "-c", script], cwd=str(ROOT), env=env)
-    return _row("Lumos (discover + one Dagster run, Spark, store, DataHub Lite)", m, lumos_fields(config), truth)
-
-
-def spark_start() -> Measured:
-    """One Spark session start, as the Spark resource makes it (to take out of Lumos' time)."""
-    code = (
-        "import sys, os; os.environ['PYSPARK_PYTHON'] = sys.executable\n"
-        "from pyspark.sql import SparkSession\n"
-        "s = SparkSession.builder.master('local[*]').config('spark.ui.enabled', 'false')"
-        ".config('spark.pyspark.python', sys.executable).getOrCreate()\n"
-        "s.sparkContext.parallelize([1, 2], 2).map(lambda x: x).collect()\n"
-        "s.stop()\n"
-    )
-    return run_measured([sys.executable, "-c", code], cwd=str(ROOT))
+    return _row("Lumos (discover + one Dagster run, store, DataHub Lite)", m, lumos_fields(config), truth)
 
 
 def run_datahub(lake: Path, work: Path, truth: dict) -> dict:

@@ -13,7 +13,7 @@ import hashlib
 import json
 from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime
-from typing import Any, Callable, Iterator, Union
+from typing import Any, Callable, Iterator, Sequence, Union
 
 SNAPSHOT_FORMAT = "lumos.snapshot/1"
 
@@ -512,9 +512,30 @@ class SchemaConflict:
 BREAKING, NON_BREAKING, INFORMATIONAL = "BREAKING", "NON_BREAKING", "INFORMATIONAL"
 
 
+class DirectCost:
+    """What a dataset costs of itself a month: storage + compute (of every type with those fields)."""
+
+    storage: float
+    compute: float
+
+    @property
+    def direct(self) -> float:
+        return self.storage + self.compute
+
+
+class RolledUpCost(DirectCost):
+    """…and in all, with what it inherits from its upstreams."""
+
+    inherited: float
+
+    @property
+    def total(self) -> float:
+        return self.direct + self.inherited
+
+
 @dataclass(frozen=True)
-class Cost:
-    """Monthly cost of a dataset: direct (storage + compute) and inherited from upstream."""
+class Cost(RolledUpCost):
+    """Monthly cost of a dataset, as its snapshot records it."""
 
     period: str  # the month, YYYY-MM
     storage: float
@@ -523,14 +544,6 @@ class Cost:
     method: str  # how upstream cost was attributed (lumos_dagster.cost.attribution.METHODS)
     basis: str = "list"  # list prices | bill (FOCUS export) | mixed
     currency: str = "USD"
-
-    @property
-    def direct(self) -> float:
-        return self.storage + self.compute
-
-    @property
-    def total(self) -> float:
-        return self.direct + self.inherited
 
 
 @dataclass(frozen=True)
@@ -550,6 +563,15 @@ class SchemaChange:
     forward: bool
     severity: str = NON_BREAKING
     against: str | None = None  # the earlier version compared with, when not the previous one
+
+
+CHANGE_KEYS = ("path", "kind", "old", "new", "backward", "forward", "severity", "against")
+
+
+def change_to_json(c: SchemaChange, keys: Sequence[str] = CHANGE_KEYS) -> dict:
+    """A change as JSON (the snapshot document, reports, the CLI), with `keys` only when a view
+    shows fewer."""
+    return {k: getattr(c, k) for k in keys}
 
 
 @dataclass
@@ -717,19 +739,7 @@ def snapshot_to_json(s: Snapshot) -> dict:
             }
             for c in s.conflicts
         ],
-        "changes": [
-            {
-                "path": c.path,
-                "kind": c.kind,
-                "old": c.old,
-                "new": c.new,
-                "backward": c.backward,
-                "forward": c.forward,
-                "severity": c.severity,
-                "against": c.against,
-            }
-            for c in s.changes
-        ],
+        "changes": [change_to_json(c) for c in s.changes],
         "previous_version": s.previous_version,
         "change_class": s.change_class,
         "policy": s.policy,
@@ -786,12 +796,7 @@ def snapshot_from_json(j: dict) -> Snapshot:
             )
             for c in j["conflicts"]
         ),
-        changes=tuple(
-            SchemaChange(
-                c["path"], c["kind"], c["old"], c["new"], c["backward"], c["forward"], c["severity"], c["against"]
-            )
-            for c in j["changes"]
-        ),
+        changes=tuple(SchemaChange(**{k: c[k] for k in CHANGE_KEYS}) for c in j["changes"]),
         previous_version=j["previous_version"],
         change_class=j["change_class"],
         policy=j["policy"],

@@ -92,3 +92,36 @@ def test_chunks_keep_lineage_together_and_only_depend_on_earlier_chunks(tmp_path
         where = {d.name: i for i, part in enumerate(chunks(catalogue.datasets, size)) for d in part}
         for group in ("a", "b", "c"):
             assert len({i for name, i in where.items() if name.startswith(group)}) == 1, (size, group)
+
+
+def test_the_pool_and_spark_give_identical_snapshots_of_the_same_lake(tmp_path, spark):
+    """The fast path (a process pool, no JVM) and the slow one (Spark executors) on one lake:
+    the same snapshots, field for field, file errors included."""
+    from datetime import datetime, timedelta, timezone
+
+    from benchmarks.lake import FIRST_DAY, generate_lake
+    from lumos_dagster.scan.pipeline import Services, run_pipeline
+    from lumos_dagster.scan.readers import PoolReader
+    from lumos_dagster.scan.report import ScanReport
+    from lumos_dagster.sources import build_sources, discover
+    from spark.schemas import SparkReader
+
+    generate_lake(tmp_path / "lake", 25, 4, 2)
+    (tmp_path / "lake" / "d0" / "ds_0" / f"dt={FIRST_DAY}" / "part-9.parquet").write_bytes(b"PAR1 torn")
+    config = parse_config({"sources": [{"root": str(tmp_path / "lake"), "name": "lake"}]})
+    sources = build_sources(config)
+    catalogue = resolve_datasets(config, discover(sources, ScanReport()).records, {"lake": str(tmp_path / "lake")})
+    day = datetime(FIRST_DAY.year, FIRST_DAY.month, FIRST_DAY.day, tzinfo=timezone.utc)
+    partitions = [(str((day + timedelta(days=d)).date()), day + timedelta(days=d), day + timedelta(days=d + 1))
+                  for d in range(2)]  # fmt: skip
+    now = lambda: day  # noqa: E731  (one capture time for both runs)
+
+    def snapshots(read):
+        services = Services(read=read, history=lambda *_: {}, stored=lambda *_: None, now=now)
+        run = run_pipeline(config, catalogue, sources, catalogue.datasets, partitions, services)
+        return {(n, pk): s for n, snaps in run.snapshots.items() for pk, s in snaps.items()}
+
+    fast, slow = snapshots(PoolReader()), snapshots(SparkReader(lambda: spark))
+    assert len(fast) == 50 and fast == slow
+    torn = fast["d0/ds_0", str(FIRST_DAY)]
+    assert [e.path.endswith("part-9.parquet") for e in torn.errors] == [True] and torn.readable

@@ -9,11 +9,11 @@ from datetime import UTC, datetime, timedelta
 
 import click
 
-from lumos_dagster.cli.common import config_option, load, open_store
+from lumos_dagster.cli.common import config_option, load, open_store, text_or_json
 from lumos_dagster.config import LumosConfig, load_config
 from lumos_dagster.errors import LumosError
 from lumos_dagster.lineage.impact import downstream, fan_out
-from lumos_dagster.model import BREAKING, dataset_urn
+from lumos_dagster.model import BREAKING, change_to_json, dataset_urn
 from lumos_dagster.reports.changes import ChangeReport, exit_code, render
 from lumos_dagster.scan.catalogue import Catalogue, load_catalogue
 from lumos_dagster.schema.diff import diff_schemas, diff_snapshots
@@ -189,7 +189,7 @@ def changed(files, config_file) -> None:
 @click.argument("dataset", required=False)
 @click.option("--depth", type=int, default=None, help="Stop after this many lineage hops.")
 @click.option("--top", type=int, default=10, show_default=True, help="Without DATASET: rank this many by fan-out.")
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@text_or_json
 @config_option
 def impact(dataset, depth, top, fmt, config_file) -> None:
     """Who is downstream of DATASET (depth, owners, the breaking changes that reach them);
@@ -220,9 +220,7 @@ def impact(dataset, depth, top, fmt, config_file) -> None:
                 {
                     "dataset": dataset,
                     "version": snap.version if snap else None,
-                    "breaking_changes": [
-                        {"path": c.path, "kind": c.kind, "old": c.old, "new": c.new} for c in breaking
-                    ],
+                    "breaking_changes": [change_to_json(c, ("path", "kind", "old", "new")) for c in breaking],
                     "downstream": [
                         {
                             "name": a.name,
@@ -248,7 +246,7 @@ def impact(dataset, depth, top, fmt, config_file) -> None:
 
 @click.command()
 @click.argument("dataset")
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@text_or_json
 @config_option
 def history(dataset, fmt, config_file) -> None:
     """The version timeline of DATASET: each version, where it appeared, what changed, releases."""
@@ -277,10 +275,7 @@ def history(dataset, fmt, config_file) -> None:
                         "last_partition": e.last_partition,
                         "captures": e.captures,
                         "releases": in_release[e.version],
-                        "changes": [
-                            {"path": c.path, "kind": c.kind, "severity": c.severity, "old": c.old, "new": c.new}
-                            for c in e.changes
-                        ],
+                        "changes": [change_to_json(c, ("path", "kind", "severity", "old", "new")) for c in e.changes],
                     }
                     for e in entries
                 ],
@@ -300,7 +295,7 @@ def history(dataset, fmt, config_file) -> None:
 @config_option
 @click.option("--since", default=None, help="Start of the period, YYYY-MM-DD (default: 30 days ago).")
 @click.option("--until", default=None, help="End of the period, YYYY-MM-DD, exclusive (default: now).")
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@text_or_json
 def evolution(config_file, since, until, fmt) -> None:
     """How schemas evolved over a period: versions, changes, breaking ones, change frequency."""
     config = load(config_file)

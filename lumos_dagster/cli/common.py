@@ -18,6 +18,10 @@ config_option = click.option(
 )
 
 
+#: `--format text|json`, the output of most commands
+text_or_json = click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+
+
 def load(config_file: str | None) -> LumosConfig:
     try:
         return load_config(config_file)

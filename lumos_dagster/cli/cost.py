@@ -7,7 +7,7 @@ import json
 import click
 
 from lumos_dagster.cli.changes import catalogue_of
-from lumos_dagster.cli.common import config_option, load, open_store
+from lumos_dagster.cli.common import config_option, load, open_store, text_or_json
 from lumos_dagster.reports import cost as cost_report
 
 
@@ -35,7 +35,7 @@ def cost(config_file, month, fmt, output) -> None:
 @config_option
 @click.option("--datasets", required=True, help="Comma-separated datasets to switch off.")
 @click.option("--month", default=None, help="Prices of this month, YYYY-MM (default: the newest).")
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@text_or_json
 def savings(config_file, datasets, month, fmt) -> None:
     """What switching DATASETS off saves: they go, everything downstream goes, and so does every
     upstream nobody else reads. Shared upstreams still in use are not counted."""

@@ -8,7 +8,7 @@ from datetime import datetime, timedelta, timezone
 import click
 
 from lumos_dagster.cli.changes import catalogue_of
-from lumos_dagster.cli.common import config_option, load, open_store
+from lumos_dagster.cli.common import config_option, load, open_store, text_or_json
 from lumos_dagster.errors import LumosError
 
 
@@ -84,7 +84,7 @@ def documents_of(config, store):
 @click.option("--tag", default=None, help="Only datasets with this tag (or glossary term).")
 @click.option("--min-quality", type=click.FloatRange(0, 1), default=None, help="Only datasets scoring at least this.")
 @click.option("--limit", type=click.IntRange(1), default=20, show_default=True)
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@text_or_json
 def search(config_file, query, platform, owner, tag, min_quality, limit, fmt) -> None:
     """Find datasets by name, field, description, tag or owner, ranked; offline, from the store."""
     from lumos_dagster.reports.search import search as find

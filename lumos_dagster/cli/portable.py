@@ -14,7 +14,7 @@ from lumos_dagster.catalog import portable as portable
 from lumos_dagster.catalog.datahub_file import DataHubFileCatalog
 from lumos_dagster.catalog.datahub_lite import DataHubLiteCatalog
 from lumos_dagster.catalog.delivery import deliver
-from lumos_dagster.cli.common import config_option, load, open_store
+from lumos_dagster.cli.common import config_option, load, open_store, text_or_json
 from lumos_dagster.config import LumosConfig
 from lumos_dagster.errors import LumosError
 
@@ -180,7 +180,7 @@ def import_file(file, target, config_file, max_bytes) -> None:
 @click.argument("left")
 @click.argument("right")
 @config_option
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@text_or_json
 def compare(left, right, config_file, fmt) -> None:
     """Compare two estates (portable snapshot files, `store`, or catalogs): datasets, schemas,
     versions, lineage, owners, tags on both sides, and what differs. Exit 1 when they differ."""

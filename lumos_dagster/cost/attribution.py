@@ -22,6 +22,8 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Iterable, Mapping, Sequence
 
+from lumos_dagster.model import DirectCost, RolledUpCost
+
 METHODS = ("equal_split", "lineage_weighted", "last_touch")
 GIB = 2**30  # cloud prices "per GB-month" are per GiB-month
 
@@ -34,7 +36,7 @@ DEFAULT_STORAGE_PRICES = {
 
 
 @dataclass(frozen=True)
-class Node:
+class Node(DirectCost):
     """A dataset in the cost graph."""
 
     name: str
@@ -45,19 +47,12 @@ class Node:
     last_modified: float = 0.0  # epoch seconds, for last_touch
     weights: Mapping[str, float] | None = None  # upstream name → declared share this dataset reads
 
-    @property
-    def direct(self) -> float:
-        return self.storage + self.compute
-
 
 @dataclass(frozen=True)
-class Rollup:
-    direct: float
+class Rollup(RolledUpCost):
+    storage: float
+    compute: float
     inherited: float
-
-    @property
-    def total(self) -> float:
-        return self.direct + self.inherited
 
 
 def storage_cost(total_bytes: int, price_per_gb_month: float) -> float:
@@ -128,7 +123,7 @@ def attribute(
     inherited: dict[str, float] = defaultdict(float)
     out: dict[str, Rollup] = {}
     for name in _order(nodes):
-        rollup = known.get(name) or Rollup(nodes[name].direct, inherited[name])
+        rollup = known.get(name) or Rollup(nodes[name].storage, nodes[name].compute, inherited[name])
         out[name] = rollup
         for c, share in shares(name, children[name], nodes, method).items():
             inherited[c] += rollup.total * share

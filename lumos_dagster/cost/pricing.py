@@ -133,7 +133,8 @@ def price(run: Run, services: Services) -> None:
         known = {}
         for n in outside:  # upstreams outside the run pass on their stored totals
             found = services.stored(n, pk)
-            known[n] = Rollup(found.cost.direct, found.cost.inherited) if found and found.cost else Rollup(0, 0)
+            c = found.cost if found else None
+            known[n] = Rollup(c.storage, c.compute, c.inherited) if c else Rollup(0, 0, 0)
         rollups = attribute(nodes, config.cost.method, known)
         for d in run.datasets:
             storage, compute, how, month = basis[d.name]

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Sequence
 
 from lumos_dagster.lineage.impact import Affected
-from lumos_dagster.model import BREAKING, INFORMATIONAL, SchemaChange
+from lumos_dagster.model import BREAKING, INFORMATIONAL, SchemaChange, change_to_json
 
 
 @dataclass(frozen=True)
@@ -69,17 +69,7 @@ def to_json(reports: Sequence[ChangeReport]) -> dict:
                     "forward": all(c.forward for c in r.changes),
                 },
                 "changes": [
-                    {
-                        "path": c.path,
-                        "kind": c.kind,
-                        "old": c.old,
-                        "new": c.new,
-                        "backward": c.backward,
-                        "forward": c.forward,
-                        "severity": c.severity,
-                        "accepted": next((why for a, why in r.accepted if a is c), None),
-                        "against": c.against,
-                    }
+                    {**change_to_json(c), "accepted": next((why for a, why in r.accepted if a is c), None)}
                     for c in r.changes
                 ],
                 "downstream": [

@@ -14,13 +14,13 @@ from collections import defaultdict
 from dataclasses import asdict, dataclass, field
 
 from lumos_dagster.cost.attribution import Node, Savings, switch_off
-from lumos_dagster.model import Snapshot
+from lumos_dagster.model import RolledUpCost, Snapshot
 from lumos_dagster.scan.catalogue import Catalogue
 from lumos_dagster.store import SnapshotStore
 
 
 @dataclass(frozen=True)
-class Row:
+class Row(RolledUpCost):
     dataset: str
     owners: tuple[str, ...]
     domain: str
@@ -30,14 +30,6 @@ class Row:
     inherited: float
     consumers: int
     basis: str
-
-    @property
-    def direct(self) -> float:
-        return self.storage + self.compute
-
-    @property
-    def total(self) -> float:
-        return self.direct + self.inherited
 
 
 @dataclass
