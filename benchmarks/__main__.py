@@ -2,9 +2,10 @@
 
     python -m benchmarks [--large] [--output docs/benchmarks.md]
 
-Default sizes finish in a few minutes on 2 cores; `--large` runs the issue's target sizes
-(the 1,000-dataset lake beside DataHub's source, runs of 100, 1,000 and 10,000 datasets,
-code locations of 1,000, 5,000 and 10,000 datasets, larger micro benchmarks).
+By default: the 1,000-dataset lake beside DataHub's source and the floor, runs of 100 and 1,000
+datasets, code locations of 1,000 and 5,000 datasets, Dagster's instance storages, the schema
+readers and the micro benchmarks (about 15 minutes on 2 cores). `--large` adds runs and code
+locations of 10,000 datasets and larger micro benchmarks.
 Ratios come from one run on one machine, never from timed tests.
 """
 
@@ -17,12 +18,12 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchmarks import micro, scale, scan
+from benchmarks import instance, micro, scale, scan
 from benchmarks.lake import generate_lake
 from benchmarks.load_definitions import measure as load_definitions
 from benchmarks.measure import machine
 
-SIZES = {False: (100, 4, 2), True: (1_000, 10, 2)}  # datasets, files, partitions
+LAKE = (1_000, 10, 2)  # datasets, files, partitions: the lake beside DataHub's source
 
 
 def _log(text: str) -> None:
@@ -128,14 +129,15 @@ def main(argv: list[str] | None = None) -> None:
         + ", ".join(f"{k} {info[k]}" for k in ("dagster", "pyspark", "acryl-datahub", "pyarrow")),
         "",
     ]
-    side, _ = _side_by_side(*SIZES[args.large])
+    side, _ = _side_by_side(*LAKE)
     growth = scale.render(scale.measure([100, 1_000, 10_000] if args.large else [100, 1_000], _log))
-    definitions = _definitions([1_000, 5_000, 10_000] if args.large else [1_000])
+    storages = instance.measure(500, _log)
+    definitions = _definitions([1_000, 5_000, 10_000] if args.large else [1_000, 5_000])
     _log("schema readers…")
     reading = readers(args.large)
     _log("micro benchmarks…")
     rows = micro.run_all(args.large)
-    sections = [side, growth, definitions, reading, ["### Micro benchmarks", "", micro.render(rows)]]
+    sections = [side, growth, storages, definitions, reading, ["### Micro benchmarks", "", micro.render(rows)]]
     report = "\n".join(header + [line for section in sections for line in [*section, ""]])
     Path(args.output).write_text(report)
     print(report)

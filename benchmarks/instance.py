@@ -5,7 +5,9 @@
 * Dagster's default SQLite storage (no dagster.yaml): an engine built and disposed per event;
 * the instance Lumos ships (dagster.yaml: resources/event_log.py, grouped writes);
 * Dagster's PostgreSQL storage (dagster-postgres), on the PostgreSQL server at 127.0.0.1:5432,
-  in a database made for the run: what a deployment uses.
+  in a database made for the run;
+* the same with Lumos' PostgreSQL event log (resources/event_log_postgres.py, grouped writes):
+  what docs/deploy.md has a deployment use.
 
 Each: `dagster asset materialize` of N datasets (one file each, one partition) and of 1, after
 the same `lumos discover`; the cost of a dataset-partition is (run(N) − run(1)) / (N − 1).
@@ -26,7 +28,12 @@ from benchmarks.measure import run_measured
 from benchmarks.scan import BIN, ROOT, lumos_project
 
 PG_ADMIN = "postgresql+psycopg://postgres@127.0.0.1:5432/test"
-INSTANCES = ("Dagster's SQLite storage", "Lumos' dagster.yaml", "Dagster's PostgreSQL storage")
+INSTANCES = (
+    "Dagster's SQLite storage",
+    "Lumos' dagster.yaml (SQLite)",
+    "Dagster's PostgreSQL storage",
+    "Dagster's PostgreSQL storage, Lumos' event log",
+)
 
 
 def _postgres_database() -> str:
@@ -49,12 +56,21 @@ def _instance_yaml(kind: str, home: Path) -> list[str]:
     """Writes the instance's dagster.yaml; returns the PostgreSQL databases to drop afterwards."""
     if kind == INSTANCES[1]:
         (home / "dagster.yaml").write_text((ROOT / "dagster.yaml").read_text())
-    elif kind == INSTANCES[2]:
+    elif kind in INSTANCES[2:]:
         name = _postgres_database()
-        (home / "dagster.yaml").write_text(
-            f"storage:\n  postgres:\n    postgres_url: postgresql://postgres@127.0.0.1:5432/{name}\n"
-            "telemetry:\n  enabled: false\n"
-        )
+        url = f"postgresql+psycopg2://postgres@127.0.0.1:5432/{name}"
+        if kind == INSTANCES[2]:
+            text = f"storage:\n  postgres:\n    postgres_url: {url}\n"
+        else:
+            text = "".join(
+                f"{part}:\n  module: {module}\n  class: {cls}\n  config:\n    postgres_url: {url}\n"
+                for part, module, cls in (
+                    ("run_storage", "dagster_postgres.run_storage", "PostgresRunStorage"),
+                    ("schedule_storage", "dagster_postgres.schedule_storage", "PostgresScheduleStorage"),
+                    ("event_log_storage", "resources.event_log_postgres", "LumosPostgresEventLogStorage"),
+                )
+            )
+        (home / "dagster.yaml").write_text(text + "telemetry:\n  enabled: false\n")
         return [name]
     return []
 

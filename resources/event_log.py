@@ -1,4 +1,5 @@
-"""The Dagster event log Lumos ships for its embedded default (`dagster.yaml`).
+"""The Dagster event log Lumos ships for its embedded default (`dagster.yaml`), and what it shares
+with the PostgreSQL one of deployments (resources/event_log_postgres.py).
 
 It is Dagster's own SQLite event log: the same files, tables and queries, so the UI, the daemon
 and `dagster` commands read it as usual. What changes is how it writes, which matters when one
@@ -26,6 +27,7 @@ import atexit
 import os
 import threading
 import weakref
+from abc import ABC, abstractmethod
 from collections import OrderedDict
 from contextlib import contextmanager
 from typing import Iterator, Sequence
@@ -48,6 +50,7 @@ from dagster._core.storage.event_log.sqlite.sqlite_event_log import (
 from dagster._core.storage.sql import create_engine
 from dagster._core.storage.sqlite import SQLITE_BUSY_TIMEOUT_SECONDS
 from dagster._time import datetime_from_timestamp
+from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.pool import QueuePool
@@ -74,6 +77,7 @@ GROUPED = frozenset(
 )
 
 _MIRROR = SqlEventLogStorageTable.insert()
+INDEXED = ASSET_EVENTS | ASSET_CHECK_EVENTS
 _CHECK_PLANNED = AssetCheckExecutionsTable.insert()
 _C = AssetCheckExecutionsTable.c
 _CHECK_EVALUATED = {  # by whether the evaluation has a partition
@@ -123,18 +127,164 @@ class _Watchdog(SqliteEventLogStorageWatchdog):
         self._process_log()
 
 
-class LumosSqliteEventLogStorage(SqliteEventLogStorage):
+class GroupedEventWrites(ABC):
+    """Holds the events a run emits by the thousand and writes them in groups (`_write`, per
+    storage); anything else that reads or writes through the storage writes them first."""
+
+    def _start_grouping(self) -> None:
+        self._held: list[EventLogEntry] = []
+        self._timer: threading.Timer | None = None
+        self._flushing = False
+        self._lock = threading.RLock()  # the held events; a write of them may run inside a connection's lock
+        ref = weakref.ref(self)
+        atexit.register(lambda: (storage := ref()) is not None and storage.flush())
+
+    def store_event(self, event: EventLogEntry) -> None:
+        if not _grouped(event):
+            with self._lock:
+                self._flush_held()
+                super().store_event(event)
+            return
+        with self._lock:
+            self._held.append(event)
+            if len(self._held) >= BATCH:
+                self._flush_held()
+            elif self._timer is None:
+                self._timer = threading.Timer(FLUSH_AFTER, self.flush)
+                self._timer.daemon = True
+                self._timer.start()
+
+    def store_event_batch(self, events: Sequence[EventLogEntry]) -> None:
+        for event in events:
+            self.store_event(event)
+
+    def flush(self) -> None:
+        """Write the held events now."""
+        with self._lock:
+            self._flush_held()
+
+    def _flush_held(self) -> None:
+        if not self._held or self._flushing:
+            return
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        events, self._flushing = self._held, True
+        try:
+            self._write(events)
+            self._held = []
+        finally:
+            self._flushing = False
+
+    @abstractmethod
+    def _write(self, events: list[EventLogEntry]) -> None:
+        """Store `events` as Dagster's own `store_event` would each, in as few statements as it takes."""
+
+    @abstractmethod
+    def _asset_index_cols(self, conn: Connection) -> bool:
+        """Whether the assets table has its index columns (Dagster asks each storage its own way)."""
+
+    def _index(self, conn: Connection, indexed: list[tuple[EventLogEntry, dict, int]]) -> None:
+        """What Dagster's `store_event` adds for asset and check events (with their stored ids):
+        tags, each asset's row, the check executions."""
+        assets = [(e, r, i) for e, r, i in indexed if e.dagster_event_type in ASSET_EVENTS]
+        self._store_asset_event_tags(conn, [e for e, _, _ in assets], [i for _, _, i in assets])
+        self._asset_entries(conn, assets)
+        self._asset_checks(conn, [(e, r, i) for e, r, i in indexed if e.dagster_event_type in ASSET_CHECK_EVENTS])
+
+    def _asset_entries(self, conn: Connection, assets: list[tuple[EventLogEntry, dict, int]]) -> None:
+        """Dagster's insert-else-update of each asset's row, as upserts; consecutive events that set
+        the same columns go in one statement, in order, so the last event of an asset wins."""
+        index_cols = self._asset_index_cols(conn)
+        group: list[dict] = []
+        for event, event_row, event_id in assets:
+            values = self._entry_values(event, event_row, event_id, index_cols)
+            if not values or event.get_dagster_event().asset_key is None:
+                continue
+            row = {"asset_key": event.get_dagster_event().asset_key.to_string(), **values}
+            if group and group[-1].keys() != row.keys():
+                self._upsert_assets(conn, group)
+                group = []
+            group.append(row)
+        if group:
+            self._upsert_assets(conn, group)
+
+    def _entry_values(self, event: EventLogEntry, event_row: dict, event_id: int, index_cols: bool) -> dict:
+        """Dagster's `_get_asset_entry_values`, but a materialization's record is written around the
+        event's JSON, serialized already for its row, rather than serialized a second time (the test
+        against Dagster's own class checks the text is the same)."""
+        if not event.get_dagster_event().is_step_materialization:
+            return self._get_asset_entry_values(event, event_id, index_cols)
+        record = f'{{"__class__": "EventLogRecord", "event_log_entry": {event_row["event"]}, "storage_id": {event_id}}}'
+        values = {"last_materialization": record, "last_run_id": event.run_id}
+        if index_cols:
+            values["last_materialization_timestamp"] = datetime_from_timestamp(event.timestamp)
+        return values
+
+    @staticmethod
+    def _upsert_assets(conn: Connection, rows: list[dict]) -> None:
+        insert = (postgresql_insert if conn.dialect.name == "postgresql" else sqlite_insert)(AssetKeyTable)
+        columns = [c for c in rows[0] if c != "asset_key"]
+        statement = insert.on_conflict_do_update(
+            index_elements=[AssetKeyTable.c.asset_key], set_={c: insert.excluded[c] for c in columns}
+        )
+        conn.execute(statement, rows)
+
+    def _asset_checks(self, conn: Connection, checks: list[tuple[EventLogEntry, dict, int]]) -> None:
+        planned: list[dict] = []
+        for event, row, event_id in checks:
+            data = event.get_dagster_event().event_specific_data
+            timestamp = self._event_insert_timestamp(event)
+            if event.dagster_event_type == DagsterEventType.ASSET_CHECK_EVALUATION_PLANNED:
+                keys = data.partitions_subset.get_partition_keys() if data.partitions_subset else [None]
+                planned += [
+                    dict(asset_key=data.asset_key.to_string(), check_name=data.check_name, partition=key,
+                         run_id=event.run_id, execution_status=AssetCheckExecutionRecordStatus.PLANNED.value,
+                         evaluation_event=row["event"], evaluation_event_timestamp=timestamp,
+                         evaluation_event_storage_id=event_id)
+                    for key in keys
+                ]  # fmt: skip
+                continue
+            if planned:  # an evaluation updates the row its planned event made
+                conn.execute(_CHECK_PLANNED, planned)
+                planned = []
+            target = data.target_materialization_data
+            values = dict(
+                execution_status=(
+                    AssetCheckExecutionRecordStatus.SUCCEEDED if data.passed else AssetCheckExecutionRecordStatus.FAILED
+                ).value,
+                evaluation_event=row["event"],
+                evaluation_event_timestamp=timestamp,
+                evaluation_event_storage_id=event_id,
+                materialization_event_storage_id=target.storage_id if target else None,
+                partition=data.partition,
+            )
+            where = dict(
+                b_asset_key=data.asset_key.to_string(), b_check_name=data.check_name, b_run_id=event.run_id,
+                b_partition=data.partition,
+            )  # fmt: skip
+            if data.partition is None:
+                where.pop("b_partition")
+            updated = conn.execute(_CHECK_EVALUATED[data.partition is not None], {**where, **values}).rowcount
+            if updated == 0:  # no planned row (Dagster's own fallback)
+                conn.execute(
+                    _CHECK_PLANNED,
+                    dict(
+                        asset_key=data.asset_key.to_string(), check_name=data.check_name, run_id=event.run_id, **values
+                    ),
+                )
+        if planned:
+            conn.execute(_CHECK_PLANNED, planned)
+
+
+class LumosSqliteEventLogStorage(GroupedEventWrites, SqliteEventLogStorage):
     def __init__(self, base_dir: str, inst_data=None):
         self._engines: OrderedDict[str, Engine] = OrderedDict()
         self._tables: set[str] = set()
         self._columns: dict[tuple[str, str], bool] = {}
-        self._held: list[EventLogEntry] = []
-        self._timer: threading.Timer | None = None
-        self._flushing = False
+        self._start_grouping()
         super().__init__(base_dir, inst_data)
-        self._db_lock = threading.RLock()  # a write of held events runs inside `_connect`'s lock
-        ref = weakref.ref(self)
-        atexit.register(lambda: (storage := ref()) is not None and storage.flush())
+        self._db_lock = self._lock  # a write of held events runs inside `_connect`'s lock
 
     @classmethod
     def config_type(cls):
@@ -189,47 +339,12 @@ class LumosSqliteEventLogStorage(SqliteEventLogStorage):
             self._columns[key] = super()._has_asset_key_col_on_connection(conn, column_name)
         return self._columns[key]
 
-    # ------------------------------------------------------------------ writes
-
-    def store_event(self, event: EventLogEntry) -> None:
-        if not _grouped(event):
-            with self._db_lock:
-                self._flush_held()
-                super().store_event(event)
-            return
-        with self._db_lock:
-            self._held.append(event)
-            if len(self._held) >= BATCH:
-                self._flush_held()
-            elif self._timer is None:
-                self._timer = threading.Timer(FLUSH_AFTER, self.flush)
-                self._timer.daemon = True
-                self._timer.start()
-
-    def store_event_batch(self, events: Sequence[EventLogEntry]) -> None:
-        for event in events:
-            self.store_event(event)
-
-    def flush(self) -> None:
-        """Write the held events now."""
-        with self._db_lock:
-            self._flush_held()
-
-    def _flush_held(self) -> None:
-        if not self._held or self._flushing:
-            return
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
-        events, self._flushing = self._held, True
-        try:
-            self._write(events)
-            self._held = []
-        finally:
-            self._flushing = False
+    def _asset_index_cols(self, conn: Connection) -> bool:
+        return self._has_asset_key_index_cols_on_connection(conn)
 
     def _write(self, events: list[EventLogEntry]) -> None:
-        """What `store_event` does for each event, in one transaction per shard."""
+        """Into each run's shard, then asset and check events mirrored into the index, as Dagster's
+        SQLite event log does: one transaction per shard."""
         rows = [self._event_to_row(e) for e in events]
         by_run: dict[str, list[dict]] = {}
         for row in rows:
@@ -237,110 +352,11 @@ class LumosSqliteEventLogStorage(SqliteEventLogStorage):
         for run_id, run_rows in by_run.items():
             with self._engine(run_id).begin() as conn:
                 conn.execute(SqlEventLogStorageTable.insert(), run_rows)
-        indexed = [
-            (e, r)
-            for e, r in zip(events, rows, strict=True)
-            if e.dagster_event_type in ASSET_EVENTS | ASSET_CHECK_EVENTS
-        ]
-        if not indexed:
-            return
-        with self._engine(INDEX_SHARD_NAME).begin() as conn:
-            ids = [conn.execute(_MIRROR, row).inserted_primary_key[0] for _, row in indexed]
-            assets = [(e, r, i) for (e, r), i in zip(indexed, ids, strict=True) if e.dagster_event_type in ASSET_EVENTS]
-            self._store_asset_event_tags(conn, [e for e, _, _ in assets], [i for _, _, i in assets])
-            self._asset_entries(conn, assets)
-            self._asset_checks(
-                conn,
-                [
-                    (e, r, i)
-                    for (e, r), i in zip(indexed, ids, strict=True)
-                    if e.dagster_event_type in ASSET_CHECK_EVENTS
-                ],
-            )
-
-    def _asset_entries(self, conn: Connection, assets: list[tuple[EventLogEntry, dict, int]]) -> None:
-        """Dagster's insert-else-update of each asset's row, as upserts; consecutive events that set
-        the same columns go in one statement, in order, so the last event of an asset wins."""
-        index_cols = self._has_asset_key_index_cols_on_connection(conn)
-        group: list[dict] = []
-        for event, event_row, event_id in assets:
-            values = self._entry_values(event, event_row, event_id, index_cols)
-            if not values or event.get_dagster_event().asset_key is None:
-                continue
-            row = {"asset_key": event.get_dagster_event().asset_key.to_string(), **values}
-            if group and group[-1].keys() != row.keys():
-                self._upsert_assets(conn, group)
-                group = []
-            group.append(row)
-        if group:
-            self._upsert_assets(conn, group)
-
-    def _entry_values(self, event: EventLogEntry, event_row: dict, event_id: int, index_cols: bool) -> dict:
-        """Dagster's `_get_asset_entry_values`, but a materialization's record is written around the
-        event's JSON, serialized already for its row, rather than serialized a second time (the test
-        against Dagster's own class checks the text is the same)."""
-        if not event.get_dagster_event().is_step_materialization:
-            return self._get_asset_entry_values(event, event_id, index_cols)
-        record = f'{{"__class__": "EventLogRecord", "event_log_entry": {event_row["event"]}, "storage_id": {event_id}}}'
-        values = {"last_materialization": record, "last_run_id": event.run_id}
-        if index_cols:
-            values["last_materialization_timestamp"] = datetime_from_timestamp(event.timestamp)
-        return values
-
-    @staticmethod
-    def _upsert_assets(conn: Connection, rows: list[dict]) -> None:
-        insert = sqlite_insert(AssetKeyTable)
-        columns = [c for c in rows[0] if c != "asset_key"]
-        statement = insert.on_conflict_do_update(
-            index_elements=[AssetKeyTable.c.asset_key], set_={c: insert.excluded[c] for c in columns}
-        )
-        conn.execute(statement, rows)
-
-    def _asset_checks(self, conn: Connection, checks: list[tuple[EventLogEntry, dict, int]]) -> None:
-        planned: list[dict] = []
-        for event, row, event_id in checks:
-            data = event.get_dagster_event().event_specific_data
-            timestamp = self._event_insert_timestamp(event)
-            if event.dagster_event_type == DagsterEventType.ASSET_CHECK_EVALUATION_PLANNED:
-                keys = data.partitions_subset.get_partition_keys() if data.partitions_subset else [None]
-                planned += [
-                    dict(asset_key=data.asset_key.to_string(), check_name=data.check_name, partition=key,
-                         run_id=event.run_id, execution_status=AssetCheckExecutionRecordStatus.PLANNED.value,
-                         evaluation_event=row["event"], evaluation_event_timestamp=timestamp,
-                         evaluation_event_storage_id=event_id)
-                    for key in keys
-                ]  # fmt: skip
-                continue
-            if planned:  # an evaluation updates the row its planned event made
-                conn.execute(_CHECK_PLANNED, planned)
-                planned = []
-            target = data.target_materialization_data
-            values = dict(
-                execution_status=(
-                    AssetCheckExecutionRecordStatus.SUCCEEDED if data.passed else AssetCheckExecutionRecordStatus.FAILED
-                ).value,
-                evaluation_event=row["event"],
-                evaluation_event_timestamp=timestamp,
-                evaluation_event_storage_id=event_id,
-                materialization_event_storage_id=target.storage_id if target else None,
-                partition=data.partition,
-            )
-            where = dict(
-                b_asset_key=data.asset_key.to_string(), b_check_name=data.check_name, b_run_id=event.run_id,
-                b_partition=data.partition,
-            )  # fmt: skip
-            if data.partition is None:
-                where.pop("b_partition")
-            updated = conn.execute(_CHECK_EVALUATED[data.partition is not None], {**where, **values}).rowcount
-            if updated == 0:  # no planned row (Dagster's own fallback)
-                conn.execute(
-                    _CHECK_PLANNED,
-                    dict(
-                        asset_key=data.asset_key.to_string(), check_name=data.check_name, run_id=event.run_id, **values
-                    ),
-                )
-        if planned:
-            conn.execute(_CHECK_PLANNED, planned)
+        indexed = [(e, r) for e, r in zip(events, rows, strict=True) if e.dagster_event_type in INDEXED]
+        if indexed:
+            with self._engine(INDEX_SHARD_NAME).begin() as conn:
+                ids = [conn.execute(_MIRROR, row).inserted_primary_key[0] for _, row in indexed]
+                self._index(conn, [(e, r, i) for (e, r), i in zip(indexed, ids, strict=True)])
 
     # ------------------------------------------------------------------ lifecycle
 

@@ -191,3 +191,59 @@ def test_a_run_killed_mid_way_leaves_the_instance_whole_and_readable(home):
         latest = instance.get_runs(limit=1)[0]
         assert latest.status == dg.DagsterRunStatus.SUCCESS and _materializations(instance) == 400
         assert _materializations(instance, run.run_id) == kept
+
+
+@pytest.fixture
+def postgres_databases():
+    """Two fresh databases on the PostgreSQL server, dropped afterwards."""
+    import sqlalchemy as sa
+
+    admin = sa.create_engine("postgresql+psycopg://postgres@127.0.0.1:5432/test", isolation_level="AUTOCOMMIT")
+    names = [f"lumos_events_{os.getpid()}_{i}_{int(time.time() * 1000) % 10**8}" for i in range(2)]
+    with admin.connect() as conn:
+        for name in names:
+            conn.exec_driver_sql(f'CREATE DATABASE "{name}"')
+    yield [f"postgresql+psycopg2://postgres@127.0.0.1:5432/{name}" for name in names]
+    with admin.connect() as conn:
+        for name in names:
+            conn.exec_driver_sql(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    admin.dispose()
+
+
+def _pg_tables(url: str) -> dict:
+    import sqlalchemy as sa
+
+    engine = sa.create_engine(url)
+    out = {}
+    with engine.connect() as conn:
+        for table in sa.inspect(conn).get_table_names():
+            columns = [c["name"] for c in sa.inspect(conn).get_columns(table)]
+            kept = [f'"{c}"' for c in columns if c not in ("create_timestamp", "migration_completed")]
+            order = '"id"' if "id" in columns else kept[0]
+            out[table] = conn.exec_driver_sql(f'select {", ".join(kept)} from "{table}" order by {order}').fetchall()
+    engine.dispose()
+    return out
+
+
+def test_on_postgresql_it_writes_what_dagsters_own_postgresql_event_log_writes(postgres_databases):
+    from dagster_postgres.event_log.event_log import PostgresEventLogStorage
+
+    from resources.event_log_postgres import LumosPostgresEventLogStorage
+
+    source = dg.DagsterInstance.ephemeral()
+    job = _job(6)
+    events = []
+    for key in ("2026-11-02", "2026-11-03"):
+        run_id = job.execute_in_process(instance=source, partition_key=key).run_id
+        events += source.all_logs(run_id)
+    stock_url, ours_url = postgres_databases
+    stock, ours = PostgresEventLogStorage(stock_url), LumosPostgresEventLogStorage(ours_url)
+    for event in events:
+        stock.store_event(event)
+        ours.store_event(event)
+    ours.flush()
+    assert _pg_tables(ours_url) == _pg_tables(stock_url)
+    key = dg.AssetKey("a3")
+    assert ours.get_latest_materialization_events([key])[key].dagster_event.partition == "2026-11-03"
+    ours.dispose()
+    stock.dispose()
