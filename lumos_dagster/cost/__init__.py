@@ -1,0 +1,1 @@
+"""What datasets cost: attribution along the lineage, pricing, FOCUS bills."""

@@ -1,3 +1,5 @@
+"""What every format reader shares: the result types, and opening local or remote (S3) files."""
+
 from __future__ import annotations
 
 import functools

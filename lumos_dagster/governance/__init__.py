@@ -1,0 +1,1 @@
+"""Governance: quality evidence and score, required documentation, the govern step."""

@@ -1,0 +1,1 @@
+"""Reports for people: schema changes, cost, the estate overview, search."""

@@ -1,0 +1,1 @@
+"""The snapshot run: discovery, the pipeline and its steps, the schema readers, recording."""

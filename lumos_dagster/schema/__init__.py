@@ -1,0 +1,1 @@
+"""Schemas over time: diffs, compatibility rules, versions, the gate, history and releases."""
