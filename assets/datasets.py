@@ -1,17 +1,18 @@
 """Dataset assets: one asset per dataset, deps = lineage, partitions = snapshot times.
 
-The datasets of one cadence live in subsettable `multi_asset`s of at most `CHUNK` datasets,
-chunked along the lineage (independent groups of datasets kept together, upstream chunks before
-downstream ones). A run of many datasets × partitions is one Spark session (resources live for
-the run) and one step per chunk. Each op runs the core pipeline (`lumos_dagster.scan.pipeline`)
+The datasets of one cadence live in subsettable `multi_asset`s, one per group of lineage-linked
+datasets (a group is never split; unlinked groups are packed up to `CHUNK` datasets an op), so no
+op depends on another. A run of many datasets × partitions is one Spark session (resources live
+for the run) and one step per op. Each op runs the core pipeline (`lumos_dagster.scan.pipeline`)
 and turns the finished run into materializations and check evaluations, nothing more.
 
 Why not one op for every dataset, and why events rather than outputs: in Dagster 1.13 each
 output an op yields costs a walk over all of the op's outputs (so an op of N datasets costs N²),
 plus a step-output event and, for a check result, a database query. So a dataset's
 materialization and checks are yielded as events (`AssetMaterialization`, `AssetCheckEvaluation`),
-and an output only where a step later in the same run consumes the dataset (the reports, a
-dataset of another chunk), whose step would otherwise be skipped. docs/performance.md has the figures.
+and outputs (the dataset's and its checks') only where a step later in the same run consumes the
+dataset (the reports), whose step would otherwise be skipped.
+docs/performance.md has the figures.
 """
 
 # no `from __future__ import annotations`: Dagster reads the op's parameter annotations
@@ -19,6 +20,7 @@ from datetime import datetime
 from typing import Mapping, Sequence
 
 from dagster import (
+    AssetCheckKey,
     AssetExecutionContext,
     AssetKey,
     AssetMaterialization,
@@ -31,6 +33,7 @@ from dagster import (
     MaterializeResult,
     MetadataValue,
     MonthlyPartitionsDefinition,
+    Output,
     TimeWindowPartitionsDefinition,
     WeeklyPartitionsDefinition,
     multi_asset,
@@ -53,7 +56,8 @@ from resources.spark import LumosSparkResource, schema_reader
 from resources.store import CatalogsResource, SnapshotStoreResource
 
 IO_MANAGER_KEY = "lumos_io_manager"
-#: datasets per op: bounds Dagster's per-output walk where outputs are yielded (docs/performance.md)
+#: unlinked datasets packed per op: bounds Dagster's per-output walk where outputs are yielded
+#: (docs/performance.md); a lineage group larger than this is one op of its own
 CHUNK = 200
 #: datasets stored, delivered and yielded at a time: progress shows, memory stays small
 FIRST_BATCH, BATCH = 50, 500
@@ -135,6 +139,8 @@ def _in_run_consumers(context: AssetExecutionContext) -> set[AssetKey]:
 def _events(context: AssetExecutionContext, run: Run, keys: Mapping[str, AssetKey], recorder: Recorder,
             blocking: frozenset[str]):  # fmt: skip
     outputs = _in_run_consumers(context)
+    # a later step depends on these datasets' checks too: Dagster looks for their outputs
+    check_outputs = {spec.key: name for name, spec in context.assets_def.check_specs_by_output_name.items()}
     kept = [d for d in run.datasets if run.judgements[d.name].held_back is None]
     for d in run.datasets:
         held = run.judgements[d.name].held_back
@@ -158,6 +164,8 @@ def _events(context: AssetExecutionContext, run: Run, keys: Mapping[str, AssetKe
                 for pk in context.partition_keys:
                     yield AssetMaterialization(asset_key=key, partition=pk, metadata=metadata, tags=tags)
             for outcome in run.judgements[d.name].checks:
+                if key in outputs:
+                    yield Output(None, output_name=check_outputs[AssetCheckKey(key, outcome.name)])
                 yield evaluation(key, outcome, blocking)
         context.log.info(f"recorded {end}/{len(kept)} datasets")
 

@@ -24,6 +24,7 @@ connections kept open, commits land in `<run>.db-wal`, which its watcher follows
 from __future__ import annotations
 
 import atexit
+import logging
 import os
 import threading
 import weakref
@@ -55,6 +56,8 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.pool import QueuePool
 from watchdog.observers import Observer
+
+log = logging.getLogger(__name__)
 
 #: shards kept open at once: the index, the running run's and a few a reader looks at
 OPEN_SHARDS = 16
@@ -136,23 +139,44 @@ class GroupedEventWrites(ABC):
         self._timer: threading.Timer | None = None
         self._flushing = False
         self._lock = threading.RLock()  # the held events; a write of them may run inside a connection's lock
+        # held events (by id) written to their run's table already, with their storage ids where the
+        # index needs them: a retry after a failed write writes each row once
+        self._in_shard: dict[int, int | None] = {}
         ref = weakref.ref(self)
         atexit.register(lambda: (storage := ref()) is not None and storage.flush())
+        # A process forked (a schema reader, the delivery worker) while the flush thread is inside
+        # SQLite would inherit SQLite's locks held, and hang on its own first SQLite call: forks wait
+        # for a flush to end, and a child starts with nothing held.
+        os.register_at_fork(
+            before=lambda: (storage := ref()) is not None and storage._lock.acquire(),
+            after_in_parent=lambda: (storage := ref()) is not None and storage._lock.release(),
+            after_in_child=lambda: (storage := ref()) is not None and storage._forked(),
+        )
+
+    def _forked(self) -> None:
+        self._lock, self._held, self._timer, self._in_shard = threading.RLock(), [], None, {}
 
     def store_event(self, event: EventLogEntry) -> None:
-        if not _grouped(event):
-            with self._lock:
-                self._flush_held()
-                super().store_event(event)
-            return
         with self._lock:
             self._held.append(event)
-            if len(self._held) >= BATCH:
+            if not _grouped(event) or len(self._held) >= BATCH:
                 self._flush_held()
-            elif self._timer is None:
-                self._timer = threading.Timer(FLUSH_AFTER, self.flush)
-                self._timer.daemon = True
-                self._timer.start()
+            else:
+                self._flush_soon()
+
+    def _flush_soon(self) -> None:
+        if self._timer is None:
+            self._timer = threading.Timer(FLUSH_AFTER, self._flush_on_timer)
+            self._timer.daemon = True
+            self._timer.start()
+
+    def _flush_on_timer(self) -> None:
+        try:
+            self.flush()
+        except Exception as error:  # nobody to raise to: say so, and try again (a failed write holds on)
+            log.warning(
+                "Lumos event log: %d events not written yet (%s); retrying in %ss", len(self._held), error, FLUSH_AFTER
+            )
 
     def store_event_batch(self, events: Sequence[EventLogEntry]) -> None:
         for event in events:
@@ -164,15 +188,28 @@ class GroupedEventWrites(ABC):
             self._flush_held()
 
     def _flush_held(self) -> None:
+        """Write the held events in order: each run of grouped ones with `_write`, any other as
+        Dagster would. Whatever is not written stays held, to be retried on the timer or at the
+        next write, and the error goes to the caller."""
         if not self._held or self._flushing:
             return
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
-        events, self._flushing = self._held, True
+        self._flushing = True
         try:
-            self._write(events)
-            self._held = []
+            while self._held:
+                grouped = next((i for i, e in enumerate(self._held) if not _grouped(e)), len(self._held))
+                if grouped:
+                    self._write(self._held[:grouped])
+                    del self._held[:grouped]
+                    self._in_shard = {}
+                else:
+                    super().store_event(self._held[0])
+                    del self._held[0]
+        except BaseException:
+            self._flush_soon()
+            raise
         finally:
             self._flushing = False
 
@@ -346,12 +383,14 @@ class LumosSqliteEventLogStorage(GroupedEventWrites, SqliteEventLogStorage):
         """Into each run's shard, then asset and check events mirrored into the index, as Dagster's
         SQLite event log does: one transaction per shard."""
         rows = [self._event_to_row(e) for e in events]
-        by_run: dict[str, list[dict]] = {}
-        for row in rows:
-            by_run.setdefault(row["run_id"], []).append(row)
-        for run_id, run_rows in by_run.items():
+        by_run: dict[str, list[tuple[EventLogEntry, dict]]] = {}
+        for event, row in zip(events, rows, strict=True):
+            if id(event) not in self._in_shard:
+                by_run.setdefault(row["run_id"], []).append((event, row))
+        for run_id, pairs in by_run.items():
             with self._engine(run_id).begin() as conn:
-                conn.execute(SqlEventLogStorageTable.insert(), run_rows)
+                conn.execute(SqlEventLogStorageTable.insert(), [row for _, row in pairs])
+            self._in_shard.update(dict.fromkeys(id(event) for event, _ in pairs))
         indexed = [(e, r) for e, r in zip(events, rows, strict=True) if e.dagster_event_type in INDEXED]
         if indexed:
             with self._engine(INDEX_SHARD_NAME).begin() as conn:

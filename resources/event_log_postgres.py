@@ -2,9 +2,9 @@
 
 Dagster's PostgreSQL event log (dagster-postgres: the same tables and queries, so the webserver
 and the daemon read it as usual), writing as resources/event_log.py does on SQLite: the events a
-run emits by the thousand are held for at most half a second and written in one transaction, one
-statement per table; this process reads them at once, other processes (which poll) half a second
-late at most. Its connections come from a small pool instead of one connection per statement.
+run emits by the thousand are held for at most half a second and written in groups, one statement
+per table; this process reads them at once, other processes (which poll) half a second late at
+most. Its connections come from a small pool instead of one connection per statement.
 
 Dagster's own storage also sends a NOTIFY per event, which its code "no longer uses for event
 watches" and keeps only for older webservers: grouped writes leave it out.
@@ -15,6 +15,7 @@ from __future__ import annotations
 from contextlib import contextmanager
 from typing import Iterator
 
+import sqlalchemy as sa
 from dagster._core.events.log import EventLogEntry
 from dagster._core.storage.event_log.migration import ASSET_KEY_INDEX_COLS
 from dagster._core.storage.event_log.schema import SqlEventLogStorageTable
@@ -24,6 +25,8 @@ from sqlalchemy.engine import Connection
 
 from resources.event_log import INDEXED, GroupedEventWrites
 
+#: the advisory lock Lumos' writers of one Dagster database take turns on ("LUMO" in ASCII)
+WRITERS_LOCK = 0x4C554D4F
 _INSERT = SqlEventLogStorageTable.insert().returning(SqlEventLogStorageTable.c.id, sort_by_parameter_order=True)
 
 
@@ -65,15 +68,27 @@ class LumosPostgresEventLogStorage(GroupedEventWrites, PostgresEventLogStorage):
         return self.has_secondary_index(ASSET_KEY_INDEX_COLS)
 
     def _write(self, events: list[EventLogEntry]) -> None:
+        """The events' rows in one short statement, then what the index adds in one transaction. The
+        rows' ids are given at insert and seen at commit: a reader that pages by id (an asset sensor)
+        must not see a later id commit before an earlier one, so the statement is short and Lumos'
+        writers take their turns (an advisory lock); Dagster's own commit at each insert."""
         rows = [self._event_to_row(e) for e in events]
-        with self._engine.connect() as autocommit:
-            conn = autocommit.execution_options(isolation_level="READ COMMITTED")
-            with conn.begin():
-                ids = list(conn.execute(_INSERT, rows).scalars())
-                indexed = [
-                    (e, r, i) for e, r, i in zip(events, rows, ids, strict=True) if e.dagster_event_type in INDEXED
-                ]
-                self._index(conn, indexed)
+        new = [(e, r) for e, r in zip(events, rows, strict=True) if id(e) not in self._in_shard]
+        if new:
+            with self._engine.connect() as autocommit:
+                conn = autocommit.execution_options(isolation_level="READ COMMITTED")
+                with conn.begin():
+                    conn.execute(sa.select(sa.func.pg_advisory_xact_lock(WRITERS_LOCK)))
+                    ids = conn.execute(_INSERT, [r for _, r in new]).scalars().all()
+            self._in_shard.update({id(e): i for (e, _), i in zip(new, ids, strict=True)})
+        indexed = [
+            (e, r, self._in_shard[id(e)]) for e, r in zip(events, rows, strict=True) if e.dagster_event_type in INDEXED
+        ]
+        if indexed:
+            with self._engine.connect() as autocommit:
+                conn = autocommit.execution_options(isolation_level="READ COMMITTED")
+                with conn.begin():
+                    self._index(conn, indexed)
 
     def dispose(self) -> None:
         self.flush()

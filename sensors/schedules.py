@@ -2,8 +2,8 @@
 opens. Off by default, so `dagster dev` on a laptop starts quietly.
 
 A cadence with more datasets than `partitions.datasets_per_run` is split into several runs a
-tick, each a run of whole ops (an op's datasets are linked by lineage), so the run workers of a
-deployment snapshot a large estate side by side.
+tick, each a run of whole ops (an op holds whole lineage groups, so no run depends on another),
+so the run workers of a deployment snapshot a large estate side by side.
 """
 
 from __future__ import annotations

@@ -87,3 +87,38 @@ def test_a_run_killed_mid_way_loses_nothing_and_the_next_run_completes(tmp_path,
         assert len(_materialized(instance, latest.run_id)) == DATASETS
         assert store.outbox_counts(DataHubLiteCatalog(config.lite_path).name).get("pending", 0) == 0
     assert len(list(DataHubLiteCatalog(config.lite_path).read_all())) == DATASETS
+
+
+RECORDER = """
+import sys, time
+from lumos_dagster.catalog.datahub_lite import DataHubLiteCatalog
+from lumos_dagster.scan.record import Recorder
+from tests.test_store import snap
+recorder = Recorder(sys.argv[1], lambda: [DataHubLiteCatalog(sys.argv[2])], print)
+recorder.record([snap("a", "2026-11-20")])
+print(recorder._worker.pid, flush=True)
+time.sleep(60)
+"""
+
+
+def test_the_delivery_worker_ends_with_a_run_that_is_killed(tmp_path):
+    import signal
+
+    process = subprocess.Popen(
+        [sys.executable, "-c", RECORDER, f"sqlite:///{tmp_path}/store.db", str(tmp_path / "lite.db")],
+        cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    worker = int(process.stdout.readline())
+    os.kill(process.pid, signal.SIGKILL)
+    process.wait()
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        try:
+            os.kill(worker, 0)
+        except ProcessLookupError:
+            return  # gone with the run: nothing left holding the store and the catalog open
+        with open(f"/proc/{worker}/stat") as fh:
+            if fh.read().split(") ")[1].startswith("Z"):  # ended, waiting to be reaped by init
+                return
+        time.sleep(0.2)
+    raise AssertionError(f"the delivery worker {worker} outlived its run")

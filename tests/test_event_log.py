@@ -247,3 +247,69 @@ def test_on_postgresql_it_writes_what_dagsters_own_postgresql_event_log_writes(p
     assert ours.get_latest_materialization_events([key])[key].dagster_event.partition == "2026-11-03"
     ours.dispose()
     stock.dispose()
+
+
+@pytest.mark.parametrize("database", ["sqlite", "postgresql"])
+def test_a_write_that_fails_is_retried_without_writing_a_row_twice(database, request, tmp_path, monkeypatch):
+    from resources.event_log import GroupedEventWrites
+
+    source = dg.DagsterInstance.ephemeral()
+    run_id = _job(3).execute_in_process(instance=source, partition_key="2026-11-02").run_id
+    events = source.all_logs(run_id)
+    if database == "sqlite":
+        stock, ours = SqliteEventLogStorage(str(tmp_path / "stock")), LumosSqliteEventLogStorage(str(tmp_path / "ours"))
+        tables = lambda which: _tables(tmp_path / which)  # noqa: E731
+    else:
+        from dagster_postgres.event_log.event_log import PostgresEventLogStorage
+
+        from resources.event_log_postgres import LumosPostgresEventLogStorage
+
+        urls = dict(zip(("stock", "ours"), request.getfixturevalue("postgres_databases"), strict=True))
+        stock, ours = PostgresEventLogStorage(urls["stock"]), LumosPostgresEventLogStorage(urls["ours"])
+        tables = lambda which: _pg_tables(urls[which])  # noqa: E731
+    index = GroupedEventWrites._index
+    failures = []
+
+    def index_fails_once(self, conn, indexed):
+        if not failures:
+            failures.append(True)
+            raise OSError("disk full")  # after the events' own rows were written
+        index(self, conn, indexed)
+
+    monkeypatch.setattr(GroupedEventWrites, "_index", index_fails_once)
+    for event in events:
+        stock.store_event(event)
+        try:
+            ours.store_event(event)
+        except OSError:
+            pass  # the caller sees the failure; the events stay held, this one too
+    ours.flush()
+    assert failures and tables("ours") == tables("stock")
+    ours.dispose()
+    stock.dispose()
+
+
+def test_a_fork_waits_for_a_write_in_progress(tmp_path):
+    """A child forked while another thread writes SQLite would inherit SQLite's locks held."""
+    import threading
+
+    storage = LumosSqliteEventLogStorage(str(tmp_path))
+    writing = threading.Event()
+
+    def write() -> None:
+        with storage._lock:  # as a flush on the timer thread holds it
+            writing.set()
+            time.sleep(0.5)
+
+    thread = threading.Thread(target=write)
+    thread.start()
+    writing.wait()
+    start = time.monotonic()
+    pid = os.fork()
+    if pid == 0:
+        os._exit(0 if not storage._held else 1)
+    waited = time.monotonic() - start
+    _, status = os.waitpid(pid, 0)
+    thread.join()
+    assert waited >= 0.4 and os.waitstatus_to_exitcode(status) == 0
+    storage.dispose()

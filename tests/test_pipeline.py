@@ -67,31 +67,29 @@ def test_the_pipeline_runs_in_process_with_neither_dagster_nor_spark(tmp_path):
     assert got["failures"] == []
 
 
-def test_chunks_keep_lineage_together_and_only_depend_on_earlier_chunks(tmp_path):
+def test_chunks_keep_lineage_groups_whole_and_pack_the_rest(tmp_path):
     config = parse_config(
         {
             "datasets": [
                 {"name": "a/1"}, {"name": "a/2", "upstream": ["a/1"]}, {"name": "a/3", "upstream": ["a/2"]},
                 {"name": "b/1"}, {"name": "b/2", "upstream": ["b/1"]},
-                {"name": "c/1"},
+                {"name": "c/1"}, {"name": "d/1"},
             ]
         }
     )  # fmt: skip
     catalogue = resolve_datasets(config, [], {})
-    for size in (1, 2, 3, 4, 6):
+    groups = ("a", "b", "c", "d")
+    for size in (1, 2, 3, 4, 7):
         parts = chunks(catalogue.datasets, size)
         assert sorted(d.name for part in parts for d in part) == sorted(d.name for d in catalogue.datasets)
-        assert all(0 < len(part) <= size for part in parts)
         where = {d.name: i for i, part in enumerate(parts) for d in part}
-        for d in catalogue.datasets:
-            assert all(where[u] <= where[d.name] for u in d.upstream), (size, d.name)
-            within = [x.name for x in parts[where[d.name]]]
-            assert all(within.index(u) < within.index(d.name) for u in d.upstream if u in within)
-    # a lineage group that fits in a chunk is never split
-    for size in (3, 4, 6):
-        where = {d.name: i for i, part in enumerate(chunks(catalogue.datasets, size)) for d in part}
-        for group in ("a", "b", "c"):
+        for group in groups:  # a lineage group is never split, even past `size`
             assert len({i for name, i in where.items() if name.startswith(group)}) == 1, (size, group)
+        for part in parts:  # an op holds more than `size` only when one group does
+            assert len(part) <= size or len({d.name[0] for d in part}) == 1, (size, part)
+            within = [d.name for d in part]
+            assert all(within.index(u) < within.index(d.name) for d in part for u in d.upstream)
+    assert sorted(len(p) for p in chunks(catalogue.datasets, 4)) == [3, 4]  # a alone; b, c and d packed
 
 
 def test_the_pool_and_spark_give_identical_snapshots_of_the_same_lake(tmp_path, spark):

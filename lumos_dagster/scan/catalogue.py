@@ -160,9 +160,10 @@ def _edge(upstream: DatasetRef, doc: CodeDoc) -> LineageEdge:
 
 
 def chunks(datasets: Sequence[DatasetSpec], size: int) -> list[list[DatasetSpec]]:
-    """`datasets` (lineage order) in groups of at most `size`, each group depending only on groups
-    before it. Datasets linked by lineage stay in one group when they fit, so a failed gate holds
-    back as few unrelated datasets as possible (a group is one Dagster step)."""
+    """`datasets` (lineage order) in groups of lineage-linked datasets: those linked by lineage are
+    always in one group (which exceeds `size` if it must), unlinked ones are packed together up to
+    `size`. Groups are Dagster ops, so no op depends on another: a failed gate holds back exactly
+    what is downstream of it, as in one op, and groups can run in separate runs side by side."""
     names = {d.name for d in datasets}
     parent = {d.name: d.name for d in datasets}
 
@@ -179,12 +180,9 @@ def chunks(datasets: Sequence[DatasetSpec], size: int) -> list[list[DatasetSpec]
     components: dict[str, list[DatasetSpec]] = {}
     for d in datasets:  # each component keeps the lineage order
         components.setdefault(root(d.name), []).append(d)
-    out: list[list[DatasetSpec]] = [[]]
+    out: list[list[DatasetSpec]] = []
     for component in components.values():
-        if len(out[-1]) + len(component) > size and len(component) <= size:
+        if not out or len(out[-1]) + len(component) > size:
             out.append([])
-        for d in component:
-            if len(out[-1]) == size:
-                out.append([])
-            out[-1].append(d)
-    return [c for c in out if c]
+        out[-1].extend(component)
+    return out

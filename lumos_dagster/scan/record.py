@@ -23,7 +23,10 @@ from lumos_dagster.store import SnapshotStore
 
 #: (catalog → its first error in the run): a delivery round's outcome
 Down = dict[str, str]
-FINISH_TIMEOUT = 3600  # seconds to wait for the last deliveries of a run
+#: seconds the first batch waits for its delivery before the run goes on (a backlog of earlier runs,
+#: a slow catalog: a catalog found down later shows from then on)
+FIRST_WAIT = 30
+CHECK_EVERY = 5  # seconds between checks that a waited-for worker is still alive
 
 
 def deliver_all(store: SnapshotStore, catalogs: Sequence[CatalogAdapter], down: Down) -> None:
@@ -35,8 +38,11 @@ def deliver_all(store: SnapshotStore, catalogs: Sequence[CatalogAdapter], down: 
                 down[catalog.name] = next(iter(report.failed.values()))
 
 
-def _worker(store_url: str, make_catalogs: Callable[[], list[CatalogAdapter]], inbox: Connection) -> None:
-    """Deliver after each request; answer each with the catalogs that are down so far."""
+def _worker(store_url: str, make_catalogs: Callable[[], list[CatalogAdapter]], inbox: Connection,
+            parent_end: Connection) -> None:  # fmt: skip
+    """Deliver after each request; answer each with the catalogs that are down so far. The run going
+    away (even `kill -9`) ends the pipe, and the worker with it."""
+    parent_end.close()  # else this process holds the pipe open itself and never sees the run go
     down: Down = {}
     catalogs = make_catalogs()
     try:
@@ -74,10 +80,10 @@ class Recorder:
         """Store, queue and deliver; returns what each catalog known to be down still has queued."""
         self.store.put(snapshots, catalogs=self.names)
         if self._worker is not None:
-            self._request(wait=False)
+            self._request(wait=0)
         elif self._background:
             self._start()
-            self._request(wait=True)
+            self._request(wait=FIRST_WAIT)
         else:
             self._deliver_here()
         return self._pending()
@@ -86,7 +92,7 @@ class Recorder:
         """Wait for the last deliveries; returns what each catalog that failed still has queued."""
         try:
             if self._worker is not None:
-                self._request(wait=True, last=True)
+                self._request(wait=None, last=True)
             return self._pending()
         finally:
             if self._worker is not None:
@@ -108,22 +114,35 @@ class Recorder:
             catalog.close()
         parent, child = multiprocessing.Pipe()
         self._worker = multiprocessing.get_context("fork").Process(
-            target=_worker, args=(self.store.url, self.make_catalogs, child), name="lumos-delivery", daemon=True
+            target=_worker, args=(self.store.url, self.make_catalogs, child, parent), name="lumos-delivery", daemon=True
         )
         with frozen():
             self._worker.start()
         child.close()
         self._pipe = parent
 
-    def _request(self, wait: bool, last: bool = False) -> None:
-        """Ask the worker for a round; read its answers so far, or up to this round's when `wait`."""
+    def _request(self, wait: float | None, last: bool = False) -> None:
+        """Ask the worker for a round; read its answers so far, and wait `wait` seconds at most (None:
+        as long as the worker lives) for this round's."""
         self._sent += 1
+        expected = None if last else self._sent
         try:
-            self._pipe.send(None if last else self._sent)
-            while self._pipe.poll(FINISH_TIMEOUT if wait else 0):
+            self._pipe.send(expected)
+            waited = 0.0
+            while True:
+                if not self._pipe.poll(0 if wait == 0 else CHECK_EVERY):
+                    if wait == 0:
+                        return
+                    if not self._worker.is_alive():
+                        raise EOFError("the delivery process is gone")
+                    waited += CHECK_EVERY
+                    if wait is not None and waited >= wait:
+                        self.warn(f"delivery has taken over {wait:.0f} s (a backlog, a slow catalog): the run goes on")
+                        return
+                    continue
                 answered, down = self._pipe.recv()
                 self._update(down)
-                if wait and answered == (None if last else self._sent):
+                if wait != 0 and answered == expected:
                     return
         except (EOFError, OSError) as exc:  # the worker died: deliver here from now on
             self.warn(f"the delivery process stopped ({type(exc).__name__}); delivering in the run instead")
