@@ -59,13 +59,33 @@ def _tables(base_dir: Path) -> dict:
     return out
 
 
-def test_it_writes_what_dagsters_own_sqlite_event_log_writes(tmp_path):
+def _events(n: int, partitions: tuple[str, ...]) -> list:
+    """What runs of `_job(n)` emit, one run per partition."""
     source = dg.DagsterInstance.ephemeral()
-    job = _job(6)
+    job = _job(n)
     events = []
-    for key in ("2026-11-02", "2026-11-03"):
-        run_id = job.execute_in_process(instance=source, partition_key=key).run_id
-        events += source.all_logs(run_id)
+    for key in partitions:
+        events += source.all_logs(job.execute_in_process(instance=source, partition_key=key).run_id)
+    return events
+
+
+def _stock_and_ours(database: str, request, tmp_path: Path):
+    """Dagster's own event log and Lumos', on fresh databases, and a reader of each one's tables."""
+    if database == "sqlite":
+        stock, ours = SqliteEventLogStorage(str(tmp_path / "stock")), LumosSqliteEventLogStorage(str(tmp_path / "ours"))
+        return stock, ours, lambda which: _tables(tmp_path / which)
+    from dagster_postgres.event_log.event_log import PostgresEventLogStorage
+
+    from resources.event_log_postgres import LumosPostgresEventLogStorage
+
+    urls = dict(zip(("stock", "ours"), request.getfixturevalue("postgres_databases"), strict=True))
+    stock, ours = PostgresEventLogStorage(urls["stock"]), LumosPostgresEventLogStorage(urls["ours"])
+    return stock, ours, lambda which: _pg_tables(urls[which])
+
+
+@pytest.mark.parametrize("database", ["sqlite", "postgresql"])
+def test_it_writes_what_dagsters_own_event_log_writes(database, request, tmp_path):
+    events = _events(6, ("2026-11-02", "2026-11-03"))
     assert {e.dagster_event_type for e in events if e.is_dagster_event} >= {
         dg.DagsterEventType.ASSET_MATERIALIZATION_PLANNED,
         dg.DagsterEventType.ASSET_CHECK_EVALUATION_PLANNED,
@@ -73,13 +93,12 @@ def test_it_writes_what_dagsters_own_sqlite_event_log_writes(tmp_path):
         dg.DagsterEventType.ASSET_CHECK_EVALUATION,
         dg.DagsterEventType.STEP_OUTPUT,
     }
-    stock = SqliteEventLogStorage(str(tmp_path / "stock"))
-    ours = LumosSqliteEventLogStorage(str(tmp_path / "ours"))
+    stock, ours, tables = _stock_and_ours(database, request, tmp_path)
     for event in events:
         stock.store_event(event)
         ours.store_event(event)
     ours.flush()
-    assert _tables(tmp_path / "ours") == _tables(tmp_path / "stock")
+    assert tables("ours") == tables("stock")
     # and it reads back what it holds, through Dagster's own queries
     key = dg.AssetKey("a3")
     assert ours.get_latest_materialization_events([key])[key].dagster_event.partition == "2026-11-03"
@@ -225,48 +244,12 @@ def _pg_tables(url: str) -> dict:
     return out
 
 
-def test_on_postgresql_it_writes_what_dagsters_own_postgresql_event_log_writes(postgres_databases):
-    from dagster_postgres.event_log.event_log import PostgresEventLogStorage
-
-    from resources.event_log_postgres import LumosPostgresEventLogStorage
-
-    source = dg.DagsterInstance.ephemeral()
-    job = _job(6)
-    events = []
-    for key in ("2026-11-02", "2026-11-03"):
-        run_id = job.execute_in_process(instance=source, partition_key=key).run_id
-        events += source.all_logs(run_id)
-    stock_url, ours_url = postgres_databases
-    stock, ours = PostgresEventLogStorage(stock_url), LumosPostgresEventLogStorage(ours_url)
-    for event in events:
-        stock.store_event(event)
-        ours.store_event(event)
-    ours.flush()
-    assert _pg_tables(ours_url) == _pg_tables(stock_url)
-    key = dg.AssetKey("a3")
-    assert ours.get_latest_materialization_events([key])[key].dagster_event.partition == "2026-11-03"
-    ours.dispose()
-    stock.dispose()
-
-
 @pytest.mark.parametrize("database", ["sqlite", "postgresql"])
 def test_a_write_that_fails_is_retried_without_writing_a_row_twice(database, request, tmp_path, monkeypatch):
     from resources.event_log import GroupedEventWrites
 
-    source = dg.DagsterInstance.ephemeral()
-    run_id = _job(3).execute_in_process(instance=source, partition_key="2026-11-02").run_id
-    events = source.all_logs(run_id)
-    if database == "sqlite":
-        stock, ours = SqliteEventLogStorage(str(tmp_path / "stock")), LumosSqliteEventLogStorage(str(tmp_path / "ours"))
-        tables = lambda which: _tables(tmp_path / which)  # noqa: E731
-    else:
-        from dagster_postgres.event_log.event_log import PostgresEventLogStorage
-
-        from resources.event_log_postgres import LumosPostgresEventLogStorage
-
-        urls = dict(zip(("stock", "ours"), request.getfixturevalue("postgres_databases"), strict=True))
-        stock, ours = PostgresEventLogStorage(urls["stock"]), LumosPostgresEventLogStorage(urls["ours"])
-        tables = lambda which: _pg_tables(urls[which])  # noqa: E731
+    events = _events(3, ("2026-11-02",))
+    stock, ours, tables = _stock_and_ours(database, request, tmp_path)
     index = GroupedEventWrites._index
     failures = []
 
