@@ -15,6 +15,15 @@ TRIGGER_TAG = "lumos/trigger"
 URN_METADATA_KEY = "lumos/urn"
 
 _NOT_NAME = re.compile(r"[^A-Za-z0-9_]")
+# `%` (the escape itself), the separators of dataset names (`/`) and of SQL names (`.`), and what DataHub
+# URNs reserve (it would encode those one way only, so a name read back from DataHub would differ)
+_SPECIAL = re.compile("[%/.,()\u241f]")
+
+
+def name_part(identifier: str) -> str:
+    """A database identifier as one part of a dataset name, percent-encoded where it could be read as
+    more than one part (`a/b` → `a%2Fb`); urllib.parse.unquote reverses it. Plain names are unchanged."""
+    return _SPECIAL.sub(lambda m: "".join(f"%{b:02X}" for b in m[0].encode()), identifier)
 
 
 def segment(text: str) -> str:

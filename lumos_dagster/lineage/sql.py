@@ -95,6 +95,29 @@ def parse_sql_folder(
     return entries
 
 
+def rename_tables(statement: str, dialect: str, names: dict[tuple[str, ...], str]) -> str:
+    """`statement` reading each table of `names` (its parts → a plain one-part name) under the new name,
+    aliased to its old one so that column references still resolve. The parser joins a table's parts
+    with dots and drops quotes, so `"a.b"."c"` or `"x""y"` would come back as some other table.
+    Unchanged when sqlglot cannot read it (the parser then reports why)."""
+    try:
+        trees = sqlglot.parse(statement, read=get_dialect(dialect))
+    except SqlglotError:
+        return statement
+    renamed = False
+    for table in (t for tree in trees if tree for t in tree.find_all(exp.Table)):
+        new = names.get(tuple(part.name for part in table.parts))
+        if new is None:
+            continue
+        if not table.alias:
+            table.set("alias", exp.TableAlias(this=exp.to_identifier(table.name, quoted=True)))
+        for key in ("catalog", "db"):
+            table.set(key, None)
+        table.set("this", exp.to_identifier(new))
+        renamed = True
+    return ";\n".join(tree.sql(dialect=get_dialect(dialect)) for tree in trees if tree) if renamed else statement
+
+
 # --- header ------------------------------------------------------------------------------------------
 
 _LEADING_COMMENT = re.compile(r"\s*(--[^\n]*|/\*.*?\*/)", re.DOTALL)

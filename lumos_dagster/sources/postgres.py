@@ -34,6 +34,7 @@ from lumos_dagster.model import (
     Time,
     Timestamp,
 )
+from lumos_dagster.naming import name_part
 from lumos_dagster.plugins import expand_secrets
 from lumos_dagster.scan.report import ScanReport
 from lumos_dagster.sources.base import Progress, TableDescription, TableSource
@@ -48,6 +49,7 @@ _SIMPLE = {
 }  # fmt: skip
 _LITERAL = re.compile(r"^'((?:[^']|'')*)'(?:::[\w .\"\[\]]+)?$")
 _QUOTED = re.compile(r'^"((?:[^"]|"")*)"\."((?:[^"]|"")*)"$')
+_PLAIN = re.compile(r"[a-z_][a-z0-9_]*")  # an identifier PostgreSQL never needs to quote
 
 RELATIONS = """
 SELECT c.oid, n.nspname, c.relname, c.relkind, obj_description(c.oid, 'pg_class'),
@@ -148,7 +150,8 @@ class PostgresSource(TableSource):
         return psycopg.connect(dsn, autocommit=True, connect_timeout=30)
 
     def name_of(self, schema: str, table: str) -> str:
-        return f"{self.database}/{schema}/{table}"
+        """`database/schema/table`, each part escaped (`naming.name_part`) so that no two relations share it."""
+        return "/".join(name_part(p) for p in (self.database, schema, table))
 
     def _wanted(self, schema: str, table: str) -> bool:
         return any(fnmatchcase(schema, p) for p in self.config.schemas) and not any(
@@ -192,16 +195,28 @@ class PostgresSource(TableSource):
                 # with an empty search_path PostgreSQL qualifies every table a view reads with its schema
                 conn.execute("SELECT set_config('search_path', '', false)")  # this connection only
                 wanted = [(oid, s, t, kind) for oid, s, t, kind, *_ in conn.execute(RELATIONS) if self._wanted(s, t)]
-                views = tuple(
-                    (f"{s}.{t}", quote(s, t), conn.execute(VIEW_SQL, (oid,)).fetchone()[0])
+                views = [
+                    (oid, s, t, conn.execute(VIEW_SQL, (oid,)).fetchone()[0])
                     for oid, s, t, kind in wanted
                     if KINDS[kind] in ("view", "materialized_view")
-                )
+                ]
         except (psycopg.Error, ConfigError) as exc:
             report.fail(f"source {self.name}", f"cannot read the view definitions of {self.root}: {exc}".strip())
             return None
-        names = {quote(s, t): self.name_of(s, t) for _, s, t, _ in wanted}
-        return StoredSql(flow=self.name, dialect="postgres", views=views, names=names)
+        # the SQL parser would lose the parts, quotes or case of other names: those relations get plain ones
+        plain = {(s, t): quote(s, t) for _, s, t, _ in wanted if _PLAIN.fullmatch(s) and _PLAIN.fullmatch(t)}
+        opaque = {(s, t): f"lumos_relation_{oid}" for oid, s, t, _ in wanted if (s, t) not in plain}
+        if opaque:  # the SQL parser loads slowly: only when a name needs it
+            from lumos_dagster.lineage.sql import rename_tables
+
+            views = [(oid, s, t, rename_tables(body, "postgres", opaque)) for oid, s, t, body in views]
+        sql_names = {**plain, **opaque}
+        return StoredSql(
+            flow=self.name,
+            dialect="postgres",
+            views=tuple((f"{name_part(s)}.{name_part(t)}", sql_names[s, t], body) for _, s, t, body in views),
+            names={sql_names[s, t]: self.name_of(s, t) for _, s, t, _ in wanted},
+        )
 
     def _type(self, conn, oid: int, typmod: int) -> DataType:
         row = conn.execute(TYPE, (oid,)).fetchone()
