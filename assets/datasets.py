@@ -151,7 +151,10 @@ def _events(context: AssetExecutionContext, run: Run, keys: Mapping[str, AssetKe
     starts = [0, *range(FIRST_BATCH, len(kept), BATCH)] if kept else []
     for start, end in zip(starts, [*starts[1:], len(kept)], strict=True):
         batch = kept[start:end]
-        pending = recorder.record([s for d in batch for s in run.snapshots[d.name].values()])
+        cells = [(d.name, pk) for d in batch for pk in run.snapshots[d.name]]
+        stored, pending = recorder.record([run.snapshots[name][pk] for name, pk in cells])
+        for (name, pk), s in zip(cells, stored, strict=True):  # versioned by the store: events say what it keeps
+            run.snapshots[name][pk] = s
         for d in batch:  # lineage order: upstreams first
             key, snaps = keys[d.name], run.snapshots[d.name]
             metadata = snapshot_metadata(snaps, d.time_partition_key, keys)
@@ -212,13 +215,13 @@ def _multi_asset(
             for warning in run.warnings:
                 context.log.warning(warning)
             context.log.info("scan report:\n" + run.report.render())
+            recorder = lumos_catalogs.recorder(lumos_store.store_url, context.log.warning)
+            yield from _events(context, run, keys, recorder, blocking)
             release = context.run.tags.get(RELEASE_TAG)
-            if release:  # a refresh after a release: the versions it brought belong to it
+            if release:  # a refresh after a release: the versions it brought (as the store numbered them) are its
                 store.record_release_versions(
                     release, {d.name: v for d in selected if (v := newest(run.snapshots[d.name]).version)}
                 )
-            recorder = lumos_catalogs.recorder(lumos_store.url, context.log.warning)
-            yield from _events(context, run, keys, recorder, blocking)
 
     return _snapshots
 

@@ -6,6 +6,7 @@ import re
 from typing import Iterable
 
 from dagster import AssetKey
+from dagster._core.definitions.utils import is_valid_owner
 
 from lumos_dagster.naming import segment
 
@@ -22,14 +23,11 @@ def group_name(domain: str | None) -> str:
 
 
 def dagster_owners(owners) -> list[str]:
-    """Dagster takes e-mail addresses and `team:` names; other user ids stay catalog-only."""
-    out = []
-    for o in owners:
-        if o.kind == "group":
-            out.append(f"team:{segment(o.id)}")
-        elif "@" in o.id:
-            out.append(o.id)
-    return out
+    """Groups as `team:` names, and the users Dagster takes (e-mail addresses by its own test):
+    an id it rejects (`bob`, `bob@localhost`, `jürgen@exämple.com`) would fail the whole code
+    location, so it stays catalog-only, as written."""
+    out = [f"team:{segment(o.id)}" if o.kind == "group" else o.id for o in owners]
+    return [o for o in out if is_valid_owner(o)]
 
 
 def dagster_tags(tags: Iterable[str]) -> dict[str, str]:

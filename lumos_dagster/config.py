@@ -16,12 +16,14 @@ import os
 import zoneinfo
 from datetime import date
 from functools import cached_property
+from graphlib import CycleError, TopologicalSorter
 from pathlib import Path
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Iterator, Literal, Union
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError, field_validator, model_validator
 
+from lumos_dagster.api.settings import ApiConfig
 from lumos_dagster.catalog.registry import CATALOGS
 from lumos_dagster.errors import ConfigError
 from lumos_dagster.model import OWNERSHIP_TYPES
@@ -46,7 +48,7 @@ def _known_zone(value: str) -> str:
 
 
 class OwnerConfig(ConfigModel):
-    id: str = Field(description="User or group id, e.g. `alice@acme.com` or `data-eng`.")
+    id: str = Field(min_length=1, description="User or group id, e.g. `alice@acme.com` or `data-eng`.")
     kind: Literal["user", "group"] = Field("user", description="Whether `id` is a user or a group.")
     type: OwnershipType = Field("DATAOWNER", description="DataHub ownership type.")
 
@@ -144,7 +146,7 @@ class ProfileDecl(ConfigModel):
 class DatasetDecl(ConfigModel):
     """Declarations enrich or override what discovery found (matched by name)."""
 
-    name: str = Field(description="Dataset name as discovered, e.g. `sales/orders`.")
+    name: str = Field(min_length=1, description="Dataset name as discovered, e.g. `sales/orders`.")
     description: str | None = None
     domain: str | None = None
     owners: list[OwnerConfig] = Field(default_factory=list)
@@ -358,6 +360,7 @@ class LumosConfig(ConfigModel):
     lineage: LineageConfig = Field(default_factory=LineageConfig)
     governance: GovernanceConfig = Field(default_factory=GovernanceConfig)
     quality: QualityConfig = Field(default_factory=QualityConfig)
+    api: ApiConfig = Field(default_factory=ApiConfig, description="`lumos serve`: the HTTP API (docs/api.md).")
     # directory relative paths are resolved against, and the file it came from
     base_dir: str = Field(".", exclude=True)
     source_file: str = Field("<memory>", exclude=True)
@@ -368,6 +371,19 @@ class LumosConfig(ConfigModel):
             dupes = sorted({n for n in names if names.count(n) > 1})
             if dupes:
                 raise ValueError(f"{what}: names must be unique, repeated: {', '.join(dupes)}")
+        return self
+
+    @model_validator(mode="after")
+    def _acyclic_upstream(self) -> "LumosConfig":
+        # here rather than when the code location loads: `lumos discover` and CI see it first
+        try:
+            TopologicalSorter({d.name: d.upstream for d in self.datasets}).prepare()
+        except CycleError as exc:
+            ring = exc.args[1][:-1]  # told from the dataset declared first
+            index = {d.name: i for i, d in enumerate(self.datasets)}
+            k = min(range(len(ring)), key=lambda j: index[ring[j]])
+            cycle = " → ".join(ring[k:] + ring[:k] + [ring[k]])
+            raise ValueError(f"datasets[{index[ring[k]]}].upstream: lineage has a cycle: {cycle}") from None
         return self
 
     def resolve(self, path: str) -> str:
@@ -456,6 +472,8 @@ def _explain(err: dict, model: type[BaseModel]) -> str:
         hint = difflib.get_close_matches(str(err["loc"][-1]), known, n=1)
         suggestion = f" (did you mean {hint[0]!r}?)" if hint else f" (known keys: {', '.join(sorted(known))})"
         return f"{loc}: unknown key{suggestion}"
+    if not err["loc"]:  # a check of the whole file: its message names the keys
+        return err["msg"].removeprefix("Value error, ")
     if err["type"] == "union_tag_invalid":
         return f"{loc}.type: unknown type {err['ctx']['tag']!r} (known: {err['ctx']['expected_tags']})"
     return f"{loc}: {err['msg'].removeprefix('Value error, ')}"
@@ -510,14 +528,84 @@ def config_path(path: str | None = None) -> str:
     return path or os.environ.get(CONFIG_ENV) or DEFAULT_CONFIG
 
 
+#: values that aliases (`*name`) may add to a file beyond what it writes out: a few thousand
+#: nested aliases ("billion laughs") would otherwise expand to more values than memory holds
+ALIAS_ALLOWANCE = 100_000
+
+
+class _Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
+    """libyaml's safe loader when present (thousands of declarations load several times faster),
+    which rejects a key written twice in a mapping and aliases that expand the file too far."""
+
+    def __init__(self, stream: str):
+        super().__init__(stream)
+        self._aliased = "&" in stream  # no anchor, no alias: nothing to count
+
+    def construct_document(self, node: yaml.Node) -> Any:
+        written, expanded = _sizes(node) if self._aliased else (0, 0)
+        if expanded > written + ALIAS_ALLOWANCE:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"its aliases expand it to over {written + ALIAS_ALLOWANCE:,} values", node.start_mark
+            )
+        return super().construct_document(node)
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict:
+        first: dict[tuple[str, str], int] = {}
+        for key_node, _ in node.value:
+            if not isinstance(key_node, yaml.ScalarNode) or key_node.tag == "tag:yaml.org,2002:merge":
+                continue
+            key, line = (key_node.tag, key_node.value), key_node.start_mark.line + 1
+            if key in first:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"duplicate key {key[1]!r} (lines {first[key]} and {line})", key_node.start_mark
+                )
+            first[key] = line
+        return super().construct_mapping(node, deep)
+
+
+def _sizes(root: yaml.Node) -> tuple[int, int]:
+    """The number of distinct nodes of a document and of nodes once its aliases are expanded
+    (each counted once: linear in the size of the file)."""
+    expanded: dict[int, int] = {}
+    for node in _post_order(root):
+        children = [c for pair in node.value for c in pair] if isinstance(node, yaml.MappingNode) else node.value
+        expanded[id(node)] = 1 + (sum(expanded[id(c)] for c in children) if isinstance(children, list) else 0)
+    return len(expanded), expanded[id(root)]
+
+
+def _post_order(root: yaml.Node) -> Iterator[yaml.Node]:
+    """Each distinct node once, children first (iterative: a file can nest deeper than Python recurses)."""
+    seen, stack = set(), [(root, False)]
+    while stack:
+        node, done = stack.pop()
+        if done:
+            yield node
+        elif id(node) not in seen:
+            seen.add(id(node))
+            stack.append((node, True))
+            if isinstance(node, yaml.MappingNode):
+                stack.extend((c, False) for pair in node.value for c in pair)
+            elif isinstance(node, yaml.SequenceNode):
+                stack.extend((c, False) for c in node.value)
+
+
 def load_config(path: str | None = None) -> LumosConfig:
     path = config_path(path)
     try:
-        with open(path) as fh:
-            # libyaml's loader when present: thousands of declarations load several times faster
-            data = yaml.load(fh, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+        with open(path, "rb") as fh:
+            raw = fh.read()
+        text = raw.decode("utf-8")
+        data = yaml.load(text, Loader=_Loader)
     except FileNotFoundError:
         raise ConfigError(f"{path}: configuration file not found (create it, or point {CONFIG_ENV} at one)") from None
+    except IsADirectoryError:
+        raise ConfigError(f"{path}: is a folder, not a configuration file") from None
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read the configuration file: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        byte = raw[exc.start]
+        raise ConfigError(f"{path}: line {line}: not UTF-8 text (byte 0x{byte:02x}): save it as UTF-8") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" line {mark.line + 1}, column {mark.column + 1}" if mark else ""

@@ -53,7 +53,7 @@ def assemble(config: LumosConfig) -> Assembly:
         sensors.append(
             release_sensor(config.resolve_location(config.releases.watch), targets, config.releases.endpoint_url)
         )
-    store_resource = SnapshotStoreResource(url=config.store_url)
+    store_resource = SnapshotStoreResource.of(config.store_url)
     reports = [report_assets(config, catalogue, [keys[d.name] for d in catalogue.datasets])]
     discover, discover_daily = discovery_job(config, {d.name for d in catalogue.datasets})
     definitions = Definitions(

@@ -43,6 +43,9 @@ PRIMITIVE_KINDS = frozenset(
     }
 )
 TIME_UNITS = ("s", "ms", "us", "ns")
+#: how deep types may nest (structs, arrays, maps, unions within each other): every step of a portable
+#: document (export, validate, import, compare) handles this depth, and `lumos validate` refuses deeper
+MAX_NESTING = 100
 
 
 class _NoDefault:
@@ -189,10 +192,18 @@ _NOT_STRUCTURE = frozenset({"description", "native_type", "terms"})
 
 
 def _without(value: Any, keys: frozenset[str]) -> Any:
+    # loops, not comprehensions: a comprehension is a frame of its own, and deep schemas recurse here
     if isinstance(value, dict):
-        return {k: _without(v, keys) for k, v in value.items() if k not in keys}
+        out = {}
+        for k, v in value.items():
+            if k not in keys:
+                out[k] = _without(v, keys)
+        return out
     if isinstance(value, list):
-        return [_without(v, keys) for v in value]
+        items = []
+        for v in value:
+            items.append(_without(v, keys))
+        return items
     return value
 
 

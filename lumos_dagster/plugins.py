@@ -73,6 +73,21 @@ def expand_secrets(text: str, where: str, env: Mapping[str, str] | None = None) 
     return _ENV.sub(sub, text)
 
 
+MASK = "***"
+# a URL's password (`scheme://user:PASSWORD@host`, up to the last `@` of the word, since people
+# write `@` unescaped) and credential keys of libpq strings and URL queries (`password=…`)
+_URL_PASSWORD = re.compile(r"(\w[\w+.-]*://[^\s:/@'\"]*):[^\s'\"]*@")
+_KEY_SECRET = re.compile(
+    r"\b(password|passwd|pwd|sslpassword|token|api_?key|secret)(\s*=\s*)('(?:[^'\\]|\\.)*'|[^\s&'\"]+)", re.IGNORECASE
+)
+
+
+def mask_secrets(text: str) -> str:
+    """`text` (a store URL, a DSN, an error quoting one) with every password and token in it
+    replaced by `***`: what Lumos prints or writes where it shows where something is."""
+    return _KEY_SECRET.sub(rf"\1\2{MASK}", _URL_PASSWORD.sub(rf"\1:{MASK}@", text))
+
+
 def resolve_path(base_dir: str, path: str) -> str:
     """`path` (`~` expanded) relative to `base_dir`, made absolute."""
     return str((Path(base_dir) / os.path.expanduser(path)).resolve())

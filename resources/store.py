@@ -12,8 +12,14 @@ from pydantic import PrivateAttr
 from lumos_dagster.catalog import catalogs_from_entries
 from lumos_dagster.catalog.base import CatalogAdapter
 from lumos_dagster.config import LumosConfig
+from lumos_dagster.plugins import mask_secrets
 from lumos_dagster.scan.record import Recorder
 from lumos_dagster.store import SnapshotStore
+
+# Each store's URL by the one Dagster is shown, its password masked: Dagster keeps every resource's
+# configuration in its run storage, where a password written in lumos.yaml must not go. Every process
+# that runs the resource loaded the code location, which fills this in (`SnapshotStoreResource.of`).
+_STORE_URLS: dict[str, str] = {}
 
 
 class SnapshotStoreResource(ConfigurableResource):
@@ -21,8 +27,19 @@ class SnapshotStoreResource(ConfigurableResource):
 
     url: str
 
+    @classmethod
+    def of(cls, url: str) -> "SnapshotStoreResource":
+        shown = mask_secrets(url)
+        _STORE_URLS[shown] = url
+        return cls(url=shown)
+
+    @property
+    def store_url(self) -> str:
+        """The URL the store opens (`url` is what Dagster shows and keeps)."""
+        return _STORE_URLS.get(self.url, self.url)
+
     def open(self) -> SnapshotStore:
-        return SnapshotStore(self.url)
+        return SnapshotStore(self.store_url)
 
 
 class CatalogEntry(Config):

@@ -9,6 +9,7 @@ import sqlalchemy as sa
 
 from lumos_dagster.catalog.datahub_lite import DataHubLiteCatalog, open_lite
 from lumos_dagster.catalog.delivery import deliver
+from lumos_dagster.errors import StoreError
 from lumos_dagster.model import DatasetRecord, DatasetRef, Field, Primitive, Schema, Snapshot
 from lumos_dagster.store import SnapshotStore
 from lumos_dagster.store.tables import outbox_table, snapshots_table
@@ -208,7 +209,7 @@ def test_the_store_keeps_one_connection_and_closes_it_as_a_context_manager(store
         sa.event.listen(store.engine, "connect", lambda *_: connects.append(1))
         for i in range(20):
             store.put([snap(f"c{i}", "2026-11-25")], catalogs=["c"])
-            store.pending("c")
+            store.claim("c", "test", 60)
             store.latest(f"urn:lumos:dataset:file:c{i}")
         assert connects == []  # opened once, when the store was
         held = store._conn
@@ -272,3 +273,33 @@ def test_version_histories_answer_for_many_datasets_what_version_history_answers
                 assert {u: [s.schema for s in h] for u, h in got.items()} == {
                     u: [s.schema for s in h] for u, h in expected.items()
                 }, (pk, full)
+
+
+def test_a_store_of_the_previous_schema_version_is_brought_up_to_date_once_and_keeps_its_entries(store_url):
+    store = SnapshotStore(store_url)
+    store.put([snap("raw/a", "2026-11-20")], catalogs=["c"])
+    store.close()
+    # what schema version 1 was: no outbox claims
+    engine = sa.create_engine(store_url)
+    with engine.begin() as conn:
+        conn.execute(sa.text("ALTER TABLE lumos_outbox DROP COLUMN claimed_by"))
+        conn.execute(sa.text("ALTER TABLE lumos_outbox DROP COLUMN claimed_until"))
+        conn.execute(sa.text("UPDATE lumos_meta SET value = '1' WHERE key = 'schema_version'"))
+    engine.dispose()
+
+    first, second = SnapshotStore(store_url), SnapshotStore(store_url)  # the second finds it migrated
+    (entry,) = second.claim("c", "test", 60)
+    assert entry.snapshot.dataset.name == "raw/a"
+    assert first.claim("c", "other", 60) == []  # the claim columns work: the entry is held
+    for s in (first, second):
+        s.close()
+
+
+def test_a_store_of_a_newer_schema_version_is_refused_naming_both_versions(store_url):
+    SnapshotStore(store_url).close()
+    engine = sa.create_engine(store_url)
+    with engine.begin() as conn:
+        conn.execute(sa.text("UPDATE lumos_meta SET value = '99' WHERE key = 'schema_version'"))
+    engine.dispose()
+    with pytest.raises(StoreError, match="schema version 99, this Lumos uses 2"):
+        SnapshotStore(store_url)

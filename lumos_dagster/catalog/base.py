@@ -23,7 +23,9 @@ class CatalogAdapter(Protocol):
         ...
 
     def emit(self, snapshots: Sequence[Snapshot]) -> int:
-        """Write the snapshots; return how many items (aspects, events, entities) were sent. Raise on failure."""
+        """Write the snapshots; return how many items (aspects, events, entities) were sent. Raise on
+        failure: `Undeliverable` for snapshots this catalog can never take, anything else when it
+        cannot take them now."""
         ...
 
     def close(self) -> None: ...
@@ -33,6 +35,15 @@ class ReadableCatalog(CatalogAdapter, Protocol):
     """A catalog Lumos can read back: what it holds, as snapshots (for `lumos export`)."""
 
     def read_all(self) -> Iterator[Snapshot]: ...
+
+
+class Undeliverable(CatalogError):
+    """Snapshots the catalog can never take as they are (no retry helps): their positions in the
+    emitted batch, each with why. Nothing of the batch was sent."""
+
+    def __init__(self, rejected: dict[int, str]):
+        super().__init__("; ".join(rejected.values()))
+        self.rejected = rejected
 
 
 def content_hash(payload: Any) -> str:

@@ -87,7 +87,7 @@ from datahub.metadata.schema_classes import (
 from datahub.metadata.urns import DatasetUrn, TagUrn, Urn
 from datahub.utilities.urns.field_paths import get_simple_field_path_from_v2_field_path
 
-from lumos_dagster.catalog.base import content_hash
+from lumos_dagster.catalog.base import Undeliverable, content_hash
 from lumos_dagster.model import (
     BREAKING,
     OWNERSHIP_TYPES,
@@ -578,18 +578,23 @@ class DataHubCatalog:
         out: list[MetadataChangeProposalWrapper] = []
         seen: dict[tuple[str, str], list] = {}  # (entity, aspect) → the distinct contents sent
         folders: dict[tuple, Any] = {}  # (platform, folder path) → its innermost key: built once a batch
-        for s in snapshots:
-            urn = dataset_urn(s.dataset, self.env)
-            if s.removed:  # a tombstone: only its status (snapshot_aspects)
-                mcps = dataset_aspects(s, self.env)
-            else:
-                where = (s.dataset.platform, _folder_path(s.dataset))
-                if where in folders:
-                    containers, parent = [], folders[where]  # sent with an earlier dataset of the batch
+        rejected: dict[int, str] = {}
+        for i, s in enumerate(snapshots):
+            try:
+                urn = dataset_urn(s.dataset, self.env)
+                if s.removed:  # a tombstone: only its status (snapshot_aspects)
+                    mcps = dataset_aspects(s, self.env)
                 else:
-                    containers, parent = _folders(where[0], self.env, where[1])
-                    folders[where] = parent
-                mcps = containers + _in_folder(parent, s.dataset, self.env) + dataset_aspects(s, self.env)
+                    where = (s.dataset.platform, _folder_path(s.dataset))
+                    if where in folders:
+                        containers, parent = [], folders[where]  # sent with an earlier dataset of the batch
+                    else:
+                        containers, parent = _folders(where[0], self.env, where[1])
+                        folders[where] = parent
+                    mcps = containers + _in_folder(parent, s.dataset, self.env) + dataset_aspects(s, self.env)
+            except Exception as exc:  # building is pure: what fails for this snapshot fails every time
+                rejected[i] = f"{type(exc).__name__}: {exc}"
+                continue
             for mcp in mcps:
                 if mcp.entityUrn != urn:  # shared: compared as DataHub objects (nested equality), not serialized
                     sent = seen.setdefault((mcp.entityUrn, mcp.aspectName), [])
@@ -597,6 +602,8 @@ class DataHubCatalog:
                         continue
                     sent.append(mcp.aspect)
                 out.append(mcp)
+        if rejected:
+            raise Undeliverable(rejected)
         return out
 
     def fingerprint(self, snapshot: Snapshot) -> str:

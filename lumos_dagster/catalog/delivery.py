@@ -6,7 +6,14 @@ dataset's latest event is its removal. Older queued ones are marked superseded, 
 backfill of old partitions never overwrites a newer partition already delivered. What
 is sent is hashed: content the catalog already has is not sent again ("unchanged").
 A failed send leaves the snapshot queued for the next run or `lumos sync`: a catalog
-that is down delays metadata, it never loses it.
+that is down delays metadata, it never loses it. A snapshot the catalog can never take (its
+adapter cannot build it, `Undeliverable`) is quarantined: kept with its reason, skipped by later
+deliveries so it holds back no other, listed by `lumos sync`, queued again by
+`lumos sync --retry-quarantined`.
+
+A delivery first claims what it sends (a lease, renewed each batch): two at once — two
+`lumos sync`, a sync beside a run's delivery worker — share the outbox and never send an entry
+twice; the claims of a delivery that crashed run out and are taken over.
 
 The bookkeeping is per batch, never per dataset: the catalog's state is read once (for
 the datasets queued), the superseded and unchanged entries are marked together, and each
@@ -15,10 +22,11 @@ batch sent is recorded in one transaction with the hashes of what it carried.
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass, field
 from typing import Callable
 
-from lumos_dagster.catalog.base import CatalogAdapter
+from lumos_dagster.catalog.base import CatalogAdapter, Undeliverable
 from lumos_dagster.store import Delivery, SnapshotStore
 
 # Snapshots per emit call. A batch is one DataHub Lite transaction (or a few GMS requests) and one
@@ -27,6 +35,9 @@ from lumos_dagster.store import Delivery, SnapshotStore
 # batch — it stays queued and goes with the next run or `lumos sync` — and a batch holds DataHub
 # Lite's write lock for about 0.2 s.
 BATCH = 500
+#: seconds a delivery's claim lasts unless renewed (each batch renews it): how long the claims of a
+#: delivery that crashed hold their entries back
+LEASE = 300.0
 
 
 @dataclass
@@ -37,6 +48,7 @@ class DeliveryReport:
     superseded: int = 0
     aspects: int = 0
     failed: dict[str, str] = field(default_factory=dict)  # dataset name → error
+    quarantined: dict[str, str] = field(default_factory=dict)  # dataset URN → why the catalog cannot take it
 
 
 def _choose(queued: list[Delivery]) -> Delivery:
@@ -57,11 +69,25 @@ def _fingerprint(catalog: CatalogAdapter, d: Delivery) -> str:
 
 
 def deliver(
-    store: SnapshotStore, catalog: CatalogAdapter, progress: Callable[[str], None] = lambda _: None
+    store: SnapshotStore,
+    catalog: CatalogAdapter,
+    progress: Callable[[str], None] = lambda _: None,
+    lease: float = LEASE,
+) -> DeliveryReport:
+    owner = uuid.uuid4().hex
+    try:
+        return _deliver(store, catalog, progress, owner, lease)  # marks every entry it claimed
+    except BaseException:
+        store.release(owner)  # what an error left claimed goes with the next delivery, not after the lease
+        raise
+
+
+def _deliver(
+    store: SnapshotStore, catalog: CatalogAdapter, progress: Callable[[str], None], owner: str, lease: float
 ) -> DeliveryReport:
     report = DeliveryReport(catalog=catalog.name)
     by_dataset: dict[str, list[Delivery]] = {}
-    for d in store.pending(catalog.name):
+    for d in store.claim(catalog.name, owner, lease):
         by_dataset.setdefault(d.urn, []).append(d)
     if not by_dataset:
         return report
@@ -85,18 +111,30 @@ def deliver(
     report.superseded, report.unchanged = len(superseded), len(unchanged)
     for start in range(0, len(to_send), BATCH):
         batch = to_send[start : start + BATCH]
-        try:
-            report.aspects += catalog.emit([d.snapshot for d, _ in batch])
-        except Exception as exc:  # any failure to deliver keeps the batch queued
-            error = f"{type(exc).__name__}: {exc}"
-            store.mark([d.outbox_id for d, _ in batch], "pending", error)
-            report.failed.update({d.snapshot.dataset.name: error for d, _ in batch})
-            continue
-        store.record_deliveries(
-            catalog.name,
-            [(d.urn, d.partition_key or "", content) for d, content in batch],
-            delivered=[d.outbox_id for d, _ in batch],
-        )
-        report.delivered += len(batch)
-        progress(f"{catalog.name}: {report.delivered}/{len(to_send)} delivered")
+        if start:  # the claim is fresh for the first batch; later ones renew it and keep what is still theirs
+            held = store.renew(owner, lease)
+            batch = [(d, content) for d, content in batch if d.outbox_id in held]
+        while batch:
+            try:
+                report.aspects += catalog.emit([d.snapshot for d, _ in batch])
+            except Undeliverable as exc:  # quarantine those, send the rest of the batch
+                for i, reason in exc.rejected.items():
+                    d = batch[i][0]
+                    store.mark([d.outbox_id], "quarantined", reason)
+                    report.quarantined[d.urn] = reason
+                batch = [b for i, b in enumerate(batch) if i not in exc.rejected]
+                continue
+            except Exception as exc:  # any other failure to deliver keeps the batch queued
+                error = f"{type(exc).__name__}: {exc}"
+                store.mark([d.outbox_id for d, _ in batch], "pending", error)
+                report.failed.update({d.snapshot.dataset.name: error for d, _ in batch})
+                break
+            store.record_deliveries(
+                catalog.name,
+                [(d.urn, d.partition_key or "", content) for d, content in batch],
+                delivered=[d.outbox_id for d, _ in batch],
+            )
+            report.delivered += len(batch)
+            progress(f"{catalog.name}: {report.delivered}/{len(to_send)} delivered")
+            break
     return report

@@ -9,18 +9,31 @@ the Lumos store has it all, and importing it into a store restores it.
 
 from __future__ import annotations
 
+import copy
 import json
 import os
+import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from functools import cache
 from importlib.resources import files
-from typing import Callable, Iterable
+from typing import Any, Callable, Iterable, Iterator
 
 import jsonschema
+from datahub.metadata.urns import DatasetUrn
 
 from lumos_dagster.errors import LumosError
-from lumos_dagster.model import DatasetRecord, Snapshot, snapshot_from_json, snapshot_to_json
+from lumos_dagster.model import (
+    MAX_NESTING,
+    DatasetRecord,
+    Snapshot,
+    dataset_urn,
+    snapshot_from_json,
+    snapshot_to_json,
+)
+from lumos_dagster.plugins import mask_secrets
 from lumos_dagster.store import Release, SnapshotStore
+from lumos_dagster.store.tables import datasets_table, releases_table, snapshots_table
 
 ESTATE_VERSION = "1"
 DEFAULT_MAX_BYTES = 256 * 1024 * 1024
@@ -59,7 +72,7 @@ def from_store(store: SnapshotStore) -> Estate:
                 earlier.pop(s.version, None)
                 earlier[s.version] = s
         entries.append(Entry(current, list(earlier.values())))
-    return Estate(entries, store.releases(), source=f"store:{store.url}")
+    return Estate(entries, store.releases(), source=f"store:{mask_secrets(store.url)}")
 
 
 def from_snapshots(snapshots: Iterable[Snapshot], source: str) -> Estate:
@@ -106,6 +119,113 @@ def _schema() -> dict:
     return estate
 
 
+_INT64 = (-(2**63), 2**63 - 1)
+# integers as the store and DataHub (longs) hold them; JSON's 1e30 is "integer" to JSON Schema, not to them
+_Validator = jsonschema.validators.extend(
+    jsonschema.Draft202012Validator,
+    type_checker=jsonschema.Draft202012Validator.TYPE_CHECKER.redefine(
+        "integer", lambda _, v: type(v) is int and _INT64[0] <= v <= _INT64[1]
+    ),
+)
+_DATES = jsonschema.FormatChecker(formats=())
+
+
+@_DATES.checks("date-time", raises=ValueError)
+def _date_time(value: Any) -> bool:  # what import reads them with
+    return not isinstance(value, str) or bool(datetime.fromisoformat(value))
+
+
+@cache
+def _validators() -> tuple[Any, Any, Any, dict[str, Any]]:
+    """The document's validator, and a field's and a type's, each without what nests in it: a
+    schema's field tree is checked node by node (`_tree_problems`), so no nesting recurses. And a
+    type's by its kind: one branch of the type's `oneOf`, rather than trying all ten."""
+    schema = _schema()
+    defs = copy.deepcopy(schema["$defs"])
+    schema["$defs"]["snapshot"]["properties"]["schema"] = {"type": "array"}
+    defs["field"]["properties"]["type"] = {}
+    for branch in defs["type"]["oneOf"]:
+        props = branch.get("properties", {})
+        props.update({k: {} for k in ("element", "key", "value") if k in props})
+        props.update({k: {"type": "array"} for k in ("fields", "branches") if k in props})
+    by_kind = {b.get("properties", {}).get("kind", {}).get("const", ""): b for b in defs["type"]["oneOf"]}
+    return (
+        *(_Validator(s, format_checker=_DATES) for s in (schema, defs["field"], defs["type"])),
+        {kind: _Validator(b, format_checker=_DATES) for kind, b in by_kind.items()},  # "": the primitives
+    )
+
+
+def _path(prefix: str, parts: Iterable[str | int]) -> str:
+    """`datasets[3].snapshot.captured_at`"""
+    out = prefix
+    for p in parts:
+        out += f"[{p}]" if isinstance(p, int) else f".{p}" if out else p
+    return out or "(top)"
+
+
+def _problem(prefix: str, e: jsonschema.ValidationError) -> str:
+    message = e.message
+    if e.validator == "type" and "integer" in e.validator_value and isinstance(e.instance, (int, float)):
+        message = f"{e.instance!r} is not an integer within the signed 64-bit range"
+    return f"{_path(prefix, e.absolute_path)}: {message}"
+
+
+def _tree_problems(fields: list, prefix: str) -> Iterator[str]:
+    """A snapshot's field tree node by node (no recursion, whatever its depth), at most MAX_NESTING types deep."""
+    _, field_validator, type_validator, by_kind = _validators()
+    stack: list[tuple[Any, str, bool, int]] = [(f, f"{prefix}[{i}]", True, 1) for i, f in enumerate(fields)][::-1]
+    while stack:
+        node, where, is_field, depth = stack.pop()
+        top = where[: where.find("]", len(prefix)) + 1]  # the top-level field: a path this deep is unreadable
+        kind = "" if isinstance(node, str) else node.get("kind") if isinstance(node, dict) else None
+        validator = field_validator if is_field else by_kind.get(kind, type_validator)  # type: ignore[arg-type]
+        errors = list(validator.iter_errors(node))
+        if errors:
+            yield from (_problem(where, e) for e in errors)
+            continue
+        if is_field:
+            stack.append((node["type"], f"{where}.type", False, depth))
+            continue
+        if not isinstance(node, dict):
+            continue
+        inner = [(node[k], f"{where}.{k}", False) for k in ("element", "key", "value") if k in node]
+        inner += [(b, f"{where}.branches[{i}]", False) for i, b in enumerate(node.get("branches", ()))]
+        inner += [(f, f"{where}.fields[{i}]", True) for i, f in enumerate(node.get("fields", ()))]
+        if inner and depth >= MAX_NESTING:
+            yield f"{top}: types nested deeper than {MAX_NESTING} levels, more than Lumos keeps"
+            continue
+        stack.extend((n, w, f, depth + 1) for n, w, f in reversed(inner))
+
+
+# what import writes each into: a longer value would fail (PostgreSQL) in the middle of an import
+_COLUMNS = {
+    ("dataset", "urn"): snapshots_table.c.urn,
+    ("dataset", "name"): datasets_table.c.name,
+    ("dataset", "platform"): datasets_table.c.platform,
+    ("dataset", "format"): datasets_table.c.format,
+    ("partition_key",): snapshots_table.c.partition_key,
+    ("version",): snapshots_table.c.version,
+    ("domain",): datasets_table.c.domain,
+}
+
+
+def _snapshot_problems(snap: dict, prefix: str) -> Iterator[str]:
+    """What the JSON Schema cannot say about one snapshot: identity, lengths, its field tree."""
+    ref = snap["dataset"]
+    if ref["urn"] != dataset_urn(ref["platform"], ref["name"]):
+        yield f"{prefix}.dataset.urn: {ref['urn']} is not the URN of platform {ref['platform']!r}, name {ref['name']!r}"
+    platform = DatasetUrn(ref["platform"], ref["name"]).get_data_platform_urn().platform_name
+    if platform != ref["platform"]:
+        yield f"{prefix}.dataset.platform: {ref['platform']!r} is spelled {platform!r}"
+    for keys, column in _COLUMNS.items():
+        value = snap
+        for k in keys:
+            value = value[k]
+        if value is not None and len(value) > column.type.length:
+            yield f"{prefix}.{'.'.join(keys)}: {len(value)} characters, more than the store's {column.type.length}"
+    yield from _tree_problems(snap["schema"], f"{prefix}.schema")
+
+
 def load(path: str, max_bytes: int = DEFAULT_MAX_BYTES) -> dict:
     """Read a portable snapshot file; refuse it (before anything is written) when it is too
     large, not JSON, truncated, or not a portable snapshot of a version this Lumos reads."""
@@ -123,6 +243,8 @@ def load(path: str, max_bytes: int = DEFAULT_MAX_BYTES) -> dict:
             doc = json.load(fh)
     except UnicodeDecodeError:
         raise EstateError(f"{path}: not UTF-8 text, so not a portable snapshot") from None
+    except RecursionError:
+        raise EstateError(f"{path}: JSON nested deeper than the parser allows, so not a portable snapshot") from None
     except json.JSONDecodeError as exc:
         hint = " (the file ends early: truncated?)" if exc.pos >= size - 1 else ""
         raise EstateError(f"{path}: not valid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}{hint}") from None
@@ -149,37 +271,48 @@ class Validation:
 
 
 def validate(doc: dict) -> Validation:
-    """JSON Schema first; then that every reference resolves: lineage edges point at
-    datasets in the document, history belongs to its dataset, releases name known versions."""
-    errors = sorted(jsonschema.Draft202012Validator(_schema()).iter_errors(doc), key=lambda e: list(e.absolute_path))
-    if errors:
-        return Validation([f"{'/'.join(str(p) for p in e.absolute_path) or '(top)'}: {e.message}" for e in errors[:20]])
-    problems: list[str] = []
-    urns: dict[str, str] = {}
+    """Everything import relies on, each problem one line naming its JSON path: the JSON Schema
+    (integers within 64 bits, date-times that parse); lengths within the store's columns; each
+    dataset once, by its DataHub URN (so no two spellings of one); every reference resolved:
+    lineage edges to datasets in the document, history to its dataset, releases (named once) to
+    known versions."""
+    top = _validators()[0]
+    problems = [_problem("", e) for e in sorted(top.iter_errors(doc), key=lambda e: list(map(str, e.absolute_path)))]
+    if problems:
+        return Validation(problems)
+    names: dict[str, str] = {}  # DataHub URN → name
     versions: dict[str, set[str]] = {}
     for i, d in enumerate(doc["datasets"]):
         snap = d["snapshot"]
-        urn, name = snap["dataset"]["urn"], snap["dataset"]["name"]
-        if urn in urns:
-            problems.append(f"datasets/{i}: {name} appears twice")
-        urns[urn] = name
+        name, key = snap["dataset"]["name"], _identity(snap["dataset"])
+        if key in names:
+            problems.append(f"datasets[{i}]: {name} appears twice (as {names[key]} before)")
+        names[key] = name
         versions[name] = {h["version"] for h in d["history"]} | {snap["version"]}
+        problems.extend(_snapshot_problems(snap, f"datasets[{i}].snapshot"))
         for j, h in enumerate(d["history"]):
-            if h["dataset"]["urn"] != urn:
-                problems.append(f"datasets/{i}/history/{j}: belongs to {h['dataset']['name']}, not {name}")
+            if _identity(h["dataset"]) != key:
+                problems.append(f"datasets[{i}].history[{j}]: belongs to {h['dataset']['name']}, not {name}")
+            problems.extend(_snapshot_problems(h, f"datasets[{i}].history[{j}]"))
     edges = 0
     for i, d in enumerate(doc["datasets"]):
-        for e in d["snapshot"]["upstream"]:
+        for j, e in enumerate(d["snapshot"]["upstream"]):
             edges += 1
-            if e["upstream"]["urn"] not in urns:
+            if _identity(e["upstream"]) not in names:
                 problems.append(
-                    f"datasets/{i}: {d['snapshot']['dataset']['name']} has upstream {e['upstream']['name']}, "
-                    "which is not in the document"
+                    f"datasets[{i}].snapshot.upstream[{j}]: {d['snapshot']['dataset']['name']} has upstream "
+                    f"{e['upstream']['name']}, which is not in the document"
                 )
-    for r in doc["releases"]:
+    seen: set[str] = set()
+    for i, r in enumerate(doc["releases"]):
+        if r["name"] in seen:
+            problems.append(f"releases[{i}].name: release {r['name']} appears twice")
+        seen.add(r["name"])
+        if len(r["name"]) > releases_table.c.name.type.length:
+            problems.append(f"releases[{i}].name: more than the store's {releases_table.c.name.type.length} characters")
         for name, version in r["versions"].items():
             if version not in versions.get(name, ()):
-                problems.append(f"release {r['name']}: {name} {version} is not in the document")
+                problems.append(f"releases[{i}]: release {r['name']}: {name} {version} is not in the document")
     return Validation(
         problems,
         datasets=len(doc["datasets"]),
@@ -189,24 +322,34 @@ def validate(doc: dict) -> Validation:
     )
 
 
+def _identity(ref: dict) -> str:
+    """A dataset as DataHub names it: its URN classes parse and re-render each spelling of one dataset alike."""
+    return DatasetUrn(ref["platform"], ref["name"]).urn()
+
+
 # ------------------------------------------------------------------ import
 
 
-def import_into_store(estate: Estate, store: SnapshotStore, progress: Callable[[str], None] = lambda _: None) -> int:
-    """Restore history and current snapshots into a store (e.g. SQLite → PostgreSQL)."""
-    n = 0
-    for i, e in enumerate(estate.entries, 1):
-        s = e.snapshot
-        store.upsert_datasets([DatasetRecord(s.dataset.name, s.dataset.platform, "imported", s.dataset.location,
-                                             s.dataset.format, s.domain)])  # fmt: skip
-        n += len(store.put([*e.history, s]))
-        if i % 100 == 0 or i == len(estate.entries):
-            progress(f"{i}/{len(estate.entries)} datasets")
-    existing = {r.name for r in store.releases()}
-    for r in estate.releases:
-        if r.name not in existing:
-            store.add_release(r.name, r.versions, r.created_at)
-    return n
+def import_into_store(
+    estate: Estate, store: SnapshotStore, progress: Callable[[str], None] = lambda _: None, batch: int = 1000
+) -> tuple[int, int]:
+    """Restore history and current snapshots into a store (e.g. SQLite → PostgreSQL): all or
+    nothing, and again is a no-op. Returns (snapshots written, already there)."""
+    total, started = len(estate.entries), time.monotonic()
+
+    def batches() -> Iterator[tuple[list[DatasetRecord], list[Snapshot]]]:
+        for start in range(0, total, batch):
+            entries = estate.entries[start : start + batch]
+            yield (
+                [DatasetRecord(e.snapshot.dataset.name, e.snapshot.dataset.platform, "imported",
+                               e.snapshot.dataset.location, e.snapshot.dataset.format, e.snapshot.domain)
+                 for e in entries],
+                [s for e in entries for s in (*e.history, e.snapshot)],
+            )  # fmt: skip
+            done, seconds = start + len(entries), time.monotonic() - started
+            progress(f"{done}/{total} datasets ({done / max(seconds, 1e-9):.0f} datasets/s)")
+
+    return store.import_estate(batches(), estate.releases)
 
 
 def import_into_catalog(

@@ -76,7 +76,10 @@ def _config(config_file: str | None, required: bool) -> LumosConfig | None:
 @click.command()
 @config_option
 @click.option("--status", is_flag=True, help="Only show what is queued, delivered and failing, per catalog.")
-def sync(config_file, status) -> None:
+@click.option(
+    "--retry-quarantined", is_flag=True, help="Queue again what a catalog could not take (quarantined), then deliver."
+)
+def sync(config_file, status, retry_quarantined) -> None:
     """Deliver what the outbox still holds to every catalog (what failed earlier is retried)."""
     config = load(config_file)
     store = open_store(config)
@@ -89,21 +92,33 @@ def sync(config_file, status) -> None:
                 for urn, attempts, error, queued in store.outbox_errors(catalog.name):
                     age = datetime.now(UTC) - queued
                     click.echo(f"  pending {urn} for {age.total_seconds() / 3600:.1f} h, {attempts} attempts: {error}")
+                _show_quarantined(store, catalog.name)
                 continue
             try:
+                if retry_quarantined:
+                    click.echo(f"{catalog.name}: {store.retry_quarantined(catalog.name)} quarantined queued again")
                 report = deliver(store, catalog, progress=lambda m: click.echo(m, err=True))
             finally:
                 catalog.close()
             click.echo(
                 f"{catalog.name}: {report.delivered} delivered, {report.unchanged} unchanged, "
-                f"{report.superseded} superseded, {len(report.failed)} failed"
+                f"{report.superseded} superseded, {len(report.failed)} failed, {len(report.quarantined)} quarantined"
             )
             for name, error in list(report.failed.items())[:10]:
                 click.echo(f"  {name}: {error}")
-            failed |= bool(report.failed)
+            _show_quarantined(store, catalog.name)
+            failed |= bool(report.failed or report.quarantined)
     finally:
         store.close()
     sys.exit(1 if failed else 0)
+
+
+def _show_quarantined(store, catalog: str) -> None:
+    quarantined = store.outbox_errors(catalog, status="quarantined")
+    for urn, _, error, _ in quarantined:
+        click.echo(f"  quarantined {urn}: {error}")
+    if quarantined:
+        click.echo("  (the other datasets are delivered; fix these and run `lumos sync --retry-quarantined`)")
 
 
 @click.command()
@@ -125,6 +140,15 @@ def export(config_file, source, output) -> None:
     check = portable.validate(doc)
     click.echo(f"{output}: {check.datasets} datasets, {check.versions} versions, {check.edges} lineage edges, "
                f"{check.releases} releases (from {estate.source})")  # fmt: skip
+    _problems(check)  # e.g. a schema nested deeper than MAX_NESTING: written, but import would refuse it
+    sys.exit(0 if check.ok else 1)
+
+
+def _problems(check: portable.Validation, shown: int = 50) -> None:
+    for problem in check.problems[:shown]:
+        click.echo(f"  invalid: {problem}", err=True)
+    if len(check.problems) > shown:
+        click.echo(f"  … and {len(check.problems) - shown} more problems", err=True)
 
 
 @click.command("validate")
@@ -140,8 +164,7 @@ def validate_file(file, max_bytes) -> None:
     check = portable.validate(doc)
     click.echo(f"{file}: {check.datasets} datasets, {check.versions} versions, {check.edges} lineage edges, "
                f"{check.releases} releases")  # fmt: skip
-    for problem in check.problems:
-        click.echo(f"  invalid: {problem}", err=True)
+    _problems(check)
     sys.exit(0 if check.ok else 1)
 
 
@@ -152,7 +175,8 @@ def validate_file(file, max_bytes) -> None:
 @click.option("--max-bytes", type=int, default=portable.DEFAULT_MAX_BYTES, show_default=True)
 def import_file(file, target, config_file, max_bytes) -> None:
     """Write a portable snapshot into the store or a catalog. Nothing is written unless the
-    whole file is valid."""
+    whole file is valid; into the store, all of it is written in one transaction (or nothing), and
+    importing it again writes nothing new."""
     config = _config(config_file, required=target == "store")
     try:
         estate = _estate(file, None, max_bytes)
@@ -163,10 +187,14 @@ def import_file(file, target, config_file, max_bytes) -> None:
     if target == "store":
         store = open_store(config)
         try:
-            n = portable.import_into_store(estate, store, progress)
+            written, there = portable.import_into_store(estate, store, progress)
+        except LumosError as exc:
+            click.echo(f"error: {exc}", err=True)
+            sys.exit(1)
         finally:
             store.close()
-        click.echo(f"store: {len(estate.entries)} datasets, {n} snapshots, {len(estate.releases)} releases written")
+        click.echo(f"store: {len(estate.entries)} datasets, {written} snapshots, {len(estate.releases)} releases "
+                   f"written ({there} snapshots already there)")  # fmt: skip
         return
     catalog = _catalog(target, config)
     try:

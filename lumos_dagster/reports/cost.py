@@ -7,7 +7,6 @@ inherited) is what the products — the datasets without consumers — carry.
 
 from __future__ import annotations
 
-import csv
 import io
 import json
 from collections import defaultdict
@@ -15,6 +14,7 @@ from dataclasses import asdict, dataclass, field
 
 from lumos_dagster.cost.attribution import Node, Savings, switch_off
 from lumos_dagster.model import RolledUpCost, Snapshot
+from lumos_dagster.reports.csvsafe import SafeWriter
 from lumos_dagster.scan.catalogue import Catalogue
 from lumos_dagster.store import SnapshotStore
 
@@ -173,7 +173,7 @@ def to_json(report: CostReport) -> dict:
 
 def to_csv(report: CostReport) -> str:
     out = io.StringIO()
-    writer = csv.writer(out)
+    writer = SafeWriter(out)
     writer.writerow(["month", "dataset", "owners", "domain", "platform", "storage", "compute", "direct", "inherited",
                      "total", "consumers", "basis"])  # fmt: skip
     for r in report.rows:

@@ -7,7 +7,6 @@ the same overview always gives the same output.
 
 from __future__ import annotations
 
-import csv
 import html
 import json
 import os
@@ -18,6 +17,8 @@ from typing import Any
 from openpyxl import Workbook
 from openpyxl.styles import Font
 from openpyxl.utils import get_column_letter
+
+from lumos_dagster.reports.csvsafe import SafeWriter
 
 Table = tuple[tuple[str, ...], list[tuple[Any, ...]]]
 
@@ -170,7 +171,7 @@ def to_csv_files(overview: dict[str, Any], folder: str | os.PathLike[str]) -> li
     for name, (columns, rows) in _tables(overview).items():
         path = target / f"{name}.csv"
         with path.open("w", newline="", encoding="utf-8") as handle:
-            writer = csv.writer(handle)
+            writer = SafeWriter(handle)
             writer.writerow(columns)
             writer.writerows(rows)
         paths.append(str(path))

@@ -76,9 +76,11 @@ class Recorder:
         self._pipe: Connection | None = None
         self._sent = 0
 
-    def record(self, snapshots: Sequence[Snapshot]) -> dict[str, int]:
-        """Store, queue and deliver; returns what each catalog known to be down still has queued."""
-        self.store.put(snapshots, catalogs=self.names)
+    def record(self, snapshots: Sequence[Snapshot]) -> tuple[list[Snapshot], dict[str, int]]:
+        """Store, queue and deliver; returns the snapshots as stored (the store versions them in
+        partition time: another run may have stored an earlier partition meanwhile) and what each
+        catalog known to be down still has queued."""
+        stored = self.store.put_versioned(snapshots, catalogs=self.names)
         if self._worker is not None:
             self._request(wait=0)
         elif self._background:
@@ -86,7 +88,7 @@ class Recorder:
             self._request(wait=FIRST_WAIT)
         else:
             self._deliver_here()
-        return self._pending()
+        return stored, self._pending()
 
     def finish(self) -> dict[str, int]:
         """Wait for the last deliveries; returns what each catalog that failed still has queued."""

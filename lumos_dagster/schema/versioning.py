@@ -20,6 +20,10 @@ Versions: a BREAKING change → major; any other schema change → minor; metada
 new carries them over unchanged (the catalog's view of a version does not flicker from
 run to run). A snapshot that could not be read keeps the previous version too: a failed
 read is not a schema change.
+
+Versions follow partition time, not arrival: `slot` versions each capture against the capture before
+it in partition order, so a late earlier partition is slotted in and the captures after it are
+versioned again against their true predecessors.
 """
 
 from __future__ import annotations
@@ -134,3 +138,38 @@ def _same_version(previous: Snapshot, current: Snapshot, policy: str) -> Snapsho
         change_class=previous.change_class,
         policy=policy,
     )
+
+
+def slot(history: Sequence[Snapshot], new: Sequence[Snapshot]) -> tuple[list[Snapshot], dict[int, Snapshot]]:
+    """Slot `new` captures of a dataset into its `history` by partition time, and version them.
+
+    `history`: the captures so far, versioned, in partition then capture order (those before the
+    first new capture may be only what versioning needs: the latest capture of each version). A new
+    capture goes after every capture of its partition or an earlier one, and each capture from the
+    first new one on is versioned against the readable capture before it (a tombstone retires it),
+    so a later partition's changes are always against its predecessor in partition time.
+    Returns the new captures versioned, in their order, and the captures of `history` whose
+    version or changes moved, by index.
+    """
+    order = sorted([(s.partition_key or "", 0, i) for i, s in enumerate(history)]
+                   + [(s.partition_key or "", 1, i) for i, s in enumerate(new)])  # fmt: skip
+    versioned, moved = list(new), {}
+    past: list[Snapshot] = []  # the latest readable capture of each version, the previous last
+    started = False
+    for _, is_new, i in order:
+        s = new[i] if is_new else history[i]
+        started = started or bool(is_new)
+        if started:
+            previous = past[-1] if past else None
+            s = retire(previous, s) if s.removed else assess(previous, s, s.policy or DEFAULT_POLICY, past[:-1])
+            if is_new:
+                versioned[i] = s
+            elif _how_versioned(s) != _how_versioned(history[i]):
+                moved[i] = s
+        if s.readable:
+            past = [p for p in past if p.version != s.version] + [s]
+    return versioned, moved
+
+
+def _how_versioned(s: Snapshot) -> tuple:
+    return s.version, s.previous_version, s.changes, s.change_class, s.policy

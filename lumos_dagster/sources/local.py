@@ -51,7 +51,8 @@ class LocalSource(FileSource):
     def reachable(self, report: ScanReport) -> bool:
         if os.path.isdir(self.root):
             return True
-        report.fail(f"source {self.name}", f"root folder {self.root} does not exist")
+        problem = "is a file, not a folder" if os.path.exists(self.root) else "does not exist"
+        report.fail(f"source {self.name}", f"root folder {self.root} {problem}")
         return False
 
     def list(self, subpath: str, report: ScanReport) -> Iterator[FileEntry]:

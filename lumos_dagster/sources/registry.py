@@ -46,6 +46,13 @@ class LocalSourceConfig(FileSourceConfig):
     root: str = Field(description="Folder to scan; relative paths are relative to lumos.yaml.")
     platform: str = Field("file", description="Catalog platform of the datasets found here.")
 
+    @field_validator("root")
+    @classmethod
+    def _not_empty(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("empty: name a folder (`.` is the folder of lumos.yaml)")
+        return value
+
 
 class S3SourceConfig(FileSourceConfig):
     type: Literal["s3"] = "s3"
@@ -66,6 +73,21 @@ class PostgresSourceConfig(ConfigModel):
     schemas: list[str] = Field(default_factory=lambda: ["*"], description="Schema name globs to include.")
     exclude: list[str] = Field(default_factory=list, description="`schema.table` globs to leave out.")
     platform: str = Field("postgres", description="Catalog platform of the tables.")
+
+    @field_validator("dsn")
+    @classmethod
+    def _parses(cls, value: str) -> str:
+        import psycopg
+
+        try:
+            psycopg.conninfo.conninfo_to_dict(value)
+        except psycopg.ProgrammingError:
+            if "${" not in value:  # a DSN kept in a variable is checked when it is read
+                # libpq's reason may quote part of the password: not repeated
+                raise ValueError(
+                    "not a libpq connection string (`host=… dbname=…`) or URL (`postgresql://…`)"
+                ) from None
+        return value
 
 
 class MongoSourceConfig(ConfigModel):

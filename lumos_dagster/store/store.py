@@ -12,14 +12,16 @@ number of datasets.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import threading
 import time
+import zlib
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from typing import Collection, TypeVar
 
 import sqlalchemy as sa
@@ -35,8 +37,10 @@ from lumos_dagster.model import (
     snapshot_loads,
     snapshot_to_json,
 )
-from lumos_dagster.plugins import expand_secrets
+from lumos_dagster.plugins import expand_secrets, mask_secrets
+from lumos_dagster.schema.versioning import slot
 from lumos_dagster.store.tables import (
+    MIGRATIONS,
     SCHEMA_VERSION,
     catalog_state_table,
     code_table,
@@ -128,6 +132,10 @@ def _engine(url: str) -> Engine:
 
 _CHUNK = 500  # values per IN (...) list: far below any database's bound-parameter limit
 _IDLE_PING_SECONDS = 10.0  # a server connection unused this long is checked before use
+_CLAIM_LOCK = 0x6C756D6F73  # PostgreSQL advisory lock key ("lumos") that outbox claims take in turn
+#: PostgreSQL advisory locks that serialize versioning per dataset: (space, slot) pairs, the
+#: dataset's URN hashed into a slot (a batch of thousands takes at most this many locks)
+_VERSION_LOCK_SPACE, _VERSION_LOCKS = 0x6C756D6F, 256
 
 
 def _max_ids(conn: Connection) -> int:
@@ -141,6 +149,36 @@ def _max_ids(conn: Connection) -> int:
 def _chunks(values: Sequence, size: int = _CHUNK) -> Iterator[Sequence]:
     for start in range(0, len(values), size):
         yield values[start : start + size]
+
+
+def _snapshot_row(s: Snapshot) -> dict:
+    doc = snapshot_to_json(s)  # model.snapshot_dumps, keeping the schema fingerprint it hashes
+    return dict(
+        urn=s.dataset.urn,
+        partition_key=s.partition_key or "",
+        captured_at=s.captured_at,
+        version=s.version,
+        fingerprint=doc["fingerprint"],
+        readable=s.readable,
+        document=json.dumps(doc, sort_keys=True, separators=(",", ":")),
+    )
+
+
+def _digest(document: str) -> str:
+    """An imported snapshot's identity, with its dataset and partition: its whole stored document."""
+    return hashlib.sha256(document.encode()).hexdigest()
+
+
+def _insert_missing(conn: Connection, table: sa.Table, rows: list[dict]) -> None:
+    """Insert the rows whose primary key is not taken, keep those that are (INSERT … ON CONFLICT DO
+    NOTHING: one statement, no race with another writer)."""
+    if not rows:
+        return
+    if conn.dialect.name == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert
+    else:
+        from sqlalchemy.dialects.sqlite import insert
+    conn.execute(insert(table).on_conflict_do_nothing(), rows)
 
 
 T = TypeVar("T")
@@ -170,14 +208,16 @@ class SnapshotStore:
                 tables = set(sa.inspect(conn).get_table_names())
                 if "lumos_snapshots" in tables and "lumos_meta" not in tables:
                     raise StoreError(
-                        f"the snapshot store at {url} was written by an earlier Lumos, before stores had a schema "
-                        "version: start a new store (e.g. remove .lumos/store.db and run `lumos discover`)"
+                        f"the snapshot store at {mask_secrets(url)} was written by an earlier Lumos, before stores had "
+                        "a schema version: start a new store (e.g. remove .lumos/store.db and run `lumos discover`)"
                     )
                 metadata.create_all(conn)
             self._check_schema_version()
         except sa.exc.SQLAlchemyError as exc:
             self.close()
-            raise StoreError(f"cannot open the snapshot store at {url}: {exc.__class__.__name__}: {exc}") from exc
+            # the driver's message may quote the URL, password included
+            reason = " ".join(str(getattr(exc, "orig", None) or exc).split())  # the driver's words, on one line
+            raise StoreError(mask_secrets(f"cannot open the snapshot store at {url}: {reason}")) from exc
         except BaseException:
             self.close()
             raise
@@ -229,17 +269,29 @@ class SnapshotStore:
 
     def _check_schema_version(self) -> None:
         t = meta_table
+        version = t.c.key == "schema_version"
         with self._tx() as conn:
-            found = conn.execute(sa.select(t.c.value).where(t.c.key == "schema_version")).scalar()
+            found = conn.execute(sa.select(t.c.value).where(version)).scalar()
             if found is None:
                 try:
                     conn.execute(t.insert().values(key="schema_version", value=str(SCHEMA_VERSION)))
                 except sa.exc.IntegrityError:  # another process created it meanwhile
                     pass
-            elif int(found) != SCHEMA_VERSION:
+                return
+            if int(found) < SCHEMA_VERSION:
+                # take the writer's lock first, then read again: two processes opening an old store migrate it once
+                conn.execute(t.update().where(version).values(value=t.c.value))
+                found = conn.execute(sa.select(t.c.value).where(version)).scalar()
+                for step in range(int(found) + 1, SCHEMA_VERSION + 1):
+                    for table, name in MIGRATIONS[step]:
+                        kind = table.c[name].type.compile(dialect=conn.dialect)
+                        conn.execute(sa.text(f"ALTER TABLE {table.name} ADD COLUMN {name} {kind}"))
+                conn.execute(t.update().where(version).values(value=str(SCHEMA_VERSION)))
+            elif int(found) > SCHEMA_VERSION:
                 raise StoreError(
-                    f"the snapshot store at {self.url} has schema version {found}, this Lumos uses "
-                    f"{SCHEMA_VERSION}: export it with the Lumos that wrote it (`lumos export`) and import it here"
+                    f"the snapshot store at {mask_secrets(self.url)} has schema version {found}, this Lumos uses "
+                    f"{SCHEMA_VERSION}: use the Lumos that wrote it, or export it with that one (`lumos export`) and "
+                    "import it here"
                 )
 
     def close(self) -> None:
@@ -318,42 +370,111 @@ class SnapshotStore:
 
     def put(self, snapshots: Sequence[Snapshot], catalogs: Sequence[str] = ()) -> list[int]:
         """Store snapshots and, in the same transaction, queue them for each of `catalogs`: one
-        multi-row statement per table (ids come back in the snapshots' order)."""
+        multi-row statement per table (ids come back in the snapshots' order). Their versions are
+        kept as given (an import, a tombstone); a run's new captures go through `put_versioned`."""
         if not snapshots:
             return []
-        now = _now()
-        rows = []
-        for s in snapshots:
-            doc = snapshot_to_json(s)  # model.snapshot_dumps, keeping the schema fingerprint it hashes
-            rows.append(
-                dict(
-                    urn=s.dataset.urn,
-                    partition_key=s.partition_key or "",
-                    captured_at=s.captured_at,
-                    version=s.version,
-                    fingerprint=doc["fingerprint"],
-                    readable=s.readable,
-                    document=json.dumps(doc, sort_keys=True, separators=(",", ":")),
-                )
-            )
         with self._tx() as conn:
-            ids = self._insert_snapshots(conn, rows)
-            queued = [
-                dict(
-                    snapshot_id=sid,
-                    catalog=c,
-                    urn=row["urn"],
-                    partition_key=row["partition_key"],
-                    status="pending",
-                    attempts=0,
-                    created_at=now,
-                )
-                for sid, row in zip(ids, rows, strict=True)
-                for c in catalogs
-            ]
-            if queued:
-                conn.execute(outbox_table.insert(), queued)
+            return self._put(conn, snapshots, catalogs)
+
+    def put_versioned(self, snapshots: Sequence[Snapshot], catalogs: Sequence[str] = ()) -> list[Snapshot]:
+        """New captures, stored and queued as `put` does, versioned here in partition time
+        (`schema.versioning.slot`): each against its dataset's capture before it in partition order,
+        whatever order runs finish in. A stored capture of a later partition is versioned again
+        against its new predecessor, and queued when it is what the catalog shows. Runs storing one
+        dataset take turns (`_lock_datasets`), so two never both find no history. Returns the
+        captures as stored, in their order."""
+        if not snapshots:
+            return []
+        with self._tx() as conn:
+            self._lock_datasets(conn, {s.dataset.urn for s in snapshots})
+            stored, moved, requeue = self._slot(conn, snapshots)
+            self._put(conn, stored, catalogs)
+            if moved:
+                t = snapshots_table
+                update = t.update().where(t.c.id == sa.bindparam("b_id"))
+                conn.execute(update.values(version=sa.bindparam("version"), document=sa.bindparam("document")), [
+                    {"b_id": sid, "version": row["version"], "document": row["document"]}
+                    for sid, row in ((sid, _snapshot_row(s)) for sid, s in moved)
+                ])  # fmt: skip
+            self._queue(conn, requeue, catalogs)  # after the new ones: the catalog's current state
+        return stored
+
+    def _put(self, conn: Connection, snapshots: Sequence[Snapshot], catalogs: Sequence[str]) -> list[int]:
+        rows = [_snapshot_row(s) for s in snapshots]
+        ids = self._insert_snapshots(conn, rows)
+        self._queue(conn, [(sid, r["urn"], r["partition_key"]) for sid, r in zip(ids, rows, strict=True)], catalogs)
         return ids
+
+    @staticmethod
+    def _queue(conn: Connection, entries: Sequence[tuple[int, str, str]], catalogs: Sequence[str]) -> None:
+        """Queue stored snapshots, (id, urn, partition key) each, for each of `catalogs`."""
+        now = _now()
+        queued = [dict(snapshot_id=sid, catalog=c, urn=urn, partition_key=pk, status="pending", attempts=0,
+                       created_at=now) for sid, urn, pk in entries for c in catalogs]  # fmt: skip
+        if queued:
+            conn.execute(outbox_table.insert(), queued)
+
+    @staticmethod
+    def _lock_datasets(conn: Connection, urns: Collection[str]) -> None:
+        """Hold the datasets' versioning until the transaction ends. PostgreSQL: an advisory lock per
+        dataset, hashed into `_VERSION_LOCKS` slots (its lock table is shared and bounded) and taken in
+        one order, so two runs never deadlock. SQLite: the database's one writer, taken by a write
+        before the reads."""
+        if conn.dialect.name == "postgresql":
+            slots = sorted({zlib.crc32(urn.encode()) % _VERSION_LOCKS for urn in urns})
+            lock = "SELECT pg_advisory_xact_lock(:space, slot) FROM unnest(CAST(:slots AS integer[])) AS slot"
+            conn.execute(sa.text(lock), {"space": _VERSION_LOCK_SPACE, "slots": slots})
+        else:
+            t = meta_table
+            conn.execute(t.update().where(t.c.key == "schema_version").values(value=t.c.value))
+
+    def _slot(
+        self, conn: Connection, snapshots: Sequence[Snapshot]
+    ) -> tuple[list[Snapshot], list[tuple[int, Snapshot]], list[tuple[int, str, str]]]:
+        """(the captures versioned, stored captures whose version moved (id, capture), stored captures
+        to queue again (id, urn, partition key))."""
+        by_urn: dict[str, list[int]] = {}
+        for i, s in enumerate(snapshots):
+            by_urn.setdefault(s.dataset.urn, []).append(i)
+        firsts = {urn: min(snapshots[i].partition_key or "" for i in at) for urn, at in by_urn.items()}
+        full = [u for u, at in by_urn.items() if any((snapshots[i].policy or "").endswith("_TRANSITIVE") for i in at)]
+        before = self._version_histories(conn, firsts, full)
+        after = self._later(conn, firsts)
+        stored, moved, requeue = list(snapshots), [], []
+        for urn, at in by_urn.items():
+            past, later = before.get(urn, []), after.get(urn, [])
+            versioned, changed = slot(past + [s for _, s in later], [snapshots[i] for i in at])
+            for i, s in zip(at, versioned, strict=True):
+                stored[i] = s
+            moved += [(later[j - len(past)][0], s) for j, s in changed.items()]
+            last = len(past) + len(later) - 1
+            if last in changed and (later[-1][1].partition_key or "") > max(s.partition_key or "" for s in versioned):
+                requeue.append((later[-1][0], urn, later[-1][1].partition_key or ""))
+        return stored, moved, requeue
+
+    @staticmethod
+    def _by_partition(firsts: Mapping[str, str]) -> dict[str, list[str]]:
+        out: dict[str, list[str]] = {}
+        for urn, pk in firsts.items():
+            out.setdefault(pk, []).append(urn)
+        return out
+
+    def _later(self, conn: Connection, firsts: Mapping[str, str]) -> dict[str, list[tuple[int, Snapshot]]]:
+        """urn → (id, capture) of each capture of a partition after `firsts[urn]`, in partition then
+        capture order."""
+        t = snapshots_table
+        q = (
+            sa.select(t.c.id, t.c.urn, t.c.document)
+            .where(t.c.urn.in_(sa.bindparam("urns", expanding=True)), t.c.partition_key > sa.bindparam("pk"))
+            .order_by(t.c.urn, t.c.partition_key, t.c.id)
+        )
+        out: dict[str, list[tuple[int, Snapshot]]] = {}
+        for pk, urns in self._by_partition(firsts).items():
+            for chunk in _chunks(urns):
+                for sid, urn, document in conn.execute(q, {"urns": list(chunk), "pk": pk}):
+                    out.setdefault(urn, []).append((sid, snapshot_loads(document)))
+        return out
 
     @staticmethod
     def _insert_snapshots(conn: Connection, rows: list[dict]) -> list[int]:
@@ -374,28 +495,37 @@ class SnapshotStore:
 
     def previous(self, urn: str, partition_key: str | None) -> Snapshot | None:
         """The latest readable capture of this dataset at or before `partition_key`."""
+        with self._tx() as conn:
+            return self._previous(conn, urn, partition_key or "")
+
+    @staticmethod
+    def _previous(conn: Connection, urn: str, partition_key: str) -> Snapshot | None:
         t = snapshots_table
-        q = sa.select(t.c.document).where(t.c.urn == urn, t.c.partition_key <= (partition_key or ""), t.c.readable)
-        return self._one(q.order_by(t.c.partition_key.desc(), t.c.id.desc()))
+        q = sa.select(t.c.document).where(t.c.urn == urn, t.c.partition_key <= partition_key, t.c.readable)
+        row = conn.execute(q.order_by(t.c.partition_key.desc(), t.c.id.desc()).limit(1)).first()
+        return snapshot_loads(row[0]) if row else None
 
     def version_history(self, urn: str, partition_key: str | None, full: bool = False) -> list[Snapshot]:
         """What a new capture at `partition_key` is versioned against: the previous capture
         (see `previous`) and, when `full`, before it the latest capture of every earlier
         version, oldest first."""
-        previous = self.previous(urn, partition_key)
+        with self._tx() as conn:
+            return self._version_history(conn, urn, partition_key or "", full)
+
+    def _version_history(self, conn: Connection, urn: str, partition_key: str, full: bool) -> list[Snapshot]:
+        previous = self._previous(conn, urn, partition_key)
         if previous is None or not full:
             return [previous] if previous else []
         t = snapshots_table
         q = (
             sa.select(t.c.version, t.c.document)
-            .where(t.c.urn == urn, t.c.partition_key <= (partition_key or ""), t.c.readable)
+            .where(t.c.urn == urn, t.c.partition_key <= partition_key, t.c.readable)
             .order_by(t.c.partition_key, t.c.id)
         )
         by_version: dict[str, str] = {}
-        with self._tx() as conn:
-            for version, document in conn.execute(q):
-                by_version.pop(version, None)  # re-insert: ordered by each version's latest capture
-                by_version[version] = document
+        for version, document in conn.execute(q):
+            by_version.pop(version, None)  # re-insert: ordered by each version's latest capture
+            by_version[version] = document
         by_version.pop(previous.version, None)
         return [snapshot_loads(d) for d in by_version.values()] + [previous]
 
@@ -404,6 +534,13 @@ class SnapshotStore:
     ) -> dict[str, list[Snapshot]]:
         """`version_history` of many datasets: their previous captures in one query per 500
         datasets (a run versions thousands), the whole history only of those in `full`."""
+        with self._tx() as conn:
+            return self._version_histories(conn, dict.fromkeys(urns, partition_key or ""), full)
+
+    def _version_histories(
+        self, conn: Connection, partitions: Mapping[str, str], full: Collection[str]
+    ) -> dict[str, list[Snapshot]]:
+        """`version_histories`, each dataset at its own partition key (urn → key)."""
         t = snapshots_table
         ranked = (
             sa.select(
@@ -413,19 +550,19 @@ class SnapshotStore:
                 .over(partition_by=t.c.urn, order_by=(t.c.partition_key.desc(), t.c.id.desc()))
                 .label("rank"),
             )
-            .where(t.c.urn.in_(sa.bindparam("urns", expanding=True)), t.c.partition_key <= (partition_key or ""))
+            .where(t.c.urn.in_(sa.bindparam("urns", expanding=True)), t.c.partition_key <= sa.bindparam("pk"))
             .where(t.c.readable)
             .subquery()
         )
         latest = sa.select(ranked.c.urn, ranked.c.document).where(ranked.c.rank == 1)
         out: dict[str, list[Snapshot]] = {}
-        with self._tx() as conn:
-            for start in range(0, len(urns), 500):
-                for urn, document in conn.execute(latest, {"urns": list(urns[start : start + 500])}):
+        for pk, urns in self._by_partition(partitions).items():
+            for chunk in _chunks(urns):
+                for urn, document in conn.execute(latest, {"urns": list(chunk), "pk": pk}):
                     out[urn] = [snapshot_loads(document)]
         for urn in full:
             if urn in out:
-                out[urn] = self.version_history(urn, partition_key, full=True)
+                out[urn] = self._version_history(conn, urn, partitions[urn], full=True)
         return out
 
     def latest(self, urn: str, partition_key: str | None = None) -> Snapshot | None:
@@ -447,6 +584,50 @@ class SnapshotStore:
         t = snapshots_table
         q = sa.select(t.c.document).where(t.c.urn == urn, t.c.version == version)
         return self._one(q.order_by(t.c.partition_key.desc(), t.c.id.desc()))
+
+    # -------------------------------------------------------------- import
+
+    def import_estate(
+        self, batches: Iterable[tuple[Sequence[DatasetRecord], Sequence[Snapshot]]], releases: Sequence[Release]
+    ) -> tuple[int, int]:
+        """Write an imported estate (batches of registry records and their snapshots, then releases)
+        in one transaction: a failure or an interruption leaves the store as it was. Idempotent: a
+        dataset or release already there is kept as it is, and a snapshot already stored (same
+        dataset, partition and document) is not stored again. Returns (snapshots written, already there)."""
+        t = snapshots_table
+        written = skipped = 0
+        try:
+            with self._tx() as conn:  # SQLite: its first statement writes, so it holds the write lock throughout
+                for records, snapshots in batches:
+                    now = _now()
+                    _insert_missing(conn, datasets_table, [
+                        dict(urn=r.urn, name=r.name, platform=r.platform, source=r.source, location=r.location,
+                             format=r.format, domain=r.domain, info=json.dumps(r.info(), sort_keys=True),
+                             first_seen=now, last_seen=now)
+                        for r in records
+                    ])  # fmt: skip
+                    rows = [_snapshot_row(s) for s in snapshots]
+                    stored: set[tuple[str, str, str]] = set()
+                    for chunk in _chunks(sorted({r["urn"] for r in rows})):
+                        q = sa.select(t.c.urn, t.c.partition_key, t.c.document).where(t.c.urn.in_(chunk))
+                        stored.update((u, pk, _digest(d)) for u, pk, d in conn.execute(q))
+                    new = []
+                    for row in rows:
+                        key = (row["urn"], row["partition_key"], _digest(row["document"]))
+                        if key not in stored:
+                            stored.add(key)
+                            new.append(row)
+                    if new:
+                        conn.execute(t.insert(), new)
+                    written, skipped = written + len(new), skipped + len(rows) - len(new)
+                _insert_missing(conn, releases_table, [
+                    dict(name=r.name, created_at=r.created_at, versions=json.dumps(dict(sorted(r.versions.items()))))
+                    for r in releases
+                ])  # fmt: skip
+        except sa.exc.SQLAlchemyError as exc:
+            reason = str(getattr(exc, "orig", None) or exc).strip().splitlines()[0]
+            raise StoreError(f"import into {mask_secrets(self.url)} failed, nothing was written: {reason}") from exc
+        return written, skipped
 
     # ---------------------------------------------------------- file state
 
@@ -538,15 +719,31 @@ class SnapshotStore:
 
     # -------------------------------------------------------------- outbox
 
-    def pending(self, catalog: str) -> list[Delivery]:
+    def claim(self, catalog: str, owner: str, lease: float) -> list[Delivery]:
+        """Take the catalog's pending entries for `owner` (a delivery) for `lease` seconds: every entry
+        of each dataset that no other delivery holds a live claim on, so two deliveries at once never
+        send the same entry, nor two partitions of one dataset. A claim that ran out (its delivery
+        crashed) is taken over."""
         o, s = outbox_table, snapshots_table
+        now = _now()
+        held = sa.select(o.c.urn).where(o.c.catalog == catalog, o.c.status == "pending", o.c.claimed_until >= now)
+        take = (
+            o.update()
+            .where(o.c.catalog == catalog, o.c.status == "pending", o.c.urn.not_in(held))
+            .values(claimed_by=owner, claimed_until=now + timedelta(seconds=lease))
+        )
         q = (
             sa.select(o.c.id, s.c.document)
             .join(s, s.c.id == o.c.snapshot_id)
-            .where(o.c.catalog == catalog, o.c.status == "pending")
+            .where(o.c.claimed_by == owner, o.c.status == "pending")
             .order_by(o.c.id)
         )
         with self._tx() as conn:
+            if conn.dialect.name == "postgresql":
+                # claims one at a time: each sees the claims committed before it (SQLite: its UPDATE
+                # takes the database's write lock first, which does the same)
+                conn.execute(sa.select(sa.func.pg_advisory_xact_lock(_CLAIM_LOCK)))
+            conn.execute(take)
             rows = conn.execute(q).all()
         out = []
         for outbox_id, text in rows:
@@ -620,12 +817,40 @@ class SnapshotStore:
         if new:
             conn.execute(t.insert(), new)
 
-    def outbox_errors(self, catalog: str, limit: int = 20) -> list[tuple[str, int, str, datetime]]:
-        """Pending deliveries that failed: (urn, attempts, last error, queued at), oldest first."""
+    def renew(self, owner: str, lease: float) -> set[int]:
+        """Extend `owner`'s claims by `lease` seconds from now; the ids it still holds (a claim that
+        ran out may have been taken over meanwhile)."""
+        o = outbox_table
+        mine = sa.and_(o.c.claimed_by == owner, o.c.status == "pending")
+        renew = o.update().where(mine).values(claimed_until=_now() + timedelta(seconds=lease)).returning(o.c.id)
+        with self._tx() as conn:
+            return set(conn.execute(renew).scalars())
+
+    def release(self, owner: str) -> None:
+        """Give up what `owner` still claims: it stays pending, for the next delivery."""
+        o = outbox_table
+        mine = sa.and_(o.c.claimed_by == owner, o.c.status == "pending")
+        with self._tx() as conn:
+            conn.execute(o.update().where(mine).values(claimed_by=None, claimed_until=None))
+
+    def retry_quarantined(self, catalog: str) -> int:
+        """Queue the catalog's quarantined entries again (their last error kept); how many."""
+        o = outbox_table
+        with self._tx() as conn:
+            done = conn.execute(
+                o.update().where(o.c.catalog == catalog, o.c.status == "quarantined").values(status="pending")
+            )
+            return done.rowcount
+
+    def outbox_errors(
+        self, catalog: str, limit: int = 20, status: str = "pending"
+    ) -> list[tuple[str, int, str, datetime]]:
+        """Entries of `status` (pending: that failed; quarantined) with their last error: (urn,
+        attempts, last error, queued at), oldest first."""
         o = outbox_table
         q = (
             sa.select(o.c.urn, o.c.attempts, o.c.last_error, o.c.created_at)
-            .where(o.c.catalog == catalog, o.c.status == "pending", o.c.last_error.is_not(None))
+            .where(o.c.catalog == catalog, o.c.status == status, o.c.last_error.is_not(None))
             .order_by(o.c.id)
             .limit(limit)
         )
@@ -649,8 +874,10 @@ class SnapshotStore:
     @staticmethod
     def _mark(conn: Connection, outbox_ids: Sequence[int], status: str, error: str | None) -> None:
         o = outbox_table
-        values: dict = {"status": status, "attempts": o.c.attempts + 1, "last_error": error}
-        if status != "pending":
+        # any mark ends the entry's claim: one still pending goes with the next delivery
+        values: dict = {"status": status, "attempts": o.c.attempts + 1, "last_error": error, "claimed_by": None,
+                        "claimed_until": None}  # fmt: skip
+        if status not in ("pending", "quarantined"):
             values["delivered_at"] = _now()
         for chunk in _chunks(list(outbox_ids), _max_ids(conn)):
             conn.execute(o.update().where(o.c.id.in_(chunk)).values(**values))

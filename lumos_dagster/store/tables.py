@@ -5,8 +5,8 @@ import sqlalchemy as sa
 
 metadata = sa.MetaData()
 
-#: bumped when the tables change; a store written by another schema version is refused, not guessed at
-SCHEMA_VERSION = 1
+#: bumped when the tables change; an older store is brought up to date by MIGRATIONS, a newer one is refused
+SCHEMA_VERSION = 2
 
 meta_table = sa.Table(
     "lumos_meta",
@@ -54,11 +54,15 @@ outbox_table = sa.Table(
     sa.Column("catalog", sa.String(256), nullable=False),
     sa.Column("urn", sa.String(1024), nullable=False),
     sa.Column("partition_key", sa.String(64), nullable=False),
-    sa.Column("status", sa.String(16), nullable=False),  # pending | delivered | unchanged | superseded
+    # pending | delivered | unchanged | superseded | quarantined (the catalog cannot take it: kept, skipped)
+    sa.Column("status", sa.String(16), nullable=False),
     sa.Column("attempts", sa.Integer, nullable=False, default=0),
     sa.Column("last_error", sa.Text),
     sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
     sa.Column("delivered_at", sa.DateTime(timezone=True)),
+    # a delivery's lease on a pending entry: no other delivery sends it until the lease ends
+    sa.Column("claimed_by", sa.String(32)),
+    sa.Column("claimed_until", sa.DateTime(timezone=True)),
     sa.Index("ix_lumos_outbox_pending", "catalog", "status"),
 )
 
@@ -98,3 +102,9 @@ code_table = sa.Table(
     sa.Column("dataset", sa.String(1024), primary_key=True),
     sa.Column("doc", sa.Text, nullable=False),  # JSON: what SQL files and dbt models say (lineage.resolve)
 )
+
+
+#: the columns each schema version added, by (table, column): an older store gets them when opened
+MIGRATIONS: dict[int, list[tuple[sa.Table, str]]] = {
+    2: [(outbox_table, "claimed_by"), (outbox_table, "claimed_until")],  # outbox claims
+}

@@ -1,0 +1,191 @@
+"""Delivery that one bad entry cannot block, and that two deliveries at once never repeat: an entry
+the catalog can never take is quarantined (kept, reported, retryable) while the others go through;
+outbox entries are claimed, so two `lumos sync`, or a sync beside a run's delivery worker, send each
+once, and the claims of a delivery that crashed are taken over when they run out. Each on SQLite and
+on the real PostgreSQL server, into real DataHub Lite."""
+
+import multiprocessing
+import os
+import time
+
+from click.testing import CliRunner
+
+from lumos_dagster.catalog.datahub_lite import DataHubLiteCatalog
+from lumos_dagster.catalog.delivery import deliver
+from lumos_dagster.cli import main
+from lumos_dagster.scan.record import Recorder
+from lumos_dagster.store import SnapshotStore
+from tests.test_store import snap, store_url  # noqa: F401  (store_url: SQLite and PostgreSQL)
+
+POISON = "urn:lumos:dataset:file:"  # a dataset declared with an empty name: DataHub has no URN for it
+WHY = "InvalidUrnError: DatasetUrn name cannot be empty"
+
+
+def lite_datasets(path) -> set[str]:
+    return {s.dataset.name for s in DataHubLiteCatalog(str(path)).read_all()}
+
+
+# ------------------------------------------------------------------ quarantine
+
+
+def test_an_entry_the_catalog_cannot_take_is_quarantined_and_holds_back_no_other(store_url, tmp_path):  # noqa: F811
+    with SnapshotStore(store_url) as store:
+        catalog = DataHubLiteCatalog(str(tmp_path / "lite.db"))
+        store.put([snap("a", "2026-11-24"), snap("", "2026-11-24"), snap("b", "2026-11-24")], catalogs=[catalog.name])
+        report = deliver(store, catalog)
+        assert (report.delivered, report.failed, report.quarantined) == (2, {}, {POISON: WHY})
+        assert store.outbox_counts(catalog.name) == {"delivered": 2, "quarantined": 1}
+        assert [(u, e) for u, _, e, _ in store.outbox_errors(catalog.name, status="quarantined")] == [(POISON, WHY)]
+
+        # later deliveries skip it: another dataset goes through at once
+        store.put([snap("c", "2026-11-25")], catalogs=[catalog.name])
+        report = deliver(store, catalog)
+        assert (report.delivered, report.failed, report.quarantined) == (1, {}, {})
+        assert lite_datasets(tmp_path / "lite.db") == {"a", "b", "c"}
+
+        # retryable: queued again, tried again (and kept again, as it still cannot be built)
+        assert store.retry_quarantined(catalog.name) == 1
+        report = deliver(store, catalog)
+        assert (report.delivered, report.quarantined) == (0, {POISON: WHY})
+        assert [a for _, a, _, _ in store.outbox_errors(catalog.name, status="quarantined")] == [2]
+        catalog.close()
+
+
+def test_lumos_sync_reports_a_quarantined_entry_in_one_line_and_retries_it_on_demand(tmp_path):
+    lite = tmp_path / "lite.db"
+    (tmp_path / "lumos.yaml").write_text(f"catalog:\n  type: datahub-lite\n  path: {lite}\nstore:\n  path: store.db\n")
+    with SnapshotStore(f"sqlite:///{tmp_path}/store.db") as store:
+        store.put([snap("", "2026-11-24"), snap("a", "2026-11-24")], catalogs=[f"datahub-lite:{lite}"])
+
+    def sync(*args):
+        return CliRunner().invoke(main, ["sync", "-c", str(tmp_path / "lumos.yaml"), *args])
+
+    first = sync()
+    assert first.exit_code == 1 and isinstance(first.exception, SystemExit)  # no traceback
+    assert "1 delivered, 0 unchanged, 0 superseded, 0 failed, 1 quarantined" in first.stdout
+    assert f"  quarantined {POISON}: {WHY}\n" in first.stdout
+    assert "lumos sync --retry-quarantined" in first.stdout
+    assert lite_datasets(lite) == {"a"}
+
+    again = sync()  # nothing new failed: done, and what stays quarantined is still listed
+    assert again.exit_code == 0 and "0 delivered" in again.stdout and f"quarantined {POISON}: {WHY}" in again.stdout
+    status = sync("--status")
+    assert f"datahub-lite:{lite}: 1 delivered, 1 quarantined" in status.stdout and POISON in status.stdout
+    retried = sync("--retry-quarantined")
+    assert "1 quarantined queued again" in retried.stdout and retried.exit_code == 1
+    assert "0 delivered, 0 unchanged, 0 superseded, 0 failed, 1 quarantined" in retried.stdout
+
+
+def test_a_run_of_other_datasets_is_not_held_back_by_a_quarantined_entry(store_url, tmp_path):  # noqa: F811
+    path = str(tmp_path / "lite.db")
+    with SnapshotStore(store_url) as store:
+        store.put([snap("", "2026-11-24")], catalogs=[DataHubLiteCatalog(path).name])  # left by an earlier run
+    warnings: list[str] = []
+    recorder = Recorder(store_url, lambda: [DataHubLiteCatalog(path)], warnings.append)  # the run's delivery worker
+    for batch in ([snap(f"r{i}", "2026-11-25") for i in range(3)], [snap("r3", "2026-11-25")]):
+        _, still_queued = recorder.record(batch)
+        assert still_queued == {}
+    assert recorder.finish() == {}  # no catalog is down, nothing of the run is left queued
+    assert warnings == [] and recorder.down == {}
+    assert lite_datasets(path) == {"r0", "r1", "r2", "r3"}
+    with SnapshotStore(store_url) as store:
+        assert store.outbox_counts(DataHubLiteCatalog(path).name) == {"delivered": 4, "quarantined": 1}
+
+
+# ---------------------------------------------------------- claims and leases
+
+
+class RecordingLite(DataHubLiteCatalog):
+    """Real DataHub Lite that appends each snapshot it sends to a log file (one line each, shared by
+    processes), slowly enough for deliveries running at once to overlap."""
+
+    def __init__(self, path: str, log: str, crash: bool = False):
+        super().__init__(path)
+        self.log, self.crash = log, crash
+
+    def emit(self, snapshots):
+        if self.crash:
+            os._exit(1)  # a sync killed mid-delivery: its claims stay behind
+        time.sleep(0.3)
+        with open(self.log, "a") as fh:  # O_APPEND: lines of two processes never mix
+            fh.write("".join(f"{s.dataset.name}@{s.partition_key}\n" for s in snapshots))
+        return super().emit(snapshots)
+
+
+def sent(log) -> list[str]:
+    return sorted(log.read_text().split()) if log.exists() else []
+
+
+def _sync(url: str, path: str, log: str, start=None, crash: bool = False, lease: float = 300.0) -> None:
+    """What `lumos sync` does for a catalog; at once with another, when `start` is their barrier."""
+    with SnapshotStore(url) as store:
+        if start is not None:
+            start.wait(60)
+        deliver(store, RecordingLite(path, log, crash), lease=lease)
+
+
+def _fork(target, *args):
+    process = multiprocessing.get_context("fork").Process(target=target, args=args)
+    process.start()
+    return process
+
+
+def test_two_syncs_at_once_deliver_each_entry_exactly_once(store_url, tmp_path):  # noqa: F811
+    path, log = str(tmp_path / "lite.db"), tmp_path / "sent.log"
+    names = [f"d{i}" for i in range(30)]
+    with SnapshotStore(store_url) as store:
+        store.put([snap(n, "2026-11-25") for n in names], catalogs=[DataHubLiteCatalog(path).name])
+    start = multiprocessing.get_context("fork").Barrier(2)
+    syncs = [_fork(_sync, store_url, path, str(log), start) for _ in range(2)]
+    for p in syncs:
+        p.join(120)
+        assert p.exitcode == 0
+    assert sent(log) == sorted(f"{n}@2026-11-25" for n in names)  # each once, by one sync or the other
+    assert lite_datasets(path) == set(names)
+    with SnapshotStore(store_url) as store:
+        assert store.outbox_counts(DataHubLiteCatalog(path).name) == {"delivered": 30}
+
+
+def _syncs_until(url: str, path: str, log: str, start, stop) -> None:
+    with SnapshotStore(url) as store:
+        start.wait(60)
+        while not stop.is_set():
+            deliver(store, RecordingLite(path, log))
+
+
+def test_a_sync_during_a_run_delivers_each_entry_once_and_loses_nothing(store_url, tmp_path):  # noqa: F811
+    path, log = str(tmp_path / "lite.db"), tmp_path / "sent.log"
+    ctx = multiprocessing.get_context("fork")
+    start, stop = ctx.Barrier(2), ctx.Event()
+    SnapshotStore(store_url).close()  # the tables, before the race
+    syncing = _fork(_syncs_until, store_url, path, str(log), start, stop)
+    recorder = Recorder(store_url, lambda: [RecordingLite(path, str(log))], lambda _: None)
+    start.wait(60)
+    for b in range(6):  # the run's batches, each handed to its delivery worker as it goes on
+        recorder.record([snap(f"b{b}-{i}", "2026-11-25") for i in range(5)])
+        time.sleep(0.2)
+    assert recorder.finish() == {}
+    stop.set()
+    syncing.join(120)
+    assert syncing.exitcode == 0
+    names = [f"b{b}-{i}" for b in range(6) for i in range(5)]
+    assert sent(log) == sorted(f"{n}@2026-11-25" for n in names)  # each once, by the run or the sync
+    assert lite_datasets(path) == set(names)
+    with SnapshotStore(store_url) as store:
+        assert store.outbox_counts(DataHubLiteCatalog(path).name) == {"delivered": 30}
+
+
+def test_the_claims_of_a_sync_that_crashed_are_taken_over_when_they_run_out(store_url, tmp_path):  # noqa: F811
+    path, log = str(tmp_path / "lite.db"), tmp_path / "sent.log"
+    with SnapshotStore(store_url) as store:
+        store.put([snap(f"d{i}", "2026-11-25") for i in range(3)], catalogs=[DataHubLiteCatalog(path).name])
+    crashed = _fork(_sync, store_url, path, str(log), None, True, 2.0)
+    crashed.join(60)
+    assert crashed.exitcode == 1
+    with SnapshotStore(store_url) as store:
+        catalog = RecordingLite(path, str(log))
+        assert deliver(store, catalog).delivered == 0  # still claimed: the crashed sync might be sending
+        time.sleep(2.5)
+        assert deliver(store, catalog).delivered == 3  # its lease ran out: taken over
+        catalog.close()
+    assert sent(log) == ["d0@2026-11-25", "d1@2026-11-25", "d2@2026-11-25"]
