@@ -609,5 +609,6 @@ def load_config(path: str | None = None) -> LumosConfig:
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        raise ConfigError(f"{path}:{where}: not valid YAML: {getattr(exc, 'problem', exc)}") from None
+        problem = " ".join(str(getattr(exc, "problem", None) or exc).split())  # a reader error spans lines
+        raise ConfigError(f"{path}:{where}: not valid YAML: {problem}") from None
     return parse_config(data, file=path, base_dir=str(Path(path).resolve().parent))

@@ -251,9 +251,9 @@ def nested(levels: int) -> Schema:
     return Schema((Field("root", t),))
 
 
-def test_what_lumos_snapshots_ninety_levels_deep_it_exports_validates_imports_and_compares(store_url, tmp_path):  # noqa: F811
+def test_what_lumos_snapshots_as_deep_as_it_may_it_exports_validates_imports_and_compares(store_url, tmp_path):  # noqa: F811
     deep = snap("raw/deep", "2026-11-20")
-    deep.schema = nested(90)
+    deep.schema = nested(MAX_NESTING - 1)  # with its innermost int64: MAX_NESTING types deep
     with SnapshotStore(store_url) as store:  # recorded as a run records it
         store.upsert_datasets([DatasetRecord("raw/deep", "file", "lake", "/lake/raw/deep", "parquet")])
         store.put([deep])

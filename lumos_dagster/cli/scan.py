@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 import subprocess
 import sys
@@ -11,8 +12,7 @@ import tempfile
 import click
 
 from lumos_dagster.cli.common import config_option, load, open_store
-from lumos_dagster.errors import SchemaReadError
-from lumos_dagster.formats import read_file_schema, sniff_format
+from lumos_dagster.formats import sniff_format
 from lumos_dagster.model import schema_to_json, type_str
 
 
@@ -21,12 +21,17 @@ from lumos_dagster.model import schema_to_json, type_str
 @click.option("--flat", is_flag=True, help="Print flat `a.b.c: type` lines instead of JSON.")
 def schema(files: tuple[str, ...], flat: bool) -> None:
     """Print the canonical schema of each FILE (Parquet, ORC, Avro, CSV/TSV, JSON)."""
+    from lumos_dagster.scan import readers
+
+    # in worker processes, as discovery reads: a native reader crashing on a file is that file's
+    # error, printed below (the pool's own log line about it would say it twice)
+    readers.log.setLevel(logging.ERROR)
+    results = readers.PoolReader()([(path, None) for path in files])
     out, failed = {}, 0
     for path in files:
-        try:
-            fs = read_file_schema(path)
-        except SchemaReadError as exc:
-            click.echo(f"error: {exc}", err=True)
+        fs = results[path]
+        if fs.error is not None:
+            click.echo(f"error: {path}: {fs.error}", err=True)
             failed += 1
             continue
         if flat:

@@ -16,10 +16,20 @@ from typing import Any, Callable
 
 from lumos_dagster.errors import SchemaReadError
 from lumos_dagster.formats.avro import read_avro
-from lumos_dagster.formats.base import FileResult, FileSchema, FsSpec, file_size, filesystem
+from lumos_dagster.formats.base import (
+    MAX_NESTING,
+    TOO_DEEP,
+    FileResult,
+    FileSchema,
+    FsSpec,
+    file_size,
+    filesystem,
+    too_deep,
+)
 from lumos_dagster.formats.orc import read_orc
 from lumos_dagster.formats.parquet import read_parquet
 from lumos_dagster.formats.text import read_csv, read_json, read_tsv
+from lumos_dagster.model import Array, DataType, Map, Schema, Struct, UnionType
 from lumos_dagster.plugins import Registry
 
 __all__ = [
@@ -114,9 +124,29 @@ def _reason(exc: BaseException) -> str:
         return "encrypted Parquet footer: Lumos has no decryption key for it"
     if isinstance(exc, UnicodeDecodeError):
         return "not valid UTF-8 text"
+    if isinstance(exc, RecursionError):  # only nesting far deeper than MAX_NESTING gets there
+        return TOO_DEEP
     if len(text) > 300:
         text = text[:297] + "..."
     return f"{type(exc).__name__}: {text}"
+
+
+def _inner(t: DataType) -> tuple[DataType, ...]:
+    if isinstance(t, Struct):
+        return tuple(f.type for f in t.fields)
+    if isinstance(t, Array):
+        return (t.element,)
+    if isinstance(t, Map):
+        return (t.key, t.value)
+    return t.branches if isinstance(t, UnionType) else ()
+
+
+def _too_deep(schema: Schema) -> bool:
+    """Whether `schema` nests deeper than MAX_NESTING, level by level (no recursion to overflow)."""
+    level = [f.type for f in schema.fields]
+    for _ in range(MAX_NESTING):
+        level = [inner for t in level for inner in _inner(t)]
+    return bool(level)
 
 
 def read_file_schema(path: str, fmt: str | None = None, fs: FsSpec | None = None) -> FileSchema:
@@ -134,7 +164,10 @@ def read_file_schema(path: str, fmt: str | None = None, fs: FsSpec | None = None
         remote = filesystem(fs) if fs else None
         if file_size(path, remote) == 0:
             raise SchemaReadError(path, "empty file (0 bytes)")
-        return reader.read(path, remote)
+        found = reader.read(path, remote)
+        if _too_deep(found.schema):  # Lumos' own code (diff, pickling between processes) recurses
+            raise too_deep(path)
+        return found
     except SchemaReadError:
         raise
     except FileNotFoundError:

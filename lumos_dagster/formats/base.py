@@ -10,7 +10,16 @@ from typing import Any, BinaryIO
 import pyarrow as pa
 import pyarrow.fs as pafs
 
-from lumos_dagster.model import Schema
+from lumos_dagster.errors import SchemaReadError
+from lumos_dagster.model import MAX_NESTING, Schema
+
+# a file nested deeper than a snapshot may be is refused up front: far deeper input crashes native
+# parsers (Arrow's JSON reader segfaults near 16,000 levels)
+TOO_DEEP = f"nested more than {MAX_NESTING} levels deep (Lumos reads at most {MAX_NESTING})"
+
+
+def too_deep(path: str) -> SchemaReadError:
+    return SchemaReadError(path, TOO_DEEP)
 
 
 @dataclass(frozen=True)

@@ -4,6 +4,9 @@
 from __future__ import annotations
 
 import json
+import re
+from itertools import accumulate
+from operator import sub
 
 import pyarrow as pa
 import pyarrow.csv as pcsv
@@ -11,21 +14,58 @@ import pyarrow.fs as pafs
 import pyarrow.json as pjson
 
 from lumos_dagster.formats.arrow import from_arrow_schema
-from lumos_dagster.formats.base import FileSchema, open_stream
+from lumos_dagster.formats.base import MAX_NESTING, FileSchema, open_stream, too_deep
 
 BLOCK_SIZE = 1 << 20
+#: a first row longer than the block (a 50 MB one-line CSV) is retried with 8x bigger blocks up to this
+MAX_BLOCK = 64 << 20
+#: Arrow's CSV reader takes ~30 µs a column to open (5 s at this many): a wider first row is refused
+MAX_COLUMNS = 100_000
+# what Arrow's CSV reader says when its block holds no whole row
+_NO_WHOLE_ROW = ("Empty CSV file or block", "straddles two block boundaries")
+
+
+def _too_long() -> ValueError:
+    return ValueError(f"the first row is longer than {MAX_BLOCK >> 20} MiB")
+
+
+def _csv_schema(source: pa.NativeFile, block: int, delimiter: str) -> pa.Schema:
+    with (
+        source,
+        pcsv.open_csv(
+            source,
+            read_options=pcsv.ReadOptions(block_size=block),
+            # quoted line breaks are common (spreadsheet exports): the chunker must not split on them
+            parse_options=pcsv.ParseOptions(delimiter=delimiter, newlines_in_values=True),
+        ) as reader,
+    ):
+        return reader.schema
 
 
 def read_csv(path: str, fs: pafs.FileSystem | None = None, delimiter: str = ",") -> FileSchema:
-    reader = pcsv.open_csv(
-        open_stream(path, fs),
-        read_options=pcsv.ReadOptions(block_size=BLOCK_SIZE),
-        parse_options=pcsv.ParseOptions(delimiter=delimiter),
-    )
-    try:
-        return FileSchema(schema=from_arrow_schema(reader.schema))
-    finally:
-        reader.close()
+    return FileSchema(schema=from_arrow_schema(_csv_first_block(path, fs, delimiter)))
+
+
+def _csv_first_block(path: str, fs: pafs.FileSystem | None, delimiter: str) -> pa.Schema:
+    """When Arrow finds no whole row in its block, either the first row is longer than the
+    block (try a bigger one, unless it is too wide to read) or the file is one line with no
+    line end, which Arrow does not count as a row: it is read again with one."""
+    block = BLOCK_SIZE
+    while True:
+        try:
+            return _csv_schema(open_stream(path, fs), block, delimiter)
+        except pa.ArrowInvalid as exc:
+            if not any(sign in str(exc) for sign in _NO_WHOLE_ROW):
+                raise
+        with open_stream(path, fs) as stream:
+            head = stream.read(block + 1)
+        if head.count(delimiter.encode(), 0, head.find(b"\n")) >= MAX_COLUMNS:
+            raise ValueError(f"the first row has more than {MAX_COLUMNS:,} columns")
+        if len(head) <= block:  # the whole file, and no row in it
+            return _csv_schema(pa.BufferReader(head + b"\n"), block + 1, delimiter)
+        if block >= MAX_BLOCK:
+            raise _too_long()
+        block *= 8
 
 
 def read_tsv(path: str, fs: pafs.FileSystem | None = None) -> FileSchema:
@@ -33,20 +73,51 @@ def read_tsv(path: str, fs: pafs.FileSystem | None = None) -> FileSchema:
 
 
 def read_json(path: str, fs: pafs.FileSystem | None = None) -> FileSchema:
-    """Newline-delimited JSON through Arrow; a top-level JSON array is sampled instead."""
-    with open_stream(path, fs) as stream:
-        head = stream.read(BLOCK_SIZE)
-    if head.lstrip()[:1] == b"[":
-        return FileSchema(schema=from_arrow_schema(_array_sample_schema(head.decode("utf-8", "replace"))))
-    reader = pjson.open_json(open_stream(path, fs), read_options=pjson.ReadOptions(block_size=BLOCK_SIZE))
-    try:
+    """Newline-delimited JSON through Arrow; a top-level JSON array is sampled instead. Both
+    from the first block, whose nesting is checked before any parser sees it (Arrow's
+    parser recurses natively, and crashes the process on very deep input)."""
+    block = BLOCK_SIZE
+    while True:
+        with open_stream(path, fs) as stream:
+            head = stream.read(block + 1)
+        whole = len(head) <= block
+        if head.lstrip()[:1] == b"[":
+            head = head[:block]
+            _check_nesting(path, head)
+            return FileSchema(schema=from_arrow_schema(_array_sample_schema(head.decode("utf-8", "replace"), whole)))
+        # whole lines only: in NDJSON a line break always ends a record (JSON strings cannot hold one)
+        end = len(head) if whole else head.rfind(b"\n", 0, block) + 1
+        if end:
+            break
+        if block >= MAX_BLOCK:
+            raise _too_long()
+        block *= 8
+    head = head[:end]
+    _check_nesting(path, head)
+    with pjson.open_json(pa.BufferReader(head), read_options=pjson.ReadOptions(block_size=end + 1)) as reader:
         return FileSchema(schema=from_arrow_schema(reader.schema))
-    finally:
-        reader.close()
 
 
-def _array_sample_schema(text: str) -> pa.Schema:
-    """Schema of the objects of a JSON array, from those complete within `text`."""
+# a JSON string, closed by its quote or, in broken text, by the end of the line
+_STRING = re.compile(rb'"(?:[^"\\\n]|\\.)*+"?')
+_NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
+_STEP = {ord("["): 1, ord("{"): 1, ord("]"): -1, ord("}"): -1}
+
+
+def _check_nesting(path: str, text: bytes) -> None:
+    """Refuse `text` whose brackets (outside strings) nest deeper than MAX_NESTING."""
+    if text.count(b"[") + text.count(b"{") <= MAX_NESTING:
+        return
+    levels = list(accumulate(map(_STEP.__getitem__, _STRING.sub(b"", text).translate(None, _NOT_BRACKETS))))
+    # a surplus of closing brackets (broken text) must not hide the depth that follows it
+    floors = accumulate(levels, min, initial=0)
+    if max(map(sub, levels, floors), default=0) > MAX_NESTING:
+        raise too_deep(path)
+
+
+def _array_sample_schema(text: str, whole: bool) -> pa.Schema:
+    """Schema of the objects of a JSON array, from those complete within `text`, the first
+    block of the file or (`whole`) all of it: then it must be one complete JSON array."""
     decoder = json.JSONDecoder()
     records, pos = [], text.index("[") + 1
     while True:
@@ -57,12 +128,18 @@ def _array_sample_schema(text: str) -> pa.Schema:
         try:
             record, pos = decoder.raw_decode(text, pos)
         except json.JSONDecodeError:
-            if records:  # the block ended inside an object: sample what we have
+            if records and not whole:  # the block ended inside an object: sample what we have
                 break
             raise
         if not isinstance(record, dict):
             raise ValueError("a JSON array of objects was expected")
         records.append(record)
+    if whole and (pos >= len(text) or text[pos + 1 :].strip()):
+        raise ValueError(
+            "truncated JSON array: the file ends before its closing ]"
+            if pos >= len(text)
+            else f"extra data after the JSON array at character {pos + 1}"
+        )
     if not records:
         raise ValueError("empty JSON array")
     # the struct type of the whole sample: keys missing from the first object still count
