@@ -126,6 +126,7 @@ def _services(context: AssetExecutionContext, spark: LumosSparkResource, store, 
         bills=bills.month,
         profile=profile,
         progress=context.log.info,
+        acceptances=store.acceptances,
     )
 
 

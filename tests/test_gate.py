@@ -5,6 +5,7 @@ from pathlib import Path
 
 import fastavro
 import pyarrow as pa
+import sqlalchemy as sa
 import yaml
 from dagster import AssetKey, DagsterInstance
 
@@ -13,6 +14,7 @@ from lumos_dagster.definitions import build_definitions
 from lumos_dagster.demo import ORDER_SCHEMA, build_demo_lake
 from lumos_dagster.lineage.resolve import refresh_code
 from lumos_dagster.scan.report import ScanReport
+from lumos_dagster.schema import acceptances
 from lumos_dagster.sources import build_sources, discover
 from lumos_dagster.store import SnapshotStore
 from tests.lake import demo_config, write_parquet
@@ -134,3 +136,23 @@ def test_a_backfill_rebuilds_the_version_history_of_a_changing_dataset(tmp_path,
     (md,) = [m.metadata for m in result.asset_materializations_for_node("lumos_daily_datasets")][:1]
     assert md["lumos/versions_in_run"].value == "1.0.0 → 1.1.0 → 2.0.0"
     assert not gate(result, "crm/contacts").passed
+
+
+def test_an_acceptance_recorded_in_the_store_passes_the_gate_in_dagster_for_that_version_only(tmp_path, spark):
+    """What the API's `POST …/acceptances` writes is honoured by the asset check, as by `lumos gate`."""
+    build_demo_lake(str(tmp_path / "lake"), today=date(2026, 11, 25))
+    instance = DagsterInstance.ephemeral()
+    path = project(tmp_path)
+    run(path, instance, ["raw/orders"], partition_key=PK)
+    drop_from_todays_orders(tmp_path / "lake", "status")
+    url = load_config(str(path)).store_url
+    engine = sa.create_engine(url)
+    with engine.begin() as conn:  # an acceptance of the wrong version first: it must not count
+        acceptances.record(conn, "raw/orders", "3.0.0", "status", "FIELD_REMOVED", "not this one", "ci")
+    assert not gate(run(path, instance, ["raw/orders"], partition_key=PK), "raw/orders").passed
+    with engine.begin() as conn:
+        acceptances.record(conn, "raw/orders", "2.0.0", "status", "FIELD_REMOVED", "status moved out (SALES-42)", "ci")
+    engine.dispose()
+    check = gate(run(path, instance, ["raw/orders"], partition_key=PK), "raw/orders")
+    assert check.passed, check.metadata["lumos/unaccepted"].value
+    assert "accepted by ci: status moved out (SALES-42)" in check.metadata["lumos/accepted"].value

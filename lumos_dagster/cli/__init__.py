@@ -30,6 +30,7 @@ COMMANDS = {
     "savings": "cost:savings",
     "report": "governance:report",
     "search": "governance:search",
+    "serve": "serve:serve",
 }
 
 

@@ -14,15 +14,14 @@ from lumos_dagster.config import LumosConfig, load_config
 from lumos_dagster.errors import LumosError
 from lumos_dagster.lineage.impact import downstream, fan_out
 from lumos_dagster.model import BREAKING, change_to_json, dataset_urn
-from lumos_dagster.reports.changes import ChangeReport, exit_code, render
+from lumos_dagster.reports.changes import diff_report, exit_code, gate_reports, render
 from lumos_dagster.scan.catalogue import Catalogue, load_catalogue
-from lumos_dagster.schema.diff import diff_schemas, diff_snapshots
-from lumos_dagster.schema.gate import judge_snapshot
+from lumos_dagster.schema.acceptances import acceptances as acceptances_of
+from lumos_dagster.schema.history import current_versions, next_release_name, timeline
 from lumos_dagster.schema.history import evolution as evolution_of
-from lumos_dagster.schema.history import next_release_name, timeline
 from lumos_dagster.schema.inputs import load_side
 from lumos_dagster.schema.releases import Manifest, write_manifest
-from lumos_dagster.schema.versioning import DEFAULT_POLICY, POLICIES, bump, change_class, judge
+from lumos_dagster.schema.versioning import DEFAULT_POLICY, POLICIES
 from lumos_dagster.sources import build_sources
 from lumos_dagster.store import SnapshotStore
 
@@ -85,23 +84,17 @@ def diff(old, new, policy, fmt, dataset, output, config_file) -> None:
         chosen = config.policy(name) if name else config.compatibility.policy
     else:
         chosen = DEFAULT_POLICY
-    raw = diff_snapshots(a.snapshot, b.snapshot) if a.snapshot and b.snapshot else diff_schemas(a.schema, b.schema)
-    changes = judge(raw, chosen)
-    cls = change_class(changes)
-    old_version = a.snapshot.version if a.snapshot else None
-    new_version = b.snapshot.version if b.snapshot else (bump(old_version, cls) if old_version else None)
-    affected: tuple = ()
-    accepted: tuple = ()
-    if config and name:
-        if any(c.severity == BREAKING for c in changes):
-            store = SnapshotStore(config.store_url)
-            try:
-                affected = tuple(downstream(catalogue_of(config, store), name))
-            finally:
-                store.close()
-        if b.snapshot:
-            accepted = judge_snapshot(config, replace(b.snapshot, changes=changes, version=new_version)).accepted
-    report = ChangeReport(name or f"{old} → {new}", old_version, new_version, cls, chosen, changes, accepted, affected)
+    if dataset:
+        b = replace(b, dataset=dataset)
+
+    def lineage() -> Catalogue:
+        store = SnapshotStore(config.store_url)
+        try:
+            return catalogue_of(config, store)
+        finally:
+            store.close()
+
+    report = diff_report(a, b, chosen, config, lineage if config else None)
     _emit(render([report], fmt), output)
     sys.exit(exit_code([report]))
 
@@ -135,29 +128,9 @@ def gate(config_file, datasets, since, partition, fmt, output) -> None:
         if unknown:
             click.echo(f"error: unknown dataset(s): {', '.join(unknown)} (run `lumos discover`?)", err=True)
             sys.exit(2)
-        reports = []
-        for name in names:
-            spec = known[name]
-            snap = store.latest(spec.ref.urn, partition)
-            if snap is None or not snap.changes:
-                continue
-            introduced = next((e for e in timeline(store.history(spec.ref.urn)) if e.version == snap.version), None)
-            if cutoff is not None and introduced is not None and introduced.first_captured < cutoff:
-                continue
-            verdict = judge_snapshot(config, snap)
-            affected = tuple(downstream(catalogue, name)) if verdict.breaking else ()
-            reports.append(
-                ChangeReport(
-                    name,
-                    snap.previous_version,
-                    snap.version,
-                    snap.change_class,
-                    snap.policy or spec.policy,
-                    snap.changes,
-                    verdict.accepted,
-                    affected,
-                )
-            )
+        with store.engine.connect() as conn:  # breaking changes accepted through the API
+            accepted = acceptances_of(conn, names)
+        reports = gate_reports(config, store, catalogue, names, cutoff, partition, accepted)
     finally:
         store.close()
     _emit(render(reports, fmt), output)
@@ -340,13 +313,7 @@ def release(name, config_file, datasets, list_) -> None:
                 click.echo(f"{r.name:<10} {r.created_at:%Y-%m-%d %H:%M}  {len(r.versions)} datasets")
             return
         wanted = {n.strip() for n in datasets.split(",")} if datasets else None
-        versions = {}
-        for rec in store.datasets():
-            if wanted is None or rec.name in wanted:
-                snap = store.latest(rec.urn)
-                if snap and snap.version:
-                    versions[rec.name] = snap.version
-        missing = sorted(wanted - set(versions)) if wanted else []
+        versions, missing = current_versions(store, wanted)
         if missing:
             raise click.ClickException(f"no version in the store for: {', '.join(missing)} (materialize them first)")
         try:

@@ -51,29 +51,10 @@ def report(config_file, output_dir, webhook) -> None:
 
 
 def documents_of(config, store):
-    """Everything Lumos knows, one document per dataset: the latest snapshot's names, fields,
-    descriptions, tags, owners and quality; what lumos.yaml and code say for datasets not taken yet."""
-    from lumos_dagster.reports.search import Document
+    """Everything Lumos knows, one document per dataset (`reports.search.documents`)."""
+    from lumos_dagster.reports.search import documents
 
-    docs = []
-    for d in catalogue_of(config, store).datasets:
-        s = store.latest(d.ref.urn)
-        if s is not None and s.removed:
-            continue
-        e = d.enrichment
-        docs.append(
-            Document(
-                dataset=d.name,
-                platform=d.platform,
-                domain=s.domain if s else e.domain,
-                owners=tuple(o.id for o in (s.owners if s else e.owners)),
-                tags=tuple(s.tags if s else e.tags) + tuple(s.terms if s else ()),
-                description=s.description if s else (e.description or e.default_description),
-                fields=tuple((p, f.description) for p, f in s.schema.flatten()) if s else (),
-                quality=s.quality.score if s and s.quality else None,
-            )
-        )
-    return docs
+    return documents(catalogue_of(config, store), lambda d: store.latest(d.ref.urn))
 
 
 @click.command()

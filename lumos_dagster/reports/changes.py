@@ -160,3 +160,72 @@ def render(reports: Sequence[ChangeReport], fmt: str) -> str:
     if fmt == "json":
         return json.dumps(to_json(reports), indent=2)
     return to_markdown(reports) if fmt == "markdown" else to_text(reports)
+
+
+# ------------------------------------------------------------------ building reports
+# what `lumos diff` and `lumos gate` judge, without the printing: the API answers from these too
+
+
+def diff_report(a, b, policy: str, config=None, catalogue=None, proposed: bool = False, acceptances=()) -> ChangeReport:
+    """`lumos diff` of two sides (schema.inputs.Side) under `policy`. With `config` and a dataset name,
+    the changes lumos.yaml (or `acceptances`) accepts are marked, and a breaking change lists the
+    datasets downstream (`catalogue()` gives the lineage, read only then). `proposed`: `b` is a
+    proposed schema for `a`'s dataset: it is judged as `a`'s snapshot with `b`'s schema would be."""
+    from dataclasses import replace
+
+    from lumos_dagster.lineage.impact import downstream
+    from lumos_dagster.schema.diff import diff_schemas, diff_snapshots
+    from lumos_dagster.schema.gate import judge_snapshot
+    from lumos_dagster.schema.versioning import bump, change_class, judge
+
+    name = b.dataset or a.dataset
+    raw = diff_snapshots(a.snapshot, b.snapshot) if a.snapshot and b.snapshot else diff_schemas(a.schema, b.schema)
+    changes = judge(raw, policy)
+    cls = change_class(changes)
+    old_version = a.snapshot.version if a.snapshot else None
+    new_version = b.snapshot.version if b.snapshot else (bump(old_version, cls) if old_version else None)
+    affected: tuple = ()
+    accepted: tuple = ()
+    if config and name:
+        if catalogue is not None and any(c.severity == BREAKING for c in changes):
+            affected = tuple(downstream(catalogue(), name))
+        judged = b.snapshot or (replace(a.snapshot, schema=b.schema) if proposed and a.snapshot else None)
+        if judged is not None:
+            verdict = judge_snapshot(config, replace(judged, changes=changes, version=new_version), acceptances)
+            accepted = verdict.accepted
+    label = name or f"{a.label} → {b.label}"
+    return ChangeReport(label, old_version, new_version, cls, policy, changes, accepted, affected)
+
+
+def gate_reports(config, store, catalogue, names, cutoff=None, partition=None, acceptances=()) -> list[ChangeReport]:
+    """`lumos gate`: each named dataset's latest version judged under its policy (only versions first
+    seen after `cutoff`, when given); `acceptances` (schema.acceptances) accept changes besides lumos.yaml."""
+    from lumos_dagster.lineage.impact import downstream
+    from lumos_dagster.schema.gate import judge_snapshot
+    from lumos_dagster.schema.history import timeline
+
+    known = catalogue.by_name()
+    reports = []
+    for name in names:
+        spec = known[name]
+        snap = store.latest(spec.ref.urn, partition)
+        if snap is None or not snap.changes:
+            continue
+        introduced = next((e for e in timeline(store.history(spec.ref.urn)) if e.version == snap.version), None)
+        if cutoff is not None and introduced is not None and introduced.first_captured < cutoff:
+            continue
+        verdict = judge_snapshot(config, snap, acceptances)
+        affected = tuple(downstream(catalogue, name)) if verdict.breaking else ()
+        reports.append(
+            ChangeReport(
+                name,
+                snap.previous_version,
+                snap.version,
+                snap.change_class,
+                snap.policy or spec.policy,
+                snap.changes,
+                verdict.accepted,
+                affected,
+            )
+        )
+    return reports

@@ -22,6 +22,7 @@ score squashed into [0, 1).
 from __future__ import annotations
 
 import bisect
+import heapq
 import math
 import re
 from collections import Counter, defaultdict
@@ -34,6 +35,7 @@ K1 = 1.2
 B = 0.75
 PREFIX_WEIGHT = 0.5  # a power of two: sums of prefix matches stay exact whatever their order
 MIN_PREFIX = 3
+SCORED_TERMS = 1024  # the query terms whose scores an index keeps
 # zone -> weight; the order is the order of `_zone_texts`
 ZONE_WEIGHTS = {
     "name": 5.0,
@@ -126,13 +128,25 @@ class SearchIndex:
                 counts.append(Counter(tokenize(" ".join(texts))))
         self._norms = [_length_norms(counts) for counts in self._counts]
         self._by_name: defaultdict[str, list[int]] = defaultdict(list)
+        self._scored: dict[str, dict[int, float]] = {}  # term → _scores_of(term), the newest SCORED_TERMS
         for i, doc in enumerate(self.documents):
             self._by_name[doc.dataset.casefold()].append(i)
 
     @cached_property
+    def _postings(self) -> dict[str, list[tuple[int, int, int]]]:
+        """Token → (zone, document, count), zone by zone: a query reads only the documents holding its
+        terms (built on the first query, so a server's cached index answers each in milliseconds)."""
+        postings: defaultdict[str, list[tuple[int, int, int]]] = defaultdict(list)
+        for z, counts in enumerate(self._counts):
+            for i, zone in enumerate(counts):
+                for token, n in zone.items():
+                    postings[token].append((z, i, n))
+        return dict(postings)
+
+    @cached_property
     def _vocabulary(self) -> list[str]:
-        """Every indexed token, sorted for prefix look-ups; built on the first query that needs it."""
-        return sorted(set().union(*chain.from_iterable(self._counts)))
+        """Every indexed token, sorted for prefix look-ups."""
+        return sorted(self._postings)
 
     def _idf(self, df: int) -> float:
         n = len(self.documents)
@@ -147,34 +161,34 @@ class SearchIndex:
         return set(vocabulary[start:end])
 
     def _term_scores(self, terms: list[str]) -> dict[str, dict[int, float]]:
-        """BM25 of each query term in each document holding it: idf times the weighted sum of per-zone scores.
+        return {term: self._scores_of(term) for term in terms}
 
-        A token the term is a proper prefix of counts `PREFIX_WEIGHT` of an occurrence. Scanning every
-        zone of every document is what a query costs, so one scan serves all terms.
+    def _scores_of(self, term: str) -> dict[int, float]:
+        """BM25 of a query term in each document holding it: idf times the weighted sum of per-zone scores.
+
+        A token the term is a proper prefix of counts `PREFIX_WEIGHT` of an occurrence. Kept per term:
+        a term that most documents hold ("table") costs a pass over them once, not on every query.
         """
-        shares: defaultdict[str, list[tuple[str, float]]] = defaultdict(list)  # token -> (term, share of a match)
-        for term in terms:
-            shares[term].append((term, 1.0))
-            if len(term) >= MIN_PREFIX:
-                for token in self._expansions(term):
-                    shares[token].append((term, PREFIX_WEIGHT))
-        wanted = set(shares)
-        scores: dict[str, dict[int, float]] = {term: {} for term in terms}
-        for weight, counts, norms in zip(ZONE_WEIGHTS.values(), self._counts, self._norms, strict=True):
-            for i, zone in enumerate(counts):
-                # walk the smaller side in C: `set.intersection(dict)` walks the dict, `keys() & set` the set
-                shared = wanted.intersection(zone) if len(zone) < len(wanted) else zone.keys() & wanted
-                # sums of counts and halves are exact, so set order (the hash seed) cannot change a score
-                frequencies: dict[str, float] = {}
-                for token in shared:
-                    for term, share in shares[token]:
-                        frequencies[term] = frequencies.get(term, 0.0) + share * zone[token]
-                for term, tf in frequencies.items():
-                    scores[term][i] = scores[term].get(i, 0.0) + weight * _saturate(tf / norms[i])
-        for by_document in scores.values():
-            idf = self._idf(len(by_document))
-            for i in by_document:
-                by_document[i] *= idf
+        scores = self._scored.get(term)
+        if scores is not None:
+            return scores
+        matches = [(term, 1.0)]
+        if len(term) >= MIN_PREFIX:
+            matches += [(token, PREFIX_WEIGHT) for token in sorted(self._expansions(term))]
+        # sums of counts and halves are exact, so the order tokens are added in cannot change a frequency
+        by_place: dict[tuple[int, int], float] = {}
+        for token, share in matches:
+            for z, i, n in self._postings.get(token, ()):
+                by_place[z, i] = by_place.get((z, i), 0.0) + share * n
+        weights = tuple(ZONE_WEIGHTS.values())
+        scores = {}
+        for (z, i), tf in sorted(by_place.items()):  # zone by zone: sums of floats depend on their order
+            scores[i] = scores.get(i, 0.0) + weights[z] * _saturate(tf / self._norms[z][i])
+        idf = self._idf(len(scores))
+        scores = {i: score * idf for i, score in scores.items()}
+        if len(self._scored) >= SCORED_TERMS:
+            self._scored.pop(next(iter(self._scored)))  # the oldest
+        self._scored[term] = scores
         return scores
 
     def search(
@@ -213,12 +227,10 @@ class SearchIndex:
             if keep(doc):
                 tier = len(atoms) + 1 if i in exact else covered[i]
                 ranked.append((tier + bm25[i] / (bm25[i] + 1), doc.dataset, i))
-        ranked.sort(key=lambda entry: (-entry[0], entry[1], entry[2]))
+        ranked = heapq.nsmallest(limit, ranked, key=lambda entry: (-entry[0], entry[1], entry[2]))
 
         is_match = _matcher(terms)
-        return [
-            Hit(name, score, _matched(self.documents[i], is_match, i in exact)) for score, name, i in ranked[:limit]
-        ]
+        return [Hit(name, score, _matched(self.documents[i], is_match, i in exact)) for score, name, i in ranked]
 
 
 def search(
@@ -287,3 +299,28 @@ def _matched(doc: Document, is_match: Callable[[str], bool], exact_name: bool) -
     if doc.platform and is_match(doc.platform):
         labels.append("platform")
     return tuple(labels)
+
+
+def documents(catalogue, latest) -> list[Document]:
+    """Everything Lumos knows, one document per dataset of `catalogue` (a scan.catalogue.Catalogue):
+    the latest snapshot's names, fields, descriptions, tags, owners and quality (`latest(spec)` gives
+    it); what lumos.yaml and code say for datasets not taken yet. Removed datasets are left out."""
+    docs = []
+    for d in catalogue.datasets:
+        s = latest(d)
+        if s is not None and s.removed:
+            continue
+        e = d.enrichment
+        docs.append(
+            Document(
+                dataset=d.name,
+                platform=d.platform,
+                domain=s.domain if s else e.domain,
+                owners=tuple(o.id for o in (s.owners if s else e.owners)),
+                tags=tuple(s.tags if s else e.tags) + tuple(s.terms if s else ()),
+                description=s.description if s else (e.description or e.default_description),
+                fields=tuple((p, f.description) for p, f in s.schema.flatten()) if s else (),
+                quality=s.quality.score if s and s.quality else None,
+            )
+        )
+    return docs

@@ -176,6 +176,7 @@ def judge(run: Run, services: Services) -> None:
     config = run.config
     blocking = blocking_checks(config)
     blocked: dict[str, tuple[str, str]] = {}  # dataset → (blocking check failed, by which dataset)
+    accepted = services.acceptances([d.name for d in run.datasets])
     for d in run.datasets:  # lineage order: an upstream is judged before its consumers
         stop = next((blocked[u] for u in d.upstream if u in blocked), None)
         if stop is not None:
@@ -184,7 +185,7 @@ def judge(run: Run, services: Services) -> None:
             continue
         snaps = run.snapshots[d.name]
         last = snaps[run.partition_keys[-1]]
-        verdicts = [judge_snapshot(config, snaps[pk]) for pk in run.partition_keys]
+        verdicts = [judge_snapshot(config, snaps[pk], accepted) for pk in run.partition_keys]
         breaking = any(v.unaccepted for v in verdicts)
         checks = [readable(snaps), compatible(verdicts, downstream(run.catalogue, d.name) if breaking else ())]
         names = check_names(config, d)

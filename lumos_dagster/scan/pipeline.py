@@ -27,6 +27,7 @@ from lumos_dagster.scan.discovery import DatasetFile, DiscoveredDataset
 from lumos_dagster.scan.judge import judge
 from lumos_dagster.scan.listing import list_files, read_files
 from lumos_dagster.scan.report import ScanReport
+from lumos_dagster.schema.acceptances import Acceptance
 from lumos_dagster.sources import Source
 
 log = logging.getLogger(__name__)
@@ -58,6 +59,8 @@ class Services:
     profile: Callable[[DatasetSpec, Sequence[str]], Profile] | None = None
     progress: Callable[[str], None] = log.info
     now: Callable[[], datetime] = lambda: datetime.now(timezone.utc)
+    #: breaking changes accepted in the store (the API's acceptances) for these datasets
+    acceptances: Callable[[list[str]], Sequence[Acceptance]] = lambda names: ()
 
 
 @dataclass

@@ -4,7 +4,9 @@ A breaking change is accepted when
 * the dataset declares `accept_major: N` and the change leaves its version at a major
   of at most N (a declared, expected major bump), or
 * an `allow` rule under `compatibility:` in lumos.yaml matches the dataset, the field
-  path and (optionally) the kind, giving a reason.
+  path and (optionally) the kind, giving a reason, or
+* an acceptance recorded for that version of the dataset (`schema.acceptances`, written by
+  the API's `POST /v1/datasets/{name}/acceptances`) matches it.
 
 Accepted changes still bump the major version; they just do not fail the gate.
 """
@@ -13,6 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
+from typing import Sequence
 
 from lumos_dagster.config import LumosConfig
 from lumos_dagster.model import BREAKING, SchemaChange, Snapshot
@@ -40,7 +43,9 @@ def _major(version: str | None) -> int:
     return int(version.split(".")[0]) if version else 0
 
 
-def judge_snapshot(config: LumosConfig, snapshot: Snapshot) -> Verdict:
+def judge_snapshot(config: LumosConfig, snapshot: Snapshot, acceptances: Sequence = ()) -> Verdict:
+    """`acceptances`: breaking changes accepted besides lumos.yaml, each for one dataset version
+    (schema.acceptances.Acceptance, recorded through the API)."""
     name = snapshot.dataset.name
     breaking = tuple(c for c in snapshot.changes if c.severity == BREAKING)
     decl = config.declaration(name)
@@ -59,4 +64,8 @@ def judge_snapshot(config: LumosConfig, snapshot: Snapshot) -> Verdict:
         )
         if rule is not None:
             accepted.append((c, f"allowed: {rule.reason}"))
+            continue
+        taken = next((a for a in acceptances if a.matches(name, snapshot.version, c)), None)
+        if taken is not None:
+            accepted.append((c, f"accepted by {taken.accepted_by}: {taken.reason}"))
     return Verdict(name, snapshot.version, snapshot.policy or config.policy(name), breaking, tuple(accepted))

@@ -79,3 +79,15 @@ def next_release_name(prefix: str, existing: Sequence[str]) -> str:
     """`S-` and [`S-311`, `S-9`] → `S-312`."""
     numbers = [int(m.group(1)) for n in existing if (m := re.fullmatch(re.escape(prefix) + r"(\d+)", n))]
     return f"{prefix}{max(numbers, default=0) + 1}"
+
+
+def current_versions(store, wanted: set[str] | None = None) -> tuple[dict[str, str], list[str]]:
+    """What a release records: each dataset's latest schema version (only `wanted`, when given), and
+    the wanted datasets that have none (never materialized)."""
+    versions = {}
+    for rec in store.datasets():
+        if wanted is None or rec.name in wanted:
+            snap = store.latest(rec.urn)
+            if snap and snap.version:
+                versions[rec.name] = snap.version
+    return versions, sorted(wanted - set(versions)) if wanted else []

@@ -38,6 +38,8 @@ from lumos_dagster.model import (
     snapshot_to_json,
 )
 from lumos_dagster.plugins import expand_secrets, mask_secrets
+from lumos_dagster.schema.acceptances import Acceptance
+from lumos_dagster.schema.acceptances import acceptances as acceptances_of
 from lumos_dagster.schema.versioning import slot
 from lumos_dagster.store.tables import (
     MIGRATIONS,
@@ -673,6 +675,11 @@ class SnapshotStore:
         except sa.exc.IntegrityError:
             raise StoreError(f"release {name} already exists; releases are immutable, pick the next name") from None
         return release
+
+    def acceptances(self, datasets: list[str]) -> list[Acceptance]:
+        """Breaking changes accepted for versions of `datasets` (schema.acceptances: the API writes them)."""
+        with self._tx() as conn:
+            return acceptances_of(conn, datasets)
 
     def record_release_versions(self, name: str, versions: dict[str, str]) -> None:
         """Add (or update) datasets' versions in a release, creating it if needed. The release

@@ -1,0 +1,469 @@
+"""`lumos serve` on loopback against a real store (SQLite, PostgreSQL), populated by the snapshot
+pipeline: every endpoint through the SDK, the error paths through plain HTTP, the audit log, the
+committed OpenAPI document."""
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import httpx
+import pyarrow as pa
+import pytest
+import sqlalchemy as sa
+import yaml
+
+from lumos_dagster.api import audit
+from lumos_dagster.api.auth import TokenVerifier, hash_token, new_token, parse_hash, verify
+from lumos_dagster.api.settings import ApiToken
+from lumos_dagster.client import ApiError, LumosClient
+from lumos_dagster.config import load_config
+from lumos_dagster.scan.catalogue import load_catalogue
+from lumos_dagster.scan.pipeline import Services, run_pipeline
+from lumos_dagster.scan.readers import read_in_process
+from lumos_dagster.scan.record import Recorder
+from lumos_dagster.schema.proposed import ProposalError, parse_proposal
+from lumos_dagster.sources import build_sources
+from lumos_dagster.store import SnapshotStore
+from tests.lake import partitioned_lake, register, write_parquet
+from tests.test_store import PG
+
+ROOT = Path(__file__).resolve().parents[1]
+LUMOS = str(Path(sys.executable).with_name("lumos"))
+DAYS = [datetime(2026, 11, 23, tzinfo=timezone.utc) + timedelta(days=d) for d in range(3)]
+TOKENS = {name: new_token() for name in ("reader", "checker", "writer")}
+SCOPES = {"reader": ["read"], "checker": ["read", "check"], "writer": ["read", "check", "write"]}
+HASHES = {name: hash_token(token) for name, token in TOKENS.items()}
+
+# ------------------------------------------------------------------ a project, its store, its server
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def build_lake(root: Path) -> None:
+    partitioned_lake(root, "sales/orders", days=3, extra_field_from=2)  # a nullable column on day 3: minor
+    for i, day in enumerate(DAYS):  # `status` goes on day 3: breaking under FULL
+        cols = {"id": pa.array([1, 2], pa.int64())}
+        if i < 2:
+            cols["status"] = pa.array(["a", "b"], pa.string())
+        write_parquet(root / "raw" / "events" / f"dt={day.date()}" / "part-0.parquet", pa.table(cols))
+    write_parquet(root / "sales" / "summary" / "s.parquet", pa.table({"total": pa.array([1.0])}))
+
+
+def write_config(path: Path, root: Path, url: str, writes: bool) -> Path:
+    config = {
+        "sources": [{"name": "lake", "root": str(root)}],
+        "store": {"url": url},
+        "catalog": {"type": "datahub-file", "path": str(path.parent / "mcps.json")},
+        "datasets": [
+            {"name": "raw/events", "owners": ["ann@example.com"], "tags": ["pii"], "description": "Raw events"},
+            {"name": "sales/orders", "upstream": ["raw/events"], "owners": ["group:sales"], "domain": "sales"},
+            {"name": "sales/summary", "upstream": ["sales/orders"]},
+        ],
+        "api": {
+            "writes": writes,
+            "tokens": [{"name": n, "hash": HASHES[n], "scopes": SCOPES[n]} for n in TOKENS],
+            "limits": {"max_body_bytes": 4096, "request_timeout": 20},
+        },
+    }
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
+def materialize(config_path: Path) -> None:
+    """What a daily materialization does: the pipeline, then the store (put_versioned) in a Recorder."""
+    config = load_config(str(config_path))
+    register(config)
+    store = SnapshotStore(config.store_url)
+    sources = build_sources(config)
+    try:
+        catalogue = load_catalogue(config, store, {n: s.root for n, s in sources.items()})
+    finally:
+        store.close()
+    for day in DAYS:
+        recorder = Recorder(config.store_url, lambda: [], warn=lambda _: None, background=False)
+        specs = catalogue.by_name()
+
+        def stored(name, pk, store=recorder.store, specs=specs):
+            return store.latest(specs[name].ref.urn, pk) or store.previous(specs[name].ref.urn, pk)
+
+        services = Services(read=read_in_process, history=recorder.store.version_histories, stored=stored)
+        run = run_pipeline(config, catalogue, sources, catalogue.datasets,
+                           [(str(day.date()), day, day + timedelta(days=1))], services)  # fmt: skip
+        recorder.record([s for d in run.datasets for s in run.snapshots[d.name].values()])
+        recorder.finish()
+
+
+class Server:
+    def __init__(self, config: Path, port: int, log: Path):
+        self.url = f"http://127.0.0.1:{port}"
+        self.log = log
+        self.proc = subprocess.Popen(
+            [LUMOS, "serve", "-c", str(config), "--port", str(port)],
+            stdout=open(log, "wb"), stderr=subprocess.STDOUT, cwd=ROOT,
+        )  # fmt: skip
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                if httpx.get(f"{self.url}/health", timeout=2).status_code == 200:
+                    return
+            except httpx.TransportError:
+                pass
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                self.stop()
+                raise RuntimeError(f"lumos serve did not start:\n{log.read_text()[-3000:]}")
+            time.sleep(0.2)
+
+    def client(self, who: str | None = "writer") -> LumosClient:
+        return LumosClient(self.url, TOKENS[who] if who else None)
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+
+
+@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
+def served(request, tmp_path_factory):
+    """A materialized project and `lumos serve` on it (the same store URL shapes as tests/test_store)."""
+    tmp = tmp_path_factory.mktemp(request.param)
+    schema = None
+    if request.param == "sqlite":
+        url = f"sqlite:///{tmp}/store.db"
+    else:
+        schema = f"lumos_test_{uuid.uuid4().hex[:10]}"
+        admin = sa.create_engine(PG)
+        with admin.begin() as conn:
+            conn.execute(sa.text(f'CREATE SCHEMA "{schema}"'))
+        url = f"{PG}?options=-csearch_path%3D{schema}"
+    build_lake(tmp / "lake")
+    config = write_config(tmp / "lumos.yaml", tmp / "lake", url, writes=True)
+    materialize(config)
+    server = Server(config, free_port(), tmp / "serve.log")
+    server.config, server.store_url, server.tmp = config, url, tmp
+    yield server
+    server.stop()
+    if schema is not None:
+        with admin.begin() as conn:
+            conn.execute(sa.text(f'DROP SCHEMA "{schema}" CASCADE'))
+        admin.dispose()
+
+
+# ------------------------------------------------------------------ through the SDK
+
+
+def test_health_needs_no_token(served):
+    h = served.client(None).health()
+    assert (h.status, h.store, h.writes) == ("ok", "ok", True)
+
+
+def test_datasets_filter_and_paginate(served):
+    with served.client("reader") as c:
+        page = c.datasets()
+        assert page.total == 3 and [d.name for d in page.items] == ["raw/events", "sales/orders", "sales/summary"]
+        assert {d.name: d.version for d in page.items} == {
+            "raw/events": "2.0.0",
+            "sales/orders": "1.1.0",
+            "sales/summary": "1.0.0",
+        }
+        second = c.datasets(offset=1, limit=1)
+        assert (second.total, [d.name for d in second.items]) == (3, ["sales/orders"])
+        assert [d.name for d in c.datasets(q="SALES").items] == ["sales/orders", "sales/summary"]
+        assert [d.name for d in c.datasets(domain="raw").items] == ["raw/events"]
+        assert c.datasets(platform="s3").total == 0
+        assert [d.name for d in c.all_datasets(limit=2)] == ["raw/events", "sales/orders", "sales/summary"]
+
+
+def test_dataset_detail(served):
+    with served.client("reader") as c:
+        d = c.dataset("sales/orders")
+    assert (d.version, d.previous_version, d.change_class, d.partition) == ("1.1.0", "1.0.0", "minor", "2026-11-25")
+    assert [f.path for f in d.fields][:1] == ["id"] and "coupon" in [f.path for f in d.fields]
+    assert [o.id for o in d.owners] == ["sales"] and d.domain == "sales" and d.policy == "FULL"
+    assert d.upstream == ["raw/events"] and d.stats.file_count == 2
+    assert d.cost is not None and d.cost.method == "lineage_weighted"
+    assert d.snapshot["format_version"] == "lumos.snapshot/1" and d.snapshot["version"] == "1.1.0"
+    with served.client("reader") as c:
+        events = c.dataset("raw/events")
+    assert events.tags == ["pii"] and events.description == "Raw events"
+
+
+def test_history_diff_impact_fan_out(served):
+    with served.client("reader") as c:
+        history = c.history("raw/events")
+        assert [(v.version, v.captures) for v in history] == [("1.0.0", 2), ("2.0.0", 1)]
+        assert [(ch.kind, ch.path, ch.severity) for ch in history[1].changes] == [
+            ("FIELD_REMOVED", "status", "BREAKING")
+        ]
+        diff = c.diff("raw/events", "1.0.0")
+        assert not diff.passed and diff.breaking == 1
+        assert diff.downstream_affected == ["sales/orders", "sales/summary"]
+        assert c.diff("raw/events", "1.0.0", policy="BACKWARD").passed  # a removal: new readers cope
+        impact = c.impact("raw/events")
+        assert [(a.name, a.depth, a.reached_by) for a in impact.downstream] == [
+            ("sales/orders", 1, ["FIELD_REMOVED status"]),
+            ("sales/summary", 2, ["FIELD_REMOVED status"]),
+        ]
+        assert [a.name for a in c.impact("raw/events", depth=1).downstream] == ["sales/orders"]
+        assert [(f.dataset, f.downstream) for f in c.fan_out(top=2)] == [("raw/events", 2), ("sales/orders", 1)]
+
+
+def test_search_cost_export_releases(served):
+    with served.client("reader") as c:
+        hits = c.search("coupon")
+        assert [h.dataset for h in hits] == ["sales/orders"] and "field:coupon" in hits[0].matched
+        assert [h.dataset for h in c.search("", owner="ann@example.com")] == ["raw/events"]
+        cost = c.cost()
+        assert cost.month == "2026-11" and {r.dataset for r in cost.datasets} == {
+            "raw/events",
+            "sales/orders",
+            "sales/summary",
+        }
+        estate = c.export()
+        assert estate["lumos_snapshot_version"] and len(estate["datasets"]) == 3
+        assert estate["source"] == "lumos-api"  # not the store's address
+        assert isinstance(c.releases(), list)
+
+
+def test_check_a_proposed_schema_in_each_format(served):
+    avro = {"type": "record", "name": "E", "fields": [{"name": "id", "type": ["null", "long"], "default": None},
+            {"name": "note", "type": ["null", "string"], "default": None}]}  # fmt: skip
+    json_schema = {"type": "object", "properties": {"id": {"type": "integer"},
+                   "note": {"type": ["string", "null"]}}}  # fmt: skip
+    lumos = [{"name": "id", "type": "int64", "nullable": True}, {"name": "note", "type": "string", "nullable": True}]
+    with served.client("checker") as c:
+        ddl = "id BIGINT, note STRING"
+        for fmt, schema in [("avro", json.dumps(avro)), ("json-schema", json_schema), ("spark-ddl", ddl),
+                            ("lumos", {"fields": lumos})]:  # fmt: skip
+            verdict = c.check("raw/events", fmt, schema)
+            (ds,) = verdict.datasets
+            assert ds.old_version == "2.0.0" and (ds.new_version, ds.change_class) == ("2.1.0", "minor"), (fmt, ds)
+            assert verdict.passed, (fmt, verdict)
+        broken = c.check("sales/orders", "spark-ddl", "id BIGINT")  # user and coupon go
+        assert not broken.passed and broken.breaking >= 1 and broken.downstream_affected == ["sales/summary"]
+        assert c.check("sales/orders", "spark-ddl", "id BIGINT", policy="BACKWARD").passed
+        against = c.check("raw/events", "spark-ddl", "id BIGINT, status STRING", against="1.0.0")
+        assert against.passed and against.datasets[0].old_version == "1.0.0"
+
+
+def test_gate_accept_release_and_the_audit_log(served):
+    with served.client("writer") as c:
+        gate = c.gate()
+        assert not gate.passed and [d.name for d in gate.datasets if d.changes] == ["raw/events", "sales/orders"]
+        assert c.gate(datasets=["sales/orders"]).passed
+        assert c.gate(since=datetime(2030, 1, 1, tzinfo=timezone.utc)).passed
+        a = c.accept("raw/events", "2.0.0", reason="consumers migrated (JIRA-1)", path="status", kind="FIELD_REMOVED")
+        assert (a.dataset, a.version, a.accepted_by) == ("raw/events", "2.0.0", "writer")
+        after = c.gate(datasets=["raw/events"])
+        assert after.passed
+        assert after.datasets[0].changes[0].accepted == "accepted by writer: consumers migrated (JIRA-1)"
+        # `lumos gate` honours it too
+        out = subprocess.run([LUMOS, "gate", "-c", str(served.config), "--datasets", "raw/events"],
+                             capture_output=True, text=True, cwd=ROOT)  # fmt: skip
+        assert out.returncode == 0, out.stdout + out.stderr
+        with pytest.raises(ApiError) as err:
+            c.accept("raw/events", "9.0.0", reason="no such version")
+        assert err.value.status == 404
+        rel = c.release("S-1", ["raw/events", "sales/orders"])
+        assert rel.versions == {"raw/events": "2.0.0", "sales/orders": "1.1.0"}
+        with pytest.raises(ApiError) as err:
+            c.release("S-1")
+        assert (err.value.status, err.value.code) == (409, "conflict")
+        assert [r.name for r in c.releases()] == ["S-1"]
+        assert [v.releases for v in c.history("raw/events")] == [[], ["S-1"]]
+    engine = sa.create_engine(served.store_url)
+    try:
+        log = [(e["principal"], e["action"], e["target"], e["outcome"], e["status"]) for e in audit.entries(engine)]
+    finally:
+        engine.dispose()
+    assert log[-4:] == [
+        ("writer", "accept", "raw/events", "ok", 200),
+        ("writer", "accept", "raw/events", "not_found", 404),
+        ("writer", "release", "/v1/releases", "ok", 200),
+        ("writer", "release", "/v1/releases", "conflict", 409),
+    ]
+    assert not any(token in json.dumps(audit_rows, default=str) for token in TOKENS.values()
+                   for audit_rows in [log])  # fmt: skip
+
+
+# ------------------------------------------------------------------ error paths, by plain HTTP
+
+
+def _error(response: httpx.Response, status: int, code: str) -> dict:
+    assert response.status_code == status, response.text
+    body = response.json()
+    assert set(body) == {"error"} and body["error"]["status"] == status and body["error"]["code"] == code, body
+    assert body["error"]["request_id"] == response.headers["x-request-id"]
+    text = response.text
+    assert "Traceback" not in text and 'File "' not in text
+    assert not any(t in text for t in TOKENS.values()) and not any(h in text for h in HASHES.values())
+    assert "postgres@" not in text and "store.db" not in text
+    return body["error"]
+
+
+def test_error_paths(served):
+    url = served.url
+    auth = {name: {"Authorization": f"Bearer {t}"} for name, t in TOKENS.items()}
+    check = {"format": "spark-ddl", "schema": "id BIGINT"}
+    with httpx.Client(base_url=url, timeout=30) as http:
+        # no token, a wrong one, a malformed header
+        e = _error(http.get("/v1/datasets"), 401, "unauthorized")
+        assert "token" in e["message"]
+        assert http.get("/v1/datasets").headers["www-authenticate"] == "Bearer"
+        _error(
+            http.get("/v1/datasets", headers={"Authorization": "Bearer " + TOKENS["reader"] + "x"}), 401, "unauthorized"
+        )
+        _error(http.get("/v1/datasets", headers={"Authorization": TOKENS["reader"]}), 401, "unauthorized")
+        _error(http.get("/v1/datasets", headers={"Authorization": "Bearer " + HASHES["reader"]}), 401, "unauthorized")
+        # the wrong scope
+        e = _error(http.post("/v1/datasets/raw/events/check", json=check, headers=auth["reader"]), 403, "forbidden")
+        assert "'check'" in e["message"]
+        _error(http.get("/v1/gate", headers=auth["reader"]), 403, "forbidden")
+        _error(http.post("/v1/releases", json={}, headers=auth["checker"]), 403, "forbidden")
+        _error(http.post("/v1/datasets/raw/events/acceptances", json={"version": "2.0.0", "reason": "x"},
+                         headers=auth["reader"]), 403, "forbidden")  # fmt: skip
+        # an oversized body: by its Content-Length, and sent in chunks without one
+        big = {"format": "spark-ddl", "schema": "x STRING, " * 1000 + "id BIGINT"}
+        e = _error(http.post("/v1/datasets/raw/events/check", json=big, headers=auth["checker"]), 413, "too_large")
+        assert "4096 bytes" in e["message"]
+        chunks = iter([json.dumps(big).encode()[i : i + 1000] for i in range(0, 12_000, 1000)])
+        as_json = {**auth["checker"], "Content-Type": "application/json"}
+        _error(http.post("/v1/datasets/raw/events/check", content=chunks, headers=as_json), 413, "too_large")
+        # malformed schemas: unreadable in its format, an unknown format, not JSON at all
+        for body, words in [
+            ({"format": "spark-ddl", "schema": "id BIGINTEGER"}, "unknown type"),
+            ({"format": "avro", "schema": "{not json"}, "not JSON"),
+            ({"format": "json-schema", "schema": {"type": "object"}}, "properties"),
+            ({"format": "lumos", "schema": [{"name": "a"}]}, "lumos"),
+            ({"format": "spark-ddl", "schema": "a " + "STRUCT<b: " * 150 + "INT" + ">" * 150}, "nested deeper"),
+        ]:
+            e = _error(http.post("/v1/datasets/raw/events/check", json=body, headers=auth["checker"]), 422, "invalid")
+            assert words in e["message"], e
+        e = _error(http.post("/v1/datasets/raw/events/check", json={"format": "cobol", "schema": "x"},
+                             headers=auth["checker"]), 422, "invalid")  # fmt: skip
+        assert "format" in e["message"] and "cobol" not in e["message"]  # the input is not echoed
+        _error(http.post("/v1/datasets/raw/events/check", content=b"{oops", headers={**auth["checker"],
+               "Content-Type": "application/json"}), 422, "invalid")  # fmt: skip
+        # unknown datasets, versions, paths
+        e = _error(http.get("/v1/datasets/no/such", headers=auth["reader"]), 404, "not_found")
+        assert "no/such" in e["message"]
+        _error(http.get("/v1/datasets/no/such/history", headers=auth["reader"]), 404, "not_found")
+        _error(http.post("/v1/datasets/no/such/check", json=check, headers=auth["checker"]), 404, "not_found")
+        e = _error(http.get("/v1/datasets/raw/events/diff?old=7.0.0", headers=auth["reader"]), 404, "not_found")
+        assert "known versions: 1.0.0, 2.0.0" in e["message"]
+        _error(http.get("/v2/nothing", headers=auth["reader"]), 404, "not_found")
+        _error(http.get("/v1/cost?month=garbage", headers=auth["reader"]), 422, "invalid")
+        _error(http.delete("/v1/releases", headers=auth["writer"]), 405, "method_not_allowed")
+
+
+def test_openapi_document_is_committed_and_served(served):
+    committed = json.loads((ROOT / "docs" / "openapi.json").read_text())
+    served_doc = httpx.get(f"{served.url}/openapi.json", timeout=10).json()
+    assert served_doc == committed, "docs/openapi.json is stale: lumos serve --openapi > docs/openapi.json"
+
+
+def test_writes_are_refused_when_disabled_and_audited(served, tmp_path):
+    if "sqlite" not in served.store_url:
+        pytest.skip("one store is enough")
+    config = yaml.safe_load(served.config.read_text())
+    config["api"]["writes"] = False
+    path = tmp_path / "lumos.yaml"
+    path.write_text(yaml.safe_dump(config))
+    server = Server(path, free_port(), tmp_path / "serve.log")
+    try:
+        with server.client("writer") as c:
+            assert c.health().writes is False
+            with pytest.raises(ApiError) as err:
+                c.release("S-99")
+            assert (err.value.status, err.value.code) == (403, "writes_disabled")
+            with pytest.raises(ApiError) as err:
+                c.accept("raw/events", "2.0.0", reason="x")
+            assert err.value.code == "writes_disabled"
+            assert "S-99" not in [r.name for r in c.releases()]
+            assert c.dataset("raw/events").version == "2.0.0"  # reads go on
+    finally:
+        server.stop()
+    engine = sa.create_engine(served.store_url)
+    try:
+        log = [(e["principal"], e["action"], e["outcome"], e["status"]) for e in audit.entries(engine)]
+    finally:
+        engine.dispose()
+    assert log[-2:] == [("writer", "release", "refused", 403), ("writer", "accept", "refused", 403)]
+
+
+# ------------------------------------------------------------------ parts
+
+
+def test_token_hashes():
+    token = new_token()
+    stored = hash_token(token)
+    assert stored.startswith("scrypt$16384$8$1$") and token not in stored
+    assert verify(token, stored) and not verify(token + "x", stored)
+    assert hash_token(token) != stored  # salted
+    with pytest.raises(ValueError):
+        parse_hash("sha256:abcd")
+    with pytest.raises(ValueError):
+        parse_hash("scrypt$2$8$1$c2FsdHNhbHQ$a2V5a2V5a2V5a2V5a2V5a2V5")  # N too small
+    check = TokenVerifier([ApiToken(name="ci", hash=stored, scopes=["read", "check"])])
+    assert check(token).name == "ci" and check(token).scopes == {"read", "check"}
+    assert check("nope") is None and check(None) is None and check("x" * 10_000) is None
+
+
+def test_serve_hash_token_and_openapi_commands():
+    out = subprocess.run([LUMOS, "serve", "--hash-token"], input="s3cret\n", capture_output=True, text=True)
+    assert out.returncode == 0 and verify("s3cret", out.stdout.strip())
+    out = subprocess.run([LUMOS, "serve", "--new-token"], capture_output=True, text=True)
+    token = out.stdout.split("token: ")[1].split()[0]
+    assert verify(token, out.stdout.split("hash:  ")[1].split()[0])
+
+
+@pytest.mark.parametrize(
+    "fmt, text, fields",
+    [
+        ("spark-ddl", "id BIGINT NOT NULL, `a b` DECIMAL(10,2) COMMENT 'x', m MAP<STRING, ARRAY<INT>>",
+         [("id", "int64", False), ("a b", "decimal(10,2)", True), ("m", "map<string, array<int32>>", True)]),
+        ("spark-ddl", "s STRUCT<x: TIMESTAMP_NTZ, y: VARCHAR(3)>",
+         [("s", "struct<x: timestamp(us), y: string>", True)]),
+        ("json-schema", {"type": "object", "required": ["d"], "properties": {"d": {"type": "string", "format": "date"},
+                         "t": {"type": "array", "items": {"type": "string"}}}},
+         [("d", "date", False), ("t", "array<string>", True)]),
+        ("avro", {"type": "record", "name": "r", "fields": [{"name": "n", "type": "int"}]}, [("n", "int32", False)]),
+    ],
+)  # fmt: skip
+def test_proposed_schemas(fmt, text, fields):
+    from lumos_dagster.model import type_str
+
+    schema = parse_proposal(fmt, text)
+    assert [(f.name, type_str(f.type), f.nullable) for f in schema.fields] == fields
+
+
+@pytest.mark.parametrize(
+    "fmt, text",
+    [("spark-ddl", ""), ("spark-ddl", "a INT,"), ("spark-ddl", "a INT, a INT"), ("avro", "[]"), ("json-schema", "{}"),
+     ("lumos", "{}"), ("xml", "<a/>")],
+)  # fmt: skip
+def test_malformed_proposals(fmt, text):
+    with pytest.raises(ProposalError):
+        parse_proposal(fmt, text)
+
+
+def test_the_api_imports_neither_dagster_nor_spark():
+    code = (
+        "import sys, lumos_dagster.api.app, lumos_dagster.client, lumos_dagster.cli.serve; "
+        "print([m for m in sys.modules if m.split('.')[0] in ('dagster', 'pyspark')])"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
+                         env={**os.environ, "PYTHONPATH": str(ROOT)})  # fmt: skip
+    assert out.stdout.strip() == "[]", out.stderr
