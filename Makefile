@@ -5,11 +5,14 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml constraints.txt | cksum | cut -d' ' -f1)
 export DAGSTER_HOME := $(CURDIR)/.lumos/dagster
 TODAY := $(shell date -u +%F)
+# the demo lake's first day (recursive: read once the venv exists)
+DEMO_FIRST = $(shell $(BIN)/python -c "import datetime as d; from lumos_dagster.demo import DAYS; \
+	print(d.datetime.now(d.timezone.utc).date() - d.timedelta(days=DAYS - 1))")
 CODE := lumos_dagster assets resources sensors spark tests benchmarks
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 QUIET_LOGS := '{"loggers": {"console": {"config": {"log_level": "INFO"}}}}'
 
-.PHONY: install browser demo test ui lite bench clean
+.PHONY: install browser node demo test ui lite bench clean
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -25,21 +28,27 @@ browser:
 		$(SUDO) apt-get update -qq && \
 		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium >/dev/null; }
 
+## npm, which the Azure tests use to fetch Azurite into .cache/azurite (Debian's package)
+node:
+	@command -v npm >/dev/null || { echo "installing Debian's nodejs and npm for the Azurite tests"; \
+		$(SUDO) apt-get update -qq && \
+		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends nodejs npm >/dev/null; }
+
 ## the Dagster instance Lumos ships (dagster.yaml: a fast SQLite event log), unless one is there
 $(DAGSTER_HOME)/dagster.yaml:
 	@mkdir -p $(DAGSTER_HOME)
 	cp dagster.yaml $@
 
-## build the sample lake, discover it, snapshot every dataset for today, print a summary
+## build the sample lake, discover it, snapshot every dataset for each day of the lake (one run), print a summary
 demo: $(STAMP) $(DAGSTER_HOME)/dagster.yaml
 	$(BIN)/lumos demo-lake
 	$(BIN)/lumos discover
 	$(BIN)/dagster asset materialize -m lumos_dagster.definitions --select '*' \
-		--partition $(TODAY) --config-json $(QUIET_LOGS)
+		--partition-range $(DEMO_FIRST)...$(TODAY) --config-json $(QUIET_LOGS)
 	$(BIN)/lumos summary
 
 ## lint, then the whole test suite
-test: $(STAMP) browser
+test: $(STAMP) browser node
 	$(BIN)/ruff check $(CODE)
 	$(BIN)/ruff format --check $(CODE)
 	$(BIN)/lint-imports
@@ -55,9 +64,11 @@ bench: $(STAMP)
 		.venv-datahub/bin/python -m pip install --quiet "acryl-datahub[s3]==$(DATAHUB_VERSION)"; }
 	$(BIN)/python -m benchmarks $(ARGS)
 
-## the Dagster UI on http://127.0.0.1:3000 (after `make demo`)
+## the Dagster UI on http://127.0.0.1:3000 (after `make demo`). Run from DAGSTER_HOME: in the
+## repository root Dagster warns that the root's dagster.yaml (the template) is not DAGSTER_HOME's
 ui: $(STAMP) $(DAGSTER_HOME)/dagster.yaml
-	$(BIN)/dagster dev
+	cd $(DAGSTER_HOME) && LUMOS_CONFIG=$${LUMOS_CONFIG:-$(CURDIR)/lumos.yaml} \
+		$(CURDIR)/$(BIN)/dagster dev -w $(CURDIR)/workspace.yaml
 
 ## DataHub's own CLI on the demo's catalog, e.g. make lite ARGS='ls /data_platforms/file'
 lite: $(STAMP)

@@ -10,17 +10,15 @@ Why not one op for every dataset, and why events rather than outputs: in Dagster
 output an op yields costs a walk over all of the op's outputs (so an op of N datasets costs N²),
 plus a step-output event and, for a check result, a database query. So a dataset's
 materialization and checks are yielded as events (`AssetMaterialization`, `AssetCheckEvaluation`),
-and outputs (the dataset's and its checks') only where a step later in the same run consumes the
-dataset (the reports), whose step would otherwise be skipped.
-docs/performance.md has the figures.
+never outputs: no step consumes a dataset in-run (lineage-linked datasets share an op, and the
+reports read the store). docs/performance.md has the figures.
 """
 
 # no `from __future__ import annotations`: Dagster reads the op's parameter annotations
-from datetime import datetime
+from datetime import date, datetime
 from typing import Mapping, Sequence
 
 from dagster import (
-    AssetCheckKey,
     AssetExecutionContext,
     AssetKey,
     AssetMaterialization,
@@ -28,12 +26,10 @@ from dagster import (
     AssetSpec,
     BackfillPolicy,
     DailyPartitionsDefinition,
-    DataVersion,
+    Failure,
     HourlyPartitionsDefinition,
-    MaterializeResult,
     MetadataValue,
     MonthlyPartitionsDefinition,
-    Output,
     TimeWindowPartitionsDefinition,
     WeeklyPartitionsDefinition,
     multi_asset,
@@ -43,12 +39,14 @@ from dagster._core.definitions.data_version import DATA_VERSION_IS_USER_PROVIDED
 from assets.checks import check_specs, evaluation
 from assets.keys import dagster_owners, dagster_tags, group_name
 from assets.metadata import newest, snapshot_metadata
+from assets.progress import Progress
 from assets.runtime import hours_from_runs
 from lumos_dagster.config import LumosConfig, PartitionsConfig
 from lumos_dagster.cost.pricing import Bills
+from lumos_dagster.governance.alerts import alert_run
 from lumos_dagster.naming import RELEASE_TAG, URN_METADATA_KEY
 from lumos_dagster.scan.catalogue import Catalogue, DatasetSpec, chunks
-from lumos_dagster.scan.judge import blocking_checks
+from lumos_dagster.scan.judge import READABLE_CHECK, blocking_checks, failure_message, has_data
 from lumos_dagster.scan.pipeline import Run, Services, run_pipeline
 from lumos_dagster.scan.record import Recorder
 from lumos_dagster.sources import Source
@@ -70,19 +68,22 @@ _PARTITIONS = {
 }
 
 
-def partitions_def(config: PartitionsConfig, cadence: str) -> TimeWindowPartitionsDefinition:
+def partitions_def(config: PartitionsConfig, cadence: str, first: str | None = None) -> TimeWindowPartitionsDefinition:
+    """`first`: the earliest time partition discovery saw (ISO date): where partitions start unless
+    lumos.yaml sets `partitions.start`, so the UI does not count hundreds of days before the data."""
+    day = config.start if "start" in config.model_fields_set or first is None else date.fromisoformat(first)
     # end_offset=1: today's (this hour's…) partition exists, it is the snapshot of now
-    start = datetime.combine(config.start, datetime.min.time())
+    start = datetime.combine(day, datetime.min.time())
     return _PARTITIONS[cadence](start_date=start, timezone=config.timezone, end_offset=1)
 
 
 def _asset_spec(d: DatasetSpec, keys: Mapping[str, AssetKey]) -> AssetSpec:
-    description = d.enrichment.description or f"{d.format or 'dataset'} at {d.uri}"
+    description = d.description or f"{d.format or 'dataset'} at {d.uri}"  # the text the catalogs get
     return AssetSpec(
         key=keys[d.name],
         deps=[keys[u] for u in d.upstream + d.missing_upstream],
         description=description,
-        group_name=group_name(d.domain),
+        group_name=group_name(d.domain, keys[d.name]),
         kinds={k for k in (d.format, d.platform) if k},
         owners=dagster_owners(d.enrichment.owners),
         tags=dagster_tags(d.enrichment.tags),
@@ -130,48 +131,51 @@ def _services(context: AssetExecutionContext, spark: LumosSparkResource, store, 
     )
 
 
-def _in_run_consumers(context: AssetExecutionContext) -> set[AssetKey]:
-    """This op's datasets that a later step of the same run consumes: they must be outputs."""
-    layer = context.job_def.asset_layer
-    ours, in_run = context.selected_asset_keys, layer.selected_asset_keys
-    return {k for k in ours if (layer.asset_graph.get(k).child_keys & in_run) - ours}
+def held_changes(run: Run, d: DatasetSpec) -> str:
+    """A held-back dataset's own schema changes, found in this run: said now, recorded and judged when
+    it is released (docs/compatibility.md)."""
+    own = [c for s in run.snapshots[d.name].values() for c in s.changes]
+    if not own:
+        return ""
+    shown = ", ".join(f"{c.kind} `{c.path}`" for c in own[:5]) + (f" and {len(own) - 5} more" if len(own) > 5 else "")
+    return f"; its own schema changes, judged when it is released: {shown}"
 
 
 def _events(context: AssetExecutionContext, run: Run, keys: Mapping[str, AssetKey], recorder: Recorder,
             blocking: frozenset[str]):  # fmt: skip
-    outputs = _in_run_consumers(context)
-    # a later step depends on these datasets' checks too: Dagster looks for their outputs
-    check_outputs = {spec.key: name for name, spec in context.assets_def.check_specs_by_output_name.items()}
     kept = [d for d in run.datasets if run.judgements[d.name].held_back is None]
     for d in run.datasets:
         held = run.judgements[d.name].held_back
         if held is not None:
-            context.log.warning(f"{d.name}: not materialized: upstream {held[1]} failed {held[0]}")
+            why = f"upstream {held[1]} failed {held[0]}"
+            context.log.warning(f"{d.name}: not materialized: {why}{held_changes(run, d)}")
+    progress = Progress(context.log.info, len(kept))
     # the first batch is delivered before its events go out (a catalog that is down shows from the
     # first materialization on): it is small; later ones are delivered while Dagster records events
     starts = [0, *range(FIRST_BATCH, len(kept), BATCH)] if kept else []
     for start, end in zip(starts, [*starts[1:], len(kept)], strict=True):
         batch = kept[start:end]
-        cells = [(d.name, pk) for d in batch for pk in run.snapshots[d.name]]
+        # a partition with no files is not a snapshot: not stored, delivered or materialized
+        cells = [(d.name, pk) for d in batch for pk, s in run.snapshots[d.name].items() if has_data(s)]
         stored, pending = recorder.record([run.snapshots[name][pk] for name, pk in cells])
         for (name, pk), s in zip(cells, stored, strict=True):  # versioned by the store: events say what it keeps
             run.snapshots[name][pk] = s
         for d in batch:  # lineage order: upstreams first
-            key, snaps = keys[d.name], run.snapshots[d.name]
-            metadata = snapshot_metadata(snaps, d.time_partition_key, keys)
-            metadata.update({f"lumos/pending/{name}": MetadataValue.int(n) for name, n in pending.items()})
-            fingerprint = newest(snaps).fingerprint
-            if key in outputs:
-                yield MaterializeResult(asset_key=key, metadata=metadata, data_version=DataVersion(fingerprint))
-            else:
-                tags = {DATA_VERSION_TAG: fingerprint, DATA_VERSION_IS_USER_PROVIDED_TAG: "true"}
+            key, snaps = keys[d.name], {pk: s for pk, s in run.snapshots[d.name].items() if has_data(s)}
+            outcomes = run.judgements[d.name].checks
+            if snaps:
+                metadata = snapshot_metadata(snaps, d.time_partition_key, keys, d.source_root)
+                metadata.update({f"lumos/pending/{name}": MetadataValue.int(n) for name, n in pending.items()})
+                tags = {DATA_VERSION_TAG: newest(snaps).fingerprint, DATA_VERSION_IS_USER_PROVIDED_TAG: "true"}
                 for pk in context.partition_keys:
-                    yield AssetMaterialization(asset_key=key, partition=pk, metadata=metadata, tags=tags)
-            for outcome in run.judgements[d.name].checks:
-                if key in outputs:
-                    yield Output(None, output_name=check_outputs[AssetCheckKey(key, outcome.name)])
+                    if pk in snaps:
+                        yield AssetMaterialization(asset_key=key, partition=pk, metadata=metadata, tags=tags)
+            else:  # nothing landed for any partition: only the check that says so
+                outcomes = [o for o in outcomes if o.name == READABLE_CHECK]
+            for outcome in outcomes:
                 yield evaluation(key, outcome, blocking)
-        context.log.info(f"recorded {end}/{len(kept)} datasets")
+            progress.step()
+        progress.done(end)
 
 
 def _multi_asset(
@@ -223,6 +227,14 @@ def _multi_asset(
                 store.record_release_versions(
                     release, {d.name: v for d in selected if (v := newest(run.snapshots[d.name]).version)}
                 )
+            # here, not in the gate: a change failing the gate is still recorded, and its owners told once
+            recorded = [s for d in selected if run.judgements[d.name].held_back is None
+                        for s in run.snapshots[d.name].values()]  # fmt: skip
+            alert_run(store, config, catalogue, recorded, context.log.warning)
+        # instead of Dagster's own error for a failed blocking check, which names only the check
+        stopped = failure_message(run.judgements, blocking)
+        if stopped is not None:
+            raise Failure(description=stopped)
 
     return _snapshots
 
@@ -235,8 +247,10 @@ def build_dataset_assets(
     specs = catalogue.by_name()
     by_cadence: dict[str, list[AssetsDefinition]] = {}
     for cadence in sorted({d.cadence for d in catalogue.datasets}):
-        partitions = partitions_def(config.partitions, cadence)
-        parts = chunks([d for d in catalogue.datasets if d.cadence == cadence], CHUNK)
+        ours = [d for d in catalogue.datasets if d.cadence == cadence]
+        first = min((d.first_partition for d in ours if d.first_partition), default=None)
+        partitions = partitions_def(config.partitions, cadence, first)
+        parts = chunks(ours, CHUNK)
         by_cadence[cadence] = [
             _multi_asset(
                 f"lumos_{cadence}_datasets" + (f"_{i + 1}" if i else ""),

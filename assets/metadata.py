@@ -52,6 +52,11 @@ def governance_metadata(last: Snapshot, keys: Mapping[str, AssetKey]) -> dict[st
     lineage = column_lineage(last, keys)
     if lineage is not None:
         md["dagster/column_lineage"] = MetadataValue.column_lineage(lineage)
+        # the open-source UI draws `dagster/column_lineage` nowhere (Dagster+ does): a table it shows
+        md["lumos/column_lineage"] = md_table(
+            ("column", "from"),
+            [(f"`{c.downstream}`", f"`{e.upstream.name}`.`{c.upstream}`") for e in last.upstream for c in e.columns],
+        )
     jobs = sorted({f"{e.job.orchestrator}: {e.job.name}" for e in last.upstream if e.job})
     if jobs:
         md["lumos/built_by"] = MetadataValue.text(", ".join(jobs))
@@ -104,11 +109,15 @@ def newest(snapshots: Mapping[str | None, Snapshot]) -> Snapshot:
 
 
 def snapshot_metadata(
-    snapshots: Mapping[str | None, Snapshot], time_key: str | None = None, keys: Mapping[str, AssetKey] | None = None
+    snapshots: Mapping[str | None, Snapshot],
+    time_key: str | None = None,
+    keys: Mapping[str, AssetKey] | None = None,
+    root: str | None = None,
 ) -> dict[str, Any]:
     """Metadata of one materialization. Over a partition range Dagster records the same
     metadata on every partition, so it describes the newest partition, and per-partition
-    figures that would mislead there (row counts) are left to the store."""
+    figures that would mislead there (row counts) are left to the store. `root`: the source's,
+    which unreadable files are shown relative to."""
     last = newest(snapshots)
     md: dict[str, Any] = {
         "dagster/column_schema": MetadataValue.table_schema(column_schema(last)),
@@ -141,7 +150,7 @@ def snapshot_metadata(
         md["lumos/cost_total"] = MetadataValue.float(round(last.cost.total, 2))
         md["lumos/cost_basis"] = MetadataValue.text(f"{last.cost.period}, {last.cost.currency}, "
                                                     f"{last.cost.basis} prices, {last.cost.method}")  # fmt: skip
-    errors = error_rows(snapshots)
+    errors = error_rows(snapshots, root)
     if errors:
         md["lumos/errors"] = md_table(("file", "reason"), errors)
     if last.conflicts:

@@ -4,8 +4,8 @@
 
 By default: the 1,000-dataset lake beside DataHub's source and the floor, runs of 100 and 1,000
 datasets, code locations of 1,000 and 5,000 datasets, Dagster's instance storages, the schema
-readers and the micro benchmarks (about 15 minutes on 2 cores). `--large` adds runs and code
-locations of 10,000 datasets and larger micro benchmarks.
+readers, a lake of 100 Delta tables × 20 versions and the micro benchmarks (about 15 minutes on 2
+cores). `--large` adds runs and code locations of 10,000 datasets and larger micro benchmarks.
 Ratios come from one run on one machine, never from timed tests.
 """
 
@@ -18,12 +18,13 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchmarks import instance, micro, scale, scan
+from benchmarks import delta, instance, micro, scale, scan
 from benchmarks.lake import generate_lake
 from benchmarks.load_definitions import measure as load_definitions
 from benchmarks.measure import machine
 
 LAKE = (1_000, 10, 2)  # datasets, files, partitions: the lake beside DataHub's source
+DELTA_LAKE = (100, 20)  # Delta tables, versions each: a backfill beside reading the logs with delta-rs
 
 
 def _log(text: str) -> None:
@@ -135,9 +136,11 @@ def main(argv: list[str] | None = None) -> None:
     definitions = _definitions([1_000, 5_000, 10_000] if args.large else [1_000, 5_000])
     _log("schema readers…")
     reading = readers(args.large)
+    _log("delta lake…")
+    tables = delta.render(delta.measure(*DELTA_LAKE))
     _log("micro benchmarks…")
     rows = micro.run_all(args.large)
-    sections = [side, growth, storages, definitions, reading, ["### Micro benchmarks", "", micro.render(rows)]]
+    sections = [side, growth, storages, definitions, reading, tables, ["### Micro benchmarks", "", micro.render(rows)]]
     report = "\n".join(header + [line for section in sections for line in [*section, ""]])
     Path(args.output).write_text(report)
     print(report)

@@ -245,6 +245,8 @@ class LineageConfig(ConfigModel):
 class GlossaryRule(ConfigModel):
     column: str = Field(description="Column-name glob (case-insensitive), e.g. `cust_id` or `*_email`.")
     term: str = Field(description="Business term, e.g. `Customer Identifier`.")
+    definition: str | None = Field(None, description="What the term means (the portable snapshot's glossary).")
+    pii: bool = Field(False, description="Columns carrying the term hold personal data (PII in exports).")
 
 
 class PathDescription(ConfigModel):
@@ -263,6 +265,51 @@ class RequiredConfig(ConfigModel):
     except_: list[str] = Field(default_factory=list, alias="except", description="Dataset-name globs exempted.")
 
 
+class AlertsConfig(ConfigModel):
+    """Breaking-change alerts (lumos_dagster/governance/alerts.py)."""
+
+    webhook: str | None = Field(None, description="URL each breaking change is POSTed to, once (Slack or Teams).")
+    format: Literal["slack", "teams"] = Field(
+        "slack", description="slack: text + blocks (incoming webhooks); teams: a MessageCard (connectors)."
+    )
+
+
+#: the missing-context report's section of one owner (`governance.rules.todo_markdown`)
+NUDGE_TEMPLATE = "## {owner} ({count})\n\n{datasets}"
+NUDGE_PLACEHOLDERS = {"owner": "", "count": 0, "datasets": ""}
+
+
+class EscalationRule(ConfigModel):
+    after_days: int = Field(ge=1, description="Days a dataset has lacked context (since first nudged).")
+    action: Literal["notify_domain_owner", "deprecate"] = Field(
+        description="notify_domain_owner: nudge the domain's owner too; deprecate: mark it deprecated in DataHub."
+    )
+
+
+class NudgeConfig(ConfigModel):
+    """Reminders to owners of datasets lacking required context (lumos_dagster/governance/nudges.py)."""
+
+    schedule: str | None = Field(None, description="Cron of the nudge schedule (UTC), e.g. `0 8 * * 1`; none: off.")
+    template: str = Field(
+        NUDGE_TEMPLATE,
+        description="Message to each owner; placeholders {owner}, {count}, {datasets} (a line each: what it "
+        "lacks, links; escalated ones say so).",
+    )
+    escalate: list[EscalationRule] = Field(default_factory=list)
+    domain_owners: dict[str, str] = Field(
+        default_factory=dict, description="Domain → who is nudged when `notify_domain_owner` applies."
+    )
+
+    @field_validator("template")
+    @classmethod
+    def _known_placeholders(cls, value: str) -> str:
+        try:
+            value.format(**NUDGE_PLACEHOLDERS)
+        except (KeyError, IndexError, ValueError) as e:
+            raise ValueError(f"unknown placeholder or bad brace {e}; use {{owner}}, {{count}}, {{datasets}}") from None
+        return value
+
+
 class GovernanceConfig(ConfigModel):
     glossary: list[GlossaryRule] = Field(default_factory=list)
     descriptions: list[PathDescription] = Field(default_factory=list)
@@ -271,6 +318,8 @@ class GovernanceConfig(ConfigModel):
         30, ge=1, description="A dataset not modified (a table: nor queried) for this many days is stale."
     )
     webhook: str | None = Field(None, description="URL the missing-context report is POSTed to (JSON).")
+    alerts: AlertsConfig = Field(default_factory=AlertsConfig)
+    nudge: NudgeConfig = Field(default_factory=NudgeConfig)
     catalog_url: str | None = Field(
         None, description="DataHub UI base URL, for links in reports (e.g. http://datahub:9002)."
     )
@@ -315,7 +364,10 @@ def _default_start() -> date:
 
 
 class PartitionsConfig(ConfigModel):
-    start: date = Field(default_factory=_default_start, description="First partition (default: 1 January this year).")
+    start: date = Field(
+        default_factory=_default_start,
+        description="First partition (default: the earliest time partition discovery found, else 1 January this year).",
+    )
     cadence: Cadence = "daily"
     timezone: str = "UTC"
     datasets_per_run: int = Field(

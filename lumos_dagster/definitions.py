@@ -17,15 +17,17 @@ from assets.keys import dataset_keys
 from assets.reports import report_assets
 from lumos_dagster.config import LumosConfig, load_config
 from lumos_dagster.scan.catalogue import load_catalogue
-from lumos_dagster.sources import FileSource, build_sources
+from lumos_dagster.sources import FileSource, TableSource, build_sources
 from lumos_dagster.store import SnapshotStore
 from resources.io_manager import LumosIOManager
 from resources.spark import spark_resource
 from resources.store import CatalogsResource, SnapshotStoreResource
 from sensors.discovery import discovery_job
+from sensors.nudges import nudge_job
 from sensors.releases import dataset_schedule_sensor, release_sensor
 from sensors.schedules import cadence_schedules
 from sensors.storage import storage_sensor
+from sensors.tables import table_sensor
 from sensors.triggers import Targets
 
 
@@ -47,6 +49,11 @@ def assemble(config: LumosConfig) -> Assembly:
     by_cadence, missing = build_dataset_assets(config, catalogue, sources, keys)
     targets = Targets(catalogue.by_name(), keys, by_cadence)
     sensors = [storage_sensor(s, config.store_url, targets) for s in sources.values() if isinstance(s, FileSource)]
+    sensors += [
+        table_sensor(s, config.store_url, targets)
+        for s in sources.values()
+        if isinstance(s, TableSource) and s.watchable
+    ]
     if any(d.schedule for d in catalogue.datasets):
         sensors.append(dataset_schedule_sensor(targets))
     if config.releases.watch:
@@ -54,12 +61,17 @@ def assemble(config: LumosConfig) -> Assembly:
             release_sensor(config.resolve_location(config.releases.watch), targets, config.releases.endpoint_url)
         )
     store_resource = SnapshotStoreResource.of(config.store_url)
-    reports = [report_assets(config, catalogue, [keys[d.name] for d in catalogue.datasets])]
+    reports = [report_assets(config, catalogue)]
     discover, discover_daily = discovery_job(config, {d.name for d in catalogue.datasets})
+    nudge = nudge_job(config)
     definitions = Definitions(
         assets=[*(a for chunk in by_cadence.values() for a in chunk), *missing, *reports],
-        jobs=[discover],
-        schedules=[*cadence_schedules(by_cadence, config.partitions.datasets_per_run), discover_daily],
+        jobs=[discover, *(nudge[:1] if nudge else ())],
+        schedules=[
+            *cadence_schedules(by_cadence, config.partitions.datasets_per_run),
+            discover_daily,
+            *(nudge[1:] if nudge else ()),
+        ],
         sensors=sensors,
         # one process per run: its steps share one Spark session (a step per process would start a JVM
         # each) and the run does not pay a second interpreter start and code-location load

@@ -401,13 +401,15 @@ class DatasetRecord:
     file_count: int = 0
     total_bytes: int = 0
     upstream: tuple[str, ...] = ()  # lineage the source itself knows (a view's tables)
+    first_partition: str | None = None  # the earliest time partition's date (ISO): where partitions start
 
     @property
     def urn(self) -> str:
         return dataset_urn(self.platform, self.name)
 
     def info(self) -> dict:
-        keys = ("partition_keys", "time_partition_key", "time_format", "file_count", "total_bytes", "upstream")
+        keys = ("partition_keys", "time_partition_key", "time_format", "file_count", "total_bytes", "upstream",
+                "first_partition")  # fmt: skip
         out = {k: v for k, v in asdict(self).items() if k in keys}
         out["partition_keys"] = list(self.partition_keys)
         out["upstream"] = list(self.upstream)
@@ -587,6 +589,17 @@ def change_to_json(c: SchemaChange, keys: Sequence[str] = CHANGE_KEYS) -> dict:
     return {k: getattr(c, k) for k in keys}
 
 
+@dataclass(frozen=True)
+class TableVersion:
+    """The commit of a table format (Iceberg, Delta) that a snapshot saw, and the table's layout then."""
+
+    format: str  # iceberg | delta
+    version: str  # the format's own: an Iceberg snapshot id, a Delta version number
+    committed_at: datetime | None
+    partition_spec: tuple[str, ...] = ()  # `region`, `day(ts)`: transform(column), identity bare
+    sort_order: tuple[str, ...] = ()  # `ts DESC NULLS LAST`
+
+
 @dataclass
 class Snapshot:
     """Everything Lumos knows about one dataset at one partition, captured at one time."""
@@ -617,6 +630,7 @@ class Snapshot:
     sla: str | None = None  # how fresh it must be, e.g. "6h"
     quality: Quality | None = None
     profile: Profile | None = None
+    table: TableVersion | None = None  # a table format's commit; None for plain files and databases
 
     @property
     def fingerprint(self) -> str:
@@ -721,8 +735,28 @@ def _profile_from_json(j: dict | None) -> Profile | None:
     return Profile(j["row_count"], j["sample_fraction"], columns)
 
 
-def snapshot_to_json(s: Snapshot) -> dict:
+def _table_to_json(t: TableVersion | None) -> dict | None:
+    if t is None:
+        return None
     return {
+        "format": t.format,
+        "version": t.version,
+        "committed_at": _dt_to_json(t.committed_at),
+        "partition_spec": list(t.partition_spec),
+        "sort_order": list(t.sort_order),
+    }
+
+
+def _table_from_json(j: dict | None) -> TableVersion | None:
+    if j is None:
+        return None
+    return TableVersion(
+        j["format"], j["version"], _dt_from_json(j["committed_at"]), tuple(j["partition_spec"]), tuple(j["sort_order"])
+    )
+
+
+def snapshot_to_json(s: Snapshot) -> dict:
+    out = {
         "format_version": SNAPSHOT_FORMAT,
         "dataset": _ref_to_json(s.dataset),
         "partition_key": s.partition_key,
@@ -773,6 +807,9 @@ def snapshot_to_json(s: Snapshot) -> dict:
         "quality": _quality_to_json(s.quality),
         "profile": _profile_to_json(s.profile),
     }
+    if s.table is not None:  # left out otherwise: documents of files and databases stay as they were
+        out["table"] = _table_to_json(s.table)
+    return out
 
 
 def snapshot_from_json(j: dict) -> Snapshot:
@@ -830,6 +867,7 @@ def snapshot_from_json(j: dict) -> Snapshot:
         sla=j.get("sla"),
         quality=_quality_from_json(j.get("quality")),
         profile=_profile_from_json(j.get("profile")),
+        table=_table_from_json(j.get("table")),
     )
 
 

@@ -9,7 +9,9 @@ from lumos_dagster.config import LumosConfig
 from lumos_dagster.scan.inventory import refresh_registry
 from resources.store import SnapshotStoreResource
 
-DISCOVER_CRON = "0 5 * * *"  # daily, before most data lands
+# daily, an hour before the snapshot schedules' midnight tick (in the partitions' time zone): the
+# registry knows the new datasets and days before they are snapshotted
+DISCOVER_CRON = "0 23 * * *"
 
 
 def discovery_job(config: LumosConfig, known: set[str]):
@@ -41,6 +43,7 @@ def discovery_job(config: LumosConfig, known: set[str]):
         name="lumos_discover_daily",
         job=lumos_discover,
         cron_schedule=DISCOVER_CRON,
+        execution_timezone=config.partitions.timezone,
         default_status=DefaultScheduleStatus.STOPPED,
     )
     return lumos_discover, schedule

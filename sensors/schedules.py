@@ -1,5 +1,7 @@
-"""Schedules: each cadence's datasets are snapshotted once per partition, as soon as the partition
-opens. Off by default, so `dagster dev` on a laptop starts quietly.
+"""Schedules: each cadence's datasets are snapshotted once per partition, when the partition has
+ended: the tick at 00:00 snapshots yesterday, whose `dt=` folder is complete (Dagster's own
+partitioned schedules would take the day that just began, before its folder can exist). Off by
+default, so `dagster dev` on a laptop starts quietly.
 
 A cadence with more datasets than `partitions.datasets_per_run` is split into several runs a
 tick, each a run of whole ops (an op holds whole lineage groups, so no run depends on another),
@@ -8,6 +10,7 @@ so the run workers of a deployment snapshot a large estate side by side.
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Sequence
 
 from dagster import (
@@ -18,10 +21,12 @@ from dagster import (
     RunRequest,
     ScheduleDefinition,
     ScheduleEvaluationContext,
-    build_schedule_from_partitioned_job,
+    SkipReason,
     define_asset_job,
     schedule,
 )
+
+PERIOD = {"hourly": "hour", "daily": "day", "weekly": "week", "monthly": "month"}
 
 
 def cadence_job_name(cadence: str) -> str:
@@ -39,24 +44,38 @@ def run_groups(assets_defs: Sequence[AssetsDefinition], max_datasets: int) -> li
     return groups
 
 
-def _split_schedule(job, partitions, groups: list[list[AssetKey]], cadence: str, max_datasets: int):
+def ended_partition(partitions, tick: datetime) -> str | None:
+    """The partition that ends at `tick` (a partition boundary): the last complete one."""
+    moment = tick.timestamp() - 1
+    if moment < partitions.start.timestamp():
+        return None
+    return partitions.get_partition_key_for_timestamp(moment)
+
+
+def _snapshot_schedule(job, partitions, groups: list[list[AssetKey]], cadence: str, max_datasets: int):
+    split = len(groups) > 1
+    runs = f", as {len(groups)} runs of at most {max_datasets} datasets" if split else ""
+
     @schedule(
         name=f"{job.name}_schedule",
         cron_schedule=partitions.get_cron_schedule(),
         execution_timezone=partitions.timezone,
         job=job,
         default_status=DefaultScheduleStatus.STOPPED,
-        description=f"The {cadence} snapshot, as {len(groups)} runs of at most {max_datasets} datasets.",
+        description=f"The {cadence} snapshot of the {PERIOD[cadence]} that just ended{runs}.",
     )
-    def _split(context: ScheduleEvaluationContext):
-        # the partition that opens at this tick, as Dagster's own partitioned schedules pick it
-        key = partitions.get_partition_key_for_timestamp(context.scheduled_execution_time.timestamp())
+    def _snapshot(context: ScheduleEvaluationContext):
+        key = ended_partition(partitions, context.scheduled_execution_time)
+        if key is None:
+            return SkipReason("no partition has ended yet")
+        if not split:
+            return RunRequest(run_key=key, partition_key=key)
         return [
             RunRequest(run_key=f"{key}:{i}", partition_key=key, asset_selection=keys)
             for i, keys in enumerate(groups, 1)
         ]
 
-    return _split
+    return _snapshot
 
 
 def cadence_schedules(
@@ -69,8 +88,5 @@ def cadence_schedules(
             cadence_job_name(cadence), selection=AssetSelection.assets(*assets_defs), partitions_def=partitions
         )
         groups = run_groups(assets_defs, max_datasets)
-        if len(groups) == 1:
-            schedules.append(build_schedule_from_partitioned_job(job, default_status=DefaultScheduleStatus.STOPPED))
-        else:
-            schedules.append(_split_schedule(job, partitions, groups, cadence, max_datasets))
+        schedules.append(_snapshot_schedule(job, partitions, groups, cadence, max_datasets))
     return schedules

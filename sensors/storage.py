@@ -34,6 +34,13 @@ def plan(source: str, changes: list[FileChange], targets: Targets) -> list[RunRe
     ]
 
 
+def is_preview(context) -> bool:
+    """Dagster evaluates every tick of a started sensor with the time it was started; a preview (the
+    UI's "Preview tick", `dagster sensor preview`) gets none, and its cursor is thrown away. Dagster
+    has no other sign of one (1.13)."""
+    return context.last_sensor_start_time is None
+
+
 def storage_sensor(source: FileSource, store_url: str, targets: Targets, interval: int = 60) -> SensorDefinition:
     selection = [targets.keys[n] for n, s in targets.specs.items() if s.source == source.name]
 
@@ -49,11 +56,14 @@ def storage_sensor(source: FileSource, store_url: str, targets: Targets, interva
         cursor = json.loads(context.cursor) if context.cursor else {}
         report = ScanReport()
         store = SnapshotStore(store_url)
+        preview = is_preview(context)  # shows what a tick would request, and writes nothing
         try:
-            seen = look(source, store, cursor.get("generation"), report, cursor.get("state"))
+            seen = look(source, store, cursor.get("generation"), report, cursor.get("state"), save=not preview)
             if report.failures:  # keep the cursor: the next tick compares with the same state
                 return SkipReason(f"cannot list {source.root}: {report.failures[0][1]}")
-            if seen.new_datasets:  # recorded now; they become assets when the code location reloads
+            if seen.new_datasets and preview:
+                context.log.info(f"new datasets in {source.root}: {', '.join(sorted(seen.new_datasets))} (a preview)")
+            elif seen.new_datasets:  # recorded now; they become assets when the code location reloads
                 store.upsert_datasets(file_records(source, seen.new_datasets))
                 context.log.info(
                     f"new datasets in {source.root}: {', '.join(sorted(seen.new_datasets))} "

@@ -6,6 +6,7 @@ aspect arrived and none twice."""
 
 from __future__ import annotations
 
+import base64
 import json
 import socket
 import threading
@@ -142,12 +143,22 @@ CREATE_TABLE_FIELDS = frozenset(
 
 
 class FakeOpenMetadata(FakeServer):
-    """OpenMetadata: create-or-update (PUT) of services, databases, schemas and tables (a PUT
-    restores a soft-deleted table), soft delete by name, user lookup by name, and lineage edges;
-    entities get ids like the real server's."""
+    """OpenMetadata: create-or-update (PUT) of services, databases, schemas, tables (a PUT
+    restores a soft-deleted table), glossaries and terms; soft delete by name, user lookup by
+    name, lineage edges; custom properties of the `table` type (a table's `extension` may hold
+    only registered ones). Entities get ids like the real server's.
+
+    And what is PUT is served back as OpenMetadata's API documents it
+    (https://docs.open-metadata.org/swagger.html): `GET /tables?database=…&fields=…&include=…`
+    in pages of `limit` with a `paging.after` cursor, owners as entity references (id, type,
+    name), and `GET /lineage/table/name/{fqn}` (`nodes`, `upstreamEdges`, `downstreamEdges`).
+    `drop_lineage_to` names tables whose incoming lineage it accepts and loses (an injected loss)."""
 
     def __init__(self, token: str | None = None, users: tuple[str, ...] = (), teams: tuple[str, ...] = ()):
         super().__init__(token)
+        self.drop_lineage_to: set[str] = set()  # table FQNs
+        self.types = {n: {"id": str(uuid.uuid5(uuid.NAMESPACE_URL, f"type/{n}")), "name": n, "customProperties": []}
+                      for n in ("table", "string")}  # fmt: skip
         self.entities: dict[str, dict[str, dict]] = {}  # kind → fully qualified name → entity
         self.versions: dict[str, int] = {}  # fqn → version, raised only when the entity changes
         self.lineage: set[tuple[str, str]] = set()
@@ -166,9 +177,75 @@ class FakeOpenMetadata(FakeServer):
         self.entities[kind][fqn] = entity
         return entity
 
+    def _reference(self, kind: str, entity: dict) -> dict:
+        return {"id": entity["id"], "type": kind, "name": entity.get("name"), "displayName": entity.get("displayName"),
+                "fullyQualifiedName": entity["fullyQualifiedName"]}  # fmt: skip
+
+    def _served(self, table: dict, fields: set[str]) -> dict:
+        """A table as GET returns it: owners as full references, only the fields asked for."""
+        names = {i: (kind, n) for kind, people in self.people.items() for n, i in people.items()}
+        out = {k: v for k, v in table.items() if k not in {"columns", "tags", "owners", "extension"} or k in fields}
+        if "owners" in fields:
+            out["owners"] = [{"id": o["id"], "type": o["type"], "name": names[o["id"]][1]}
+                             for o in table.get("owners") or ()]  # fmt: skip
+        return out
+
+    def _list_tables(self, query: dict) -> dict:
+        database = query["database"][0]
+        fields = set(query.get("fields", [""])[0].split(","))
+        include = query.get("include", ["non-deleted"])[0]
+        tables = sorted(
+            (fqn, t) for fqn, t in self.entities.get("tables", {}).items()
+            if fqn.startswith(f"{database}.") and (include == "all" or bool(t.get("deleted")) == (include == "deleted"))
+        )  # fmt: skip
+        limit = int(query.get("limit", ["10"])[0])
+        after = base64.b64decode(query["after"][0]).decode() if "after" in query else ""
+        page = [t for fqn, t in tables if fqn > after][:limit]
+        more = page and page[-1]["fullyQualifiedName"] != tables[-1][0]
+        paging = {"total": len(tables)}
+        if more:
+            paging["after"] = base64.b64encode(page[-1]["fullyQualifiedName"].encode()).decode()
+        return {"data": [self._served(t, fields) for t in page], "paging": paging}
+
+    def _lineage(self, fqn: str, query: dict) -> tuple[int, dict]:
+        tables = self.entities.get("tables", {})
+        if fqn not in tables or tables[fqn].get("deleted"):
+            return 404, {"message": f"table instance for {fqn} not found"}
+        by_id = {t["id"]: t for t in tables.values()}
+        me = tables[fqn]["id"]
+        up = int(query.get("upstreamDepth", ["1"])[0]) > 0
+        down = int(query.get("downstreamDepth", ["1"])[0]) > 0
+
+        def edge(key):
+            return {"fromEntity": key[0], "toEntity": key[1],
+                    "lineageDetails": {"columnsLineage": self.column_lineage[key]}}  # fmt: skip
+
+        upstream = [edge(k) for k in sorted(self.lineage) if up and k[1] == me]
+        downstream = [edge(k) for k in sorted(self.lineage) if down and k[0] == me]
+        ids = {e["fromEntity"] for e in upstream} | {e["toEntity"] for e in downstream}
+        return 200, {"entity": self._reference("table", tables[fqn]),
+                     "nodes": [self._reference("table", by_id[i]) for i in sorted(ids)],
+                     "upstreamEdges": upstream, "downstreamEdges": downstream}  # fmt: skip
+
     def handle(self, method, path, query, body, headers):
         parent = {"databases": "service", "databaseSchemas": "database", "tables": "databaseSchema",
-                  "tags": "classification"}  # fmt: skip
+                  "tags": "classification", "glossaryTerms": "glossary"}  # fmt: skip
+        if method == "GET" and path.startswith("/api/v1/metadata/types/name/"):
+            found = self.types.get(path.rsplit("/", 1)[-1])
+            return (200, found) if found else (404, {"message": "type not found"})
+        if method == "PUT" and path.startswith("/api/v1/metadata/types/"):
+            found = next((t for t in self.types.values() if t["id"] == path.rsplit("/", 1)[-1]), None)
+            kinds = {t["id"]: t["name"] for t in self.types.values()}
+            if found is None or body["propertyType"]["id"] not in kinds:
+                return 404, {"message": "type not found"}
+            properties = [p for p in found["customProperties"] if p["name"] != body["name"]]
+            found["customProperties"] = [*properties, {**body, "propertyType": {
+                **body["propertyType"], "name": kinds[body["propertyType"]["id"]]}}]  # fmt: skip
+            return 200, found
+        if method == "GET" and path == "/api/v1/tables":
+            return 200, self._list_tables(query)
+        if method == "GET" and path.startswith("/api/v1/lineage/table/name/"):
+            return self._lineage(path.rsplit("/", 1)[-1], query)
         for kind in ("users", "teams"):
             if method == "GET" and path.startswith(f"/api/v1/{kind}/name/"):
                 name = path.rsplit("/", 1)[-1]
@@ -186,7 +263,11 @@ class FakeOpenMetadata(FakeServer):
             return 200, found
         if method == "PUT" and path == "/api/v1/tables" and set(body) - CREATE_TABLE_FIELDS:
             return 400, {"message": f"Unrecognized field(s) {sorted(set(body) - CREATE_TABLE_FIELDS)}"}
-        for kind in ("services/databaseServices", "classifications"):
+        registered = {p["name"] for p in self.types["table"]["customProperties"]}
+        if method == "PUT" and path == "/api/v1/tables" and set(body.get("extension") or ()) - registered:
+            unknown = sorted(set(body["extension"]) - registered)
+            return 400, {"message": f"Unknown custom field {unknown[0]}"}
+        for kind in ("services/databaseServices", "classifications", "glossaries"):
             if method == "PUT" and path == f"/api/v1/{kind}":
                 return 200, self._put(kind, body["name"], body)
         for kind, key in parent.items():
@@ -195,6 +276,8 @@ class FakeOpenMetadata(FakeServer):
         if method == "PUT" and path == "/api/v1/lineage":
             edge = body["edge"]
             key = (edge["fromEntity"]["id"], edge["toEntity"]["id"])
+            if any(t["id"] == key[1] for fqn, t in self.entities["tables"].items() if fqn in self.drop_lineage_to):
+                return 200, {}
             self.lineage.add(key)
             self.column_lineage[key] = edge.get("lineageDetails", {}).get("columnsLineage", [])
             return 200, {}

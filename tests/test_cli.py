@@ -37,7 +37,7 @@ def test_schema_flat_and_errors_name_the_file(tmp_path):
     result = CliRunner().invoke(main, ["schema", "--flat", good, str(bad)])
     assert result.exit_code == 1
     assert "u.name: string" in result.stdout
-    assert f"error: {bad}: " in result.stderr
+    assert f"Error: {bad}: " in result.stderr
 
 
 def test_discover_records_datasets_and_reports(tmp_path):
@@ -127,5 +127,5 @@ def test_the_demo_path_from_the_makefile(tmp_path):
     summary = run(BIN / "lumos", "summary")
     lines = {line.split()[0]: line.split() for line in summary.splitlines() if line and not line.startswith(" ")}
     assert lines["raw/events"][1:4] == [today, "1.0.0", "8"]
-    assert "1 unreadable file(s)" in summary and "widened to int64" in summary
+    assert "warning: files_readable" in summary and "widened to int64" in summary
     assert "DataHub Lite" in summary and ": 8 datasets" in summary

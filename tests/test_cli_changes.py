@@ -223,7 +223,7 @@ def test_impact_and_fan_out(project):
 def test_history_evolution_and_releases(project):
     assert invoke("release", "-c", project).stdout.startswith("S-1: 2 datasets")
     second = invoke("release", "-c", project, "--datasets", "raw/orders")
-    assert second.stdout.startswith("S-2: 1 datasets") and "raw/orders" in second.stdout
+    assert second.stdout.startswith("S-2: 1 dataset\n") and "raw/orders" in second.stdout
     assert invoke("release", "S-2", "-c", project).exit_code == 1  # releases are immutable
     history = json.loads(invoke("history", "raw/orders", "-c", project, "--format", "json").stdout)
     assert [(h["version"], h["change_class"], h["first_partition"], h["captures"]) for h in history] == [

@@ -79,7 +79,7 @@ def run_job(cfg, instance, keys=None, partition="2026-11-25"):
     return job.execute_in_process(partition_key=partition, instance=instance, asset_selection=selection)
 
 
-def test_costs_roll_up_along_lineage_in_the_dagster_run(example):
+def test_costs_roll_up_along_lineage_in_the_dagster_run(example, tmp_path):
     instance = DagsterInstance.ephemeral()
     result = run_job(example, instance)
     assert result.success
@@ -97,7 +97,9 @@ def test_costs_roll_up_along_lineage_in_the_dagster_run(example):
     alone = run_job(example, DagsterInstance.ephemeral(), ["events/ml_predictions"])
     (m,) = alone.asset_materializations_for_node("lumos_daily_datasets")
     assert m.metadata["lumos/cost_total"].value == pytest.approx(7000)
-    # …and where the upstreams have no snapshot of that partition yet, their latest one before it
+    # …and where the upstreams have no snapshot of that partition yet, their latest one before it (the
+    # dataset has that day's files: a day without files is no snapshot)
+    write_parquet(tmp_path / "lake" / "events" / "ml_predictions" / "dt=2026-11-26/part.parquet", pa.table({"x": [1]}))
     later = run_job(example, DagsterInstance.ephemeral(), ["events/ml_predictions"], partition="2026-11-26")
     (m,) = later.asset_materializations_for_node("lumos_daily_datasets")
     assert m.metadata["lumos/cost_total"].value == pytest.approx(7000)

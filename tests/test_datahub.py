@@ -1,6 +1,7 @@
 """Snapshot → DataHub aspects, checked with DataHub's own classes and golden-file helpers."""
 
 import json
+from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -19,7 +20,7 @@ from datahub.metadata.schema_classes import (
 from datahub.testing.mce_helpers import check_golden_file
 from datahub.utilities.urns.field_paths import get_simple_field_path_from_v2_field_path
 
-from lumos_dagster.catalog.datahub import schema_fields, snapshot_aspects
+from lumos_dagster.catalog.datahub import LUMOS_ACTOR, audit_stamp, schema_fields, snapshot_aspects
 from lumos_dagster.model import (
     Array,
     AssertionResult,
@@ -138,6 +139,20 @@ def test_aspects_match_the_golden_file(pytestconfig, tmp_path):
     check_golden_file(pytestconfig, out, GOLDEN / "sales_orders_aspects.json")
 
 
+def test_audit_stamps_name_lumos_at_the_datas_time_or_the_capture():
+    s = snapshot()
+    aspects = {m.aspectName: m.aspect for m in snapshot_aspects(s) if m.entityUrn.startswith("urn:li:dataset:")}
+    schema, lineage = aspects["schemaMetadata"], aspects["upstreamLineage"]
+    stamps = [schema.created, schema.lastModified, *(u.auditStamp for u in lineage.upstreams)]
+    stamps += [f.glossaryTerms.auditStamp for f in schema.fields if f.glossaryTerms]
+    assert len(stamps) > 3
+    modified = int(s.stats.last_modified.timestamp() * 1000)
+    assert {(st.time, st.actor) for st in stamps} == {(modified, LUMOS_ACTOR)}
+    # a database table has no modification time: the capture's
+    table = replace(s, stats=replace(s.stats, last_modified=None))
+    assert audit_stamp(table).time == int(s.captured_at.timestamp() * 1000)
+
+
 def test_every_aspect_survives_datahubs_own_serialization():
     for mcp in snapshot_aspects(snapshot()):
         assert mcp.validate(), mcp
@@ -145,7 +160,7 @@ def test_every_aspect_survives_datahubs_own_serialization():
 
 
 def test_v2_field_paths_give_back_the_flat_paths():
-    fields = schema_fields(SCHEMA)
+    fields = schema_fields(SCHEMA, audit_stamp(snapshot()))
     assert [get_simple_field_path_from_v2_field_path(f.fieldPath) for f in fields] == [p for p, _ in SCHEMA.flatten()]
     by_flat = {get_simple_field_path_from_v2_field_path(f.fieldPath): f for f in fields}
     assert (

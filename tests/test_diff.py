@@ -62,3 +62,46 @@ def test_datasets_appearing_and_disappearing():
     assert (added.kind, added.severity) == ("DATASET_ADDED", INFORMATIONAL)
     assert (removed.kind, removed.severity) == ("DATASET_REMOVED", BREAKING)
     assert judge(diff_snapshots(snap(), None), "NONE")[0].severity != BREAKING
+
+
+#: the Avro 1.11 specification's "Schema Resolution" rules (and its Aliases section), each of which
+#: has at least one row tagged `avro:` in tests/cases/diff.yaml
+AVRO_RULES = {
+    "match.primitive": "both schemas have same primitive type (else no match)",
+    "match.container": "both are arrays / both are maps (an array never matches a map)",
+    "match.record": "both schemas are records (a record never matches a primitive)",
+    "match.enum_name": "both schemas are enums whose (unqualified) names match",
+    "match.fixed": "both schemas are fixed whose sizes (and names) match",
+    "promote.int_long": "int is promotable to long",
+    "promote.int_float": "int is promotable to float",
+    "promote.int_double": "int is promotable to double",
+    "promote.long_float": "long is promotable to float",
+    "promote.long_double": "long is promotable to double",
+    "promote.float_double": "float is promotable to double",
+    "promote.string_bytes": "string is promotable to bytes",
+    "promote.bytes_string": "bytes is promotable to string",
+    "promote.none": "no other promotion (a narrowing is an error)",
+    "record.order": "the ordering of fields may be different: fields are matched by name",
+    "record.recursive": "schemas for fields with the same name in both records are resolved recursively",
+    "record.writer_field_ignored": "a writer field the reader lacks is ignored",
+    "record.reader_default": "a reader field with a default the writer lacks takes the default",
+    "record.reader_no_default": "a reader field without a default the writer lacks is an error",
+    "record.alias": "a reader field's aliases match the writer's field (Aliases)",
+    "enum.symbol_missing": "a writer symbol not in the reader's enum is an error",
+    "enum.symbol_missing_default": "... unless the reader's enum has a default",
+    "array.items": "arrays resolve their item schemas",
+    "map.values": "maps resolve their value schemas",
+    "union.both": "both unions: each writer branch resolves to a reader branch",
+    "union.both_promoted": "both unions: a writer branch may resolve through a promotion",
+    "union.reader_only": "reader's a union, writer's not: a matching reader branch resolves it",
+    "union.reader_only_no_match": "reader's a union, writer's not: no branch matches, an error",
+    "union.writer_only": "writer's a union, reader's not: every writer branch must resolve",
+    "union.writer_only_branch_fails": "writer's a union, reader's not: a branch that does not resolve is an error",
+    "union.empty": "the empty union writes nothing: readable by anything",
+}
+
+
+def test_every_avro_resolution_rule_has_a_row():
+    tagged = {rule for case in CASES for rule in case.get("avro", ())}
+    assert tagged - AVRO_RULES.keys() == set(), "a row names a rule not in AVRO_RULES"
+    assert AVRO_RULES.keys() - tagged == set(), "rules with no row in tests/cases/diff.yaml"

@@ -136,6 +136,22 @@ def test_dagster_metadata_schema_rows_version_and_checks(project):
     assert all(checks[n, "schema_compatible"].passed for n in DATASETS)
 
 
+def test_what_the_ui_shows_unreadable_files_and_the_catalogs_description(project):
+    md = _materializations(project["result"])
+    errors = md["landing/partner_feed"]["lumos/errors"].value
+    root = str(project["dir"] / "lake")
+    assert "`landing/partner_feed/batch-2.parquet`" in errors and root not in errors  # relative to the source root
+    checks = {("/".join(e.asset_key.path), e.check_name): e for e in project["result"].get_asset_check_evaluations()}
+    assert (
+        "landing/partner_feed/batch-2.parquet"
+        in checks["landing/partner_feed", "files_readable"].metadata["lumos/errors"].value
+    )
+    graph = build_definitions(project["config"]).resolve_asset_graph()
+    for name in ("landing/partner_feed", "raw/orders"):  # governance's default by path; lumos.yaml's
+        described = graph.get(AssetKey(name.split("/"))).description
+        assert described == _get(project["config"], name)["datasetProperties"].description
+
+
 def test_the_same_snapshot_twice_changes_nothing_in_the_catalog(project):
     cfg = project["config"]
     before = lite_aspect_versions(cfg.lite_path)
@@ -173,8 +189,16 @@ def test_a_single_run_backfill_snapshots_each_partition_from_its_own_files(proje
     finally:
         store.close()
     by_partition = {s.partition_key: s for s in history}
-    assert sorted(by_partition) == ["2026-11-22", "2026-11-23", "2026-11-24", "2026-11-25"]
-    assert by_partition["2026-11-22"].stats.file_count == 0  # the demo lake starts on the 23rd
+    # the demo lake starts on the 23rd: a day without files is no snapshot, and no materialization
+    assert sorted(by_partition) == ["2026-11-23", "2026-11-24", "2026-11-25"]
+    materialized = {
+        e.partition for e in result.asset_materializations_for_node("lumos_daily_datasets")
+        if e.asset_key == AssetKey(["raw", "events"])
+    }  # fmt: skip
+    assert materialized == {"2026-11-23", "2026-11-24", "2026-11-25"}
+    (readable,) = [e for e in result.get_asset_check_evaluations()
+                   if e.asset_key == AssetKey(["raw", "events"]) and e.check_name == "files_readable"]  # fmt: skip
+    assert not readable.passed and readable.description.startswith("no files for 2026-11-22: not snapshotted")
     assert all(by_partition[d].stats.partition_values == {"dt": [d]} for d in ("2026-11-23", "2026-11-24"))
     # the catalog keeps showing the newest partition, not the last one backfilled
     assert _get(cfg, "raw/events")["datasetProperties"].customProperties["lumos.partition"] == PK

@@ -165,6 +165,9 @@ def test_a_reader_gives_a_schema_or_a_one_line_error(data):
             assert "\n" not in result.error and result.error.strip(), result.error
 
 
+V1_ESTATE = ROOT / "tests/data/portable/estate_v1.json"  # the previous format: migrated as it is read
+
+
 @functools.cache
 def estate_seed() -> bytes:
     estate = portable.from_snapshots([snap("sales/orders", "2026-11-25", 2), snap("web/logs", "2026-11-25")], "fuzz")
@@ -172,7 +175,7 @@ def estate_seed() -> bytes:
 
 
 @fuzz(default=40)
-@given(st.one_of(st.binary(max_size=256), mutated((estate_seed(),))))
+@given(st.one_of(st.binary(max_size=256), mutated((estate_seed(), V1_ESTATE.read_bytes()))))
 def test_the_estate_parser_gives_an_estate_or_a_one_line_error(tmp_path_factory, data):
     path = tmp_path_factory.mktemp("estate") / "estate.json"
     path.write_bytes(data)

@@ -77,7 +77,7 @@ def test_a_breaking_change_fails_the_gate_and_holds_back_downstream_until_accept
     result = run(path, instance, keys, partition_key=PK)
     check = gate(result, "raw/orders")
     assert not check.passed and not result.success
-    assert "1 breaking change(s) under FULL, affecting 3 downstream dataset(s)" in check.description
+    assert "1 breaking change under FULL (FIELD_REMOVED status), affecting 3 downstream datasets" in check.description
     assert "FIELD_REMOVED" in check.metadata["lumos/unaccepted"].value
     assert "clean/orders" in check.metadata["lumos/downstream"].value
     assert materialized(result) == {"raw/orders"}  # its consumers are held back in this run

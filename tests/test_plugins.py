@@ -152,7 +152,7 @@ def test_an_unknown_type_lists_the_installed_plugins(tmp_path):
     (tmp_path / "lumos.yaml").write_text(yaml.safe_dump({"catalog": {"type": "gms"}}))
     out = run(site, tmp_path, BIN / "lumos", "discover", ok=False)
     assert "catalog[0].type: unknown type 'gms' (known: 'datahub-lite', 'datahub-rest', " in out.stderr
-    assert "'openmetadata', 'memo')" in out.stderr
+    assert "'openmetadata', 'atlas', 'amundsen', 'memo')" in out.stderr
 
 
 def test_a_format_plugin_adds_a_reader(tmp_path):

@@ -178,7 +178,7 @@ def test_owners_dagster_rejects_stay_in_the_catalog_and_the_code_location_loads(
     cfg = load_config(str(tmp_path / "lumos.yaml"))
     register(cfg)
     graph = build_definitions(cfg).resolve_asset_graph()
-    assert graph.get(_key("raw/orders")).owners == ["ann@example.com", "team:data_eng", "team:ops"]
+    assert graph.get(_key("raw/orders")).owners == ["ann@example.com", "team:data-eng", "team:ops"]
     assert graph.get(_key("raw/users")).owners == []
     # the catalog gets every owner as written
     assert [o.id for o in cfg.declaration("raw/orders").owners] == owners[:4] + ["data-eng", "team:ops"]
@@ -369,7 +369,7 @@ def test_no_secret_of_a_run_ends_up_in_any_output_file_or_catalog_record(tmp_pat
     records.update({f"output {i}": text for i, text in enumerate(outputs)})
     leaks = {(where, s) for where, text in records.items() for s in secrets if s in text}
     assert not leaks
-    assert any(f"/test/{url_schema}/accounts" in text for text in records.values())  # what was searched holds the run
+    assert any(f"test/{url_schema}/accounts" in text for text in records.values())  # what was searched holds the run
 
 
 def _dump_schema(schema: str) -> str:

@@ -149,7 +149,7 @@ def test_an_import_that_fails_midway_leaves_nothing(store_url, tmp_path):  # noq
     result = invoke("import", write(tmp_path / "e.json", doc), "--to", "store", "-c", config_for(tmp_path, store_url))
     assert result.exit_code == 1
     assert "1000/2500 datasets" in result.stderr  # the first batch had gone in
-    (error,) = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    (error,) = [line for line in result.stderr.splitlines() if line.startswith("Error:")]
     assert "failed, nothing was written: refused by the test" in error and "Traceback" not in result.output
     assert counts(store_url) == (0, 0, 0)
 
@@ -175,12 +175,12 @@ def test_importing_twice_is_importing_once(store_url, tmp_path):  # noqa: F811
     doc = write(tmp_path / "e.json", estate_doc(5, history=2))
     config = config_for(tmp_path, store_url)
     first = invoke("import", doc, "--to", "store", "-c", config)
-    assert "store: 5 datasets, 15 snapshots, 1 releases written (0 snapshots already there)" in first.stdout
+    assert "store: 5 datasets, 15 snapshots, 1 release written (0 snapshots already there)" in first.stdout
     once = counts(store_url)
     exported_once = tmp_path / "once.json"
     invoke("export", "-c", config, "-o", exported_once)
     second = invoke("import", doc, "--to", "store", "-c", config)
-    assert "store: 5 datasets, 0 snapshots, 1 releases written (15 snapshots already there)" in second.stdout
+    assert "store: 5 datasets, 0 snapshots, 1 release written (15 snapshots already there)" in second.stdout
     assert counts(store_url) == once == (5, 15, 1)
     exported_twice = tmp_path / "twice.json"
     invoke("export", "-c", config, "-o", exported_twice)

@@ -57,7 +57,7 @@ def test_lumos_schema_on_a_deeply_nested_json_file_is_a_one_line_error(tmp_path,
     (tmp_path / "ok.csv").write_text("id,name\n1,a\n")
     out = lumos_schema(path, tmp_path / "ok.csv")
     assert out.returncode == 1
-    assert out.stderr.splitlines() == [f"error: {path}: {TOO_DEEP} (Lumos reads at most {MAX_NESTING})"]
+    assert out.stderr.splitlines() == [f"Error: {path}: {TOO_DEEP} (Lumos reads at most {MAX_NESTING})"]
     assert out.stdout.splitlines() == [f"# {tmp_path / 'ok.csv'}", "id: int64", "name: string"]
 
 
@@ -127,7 +127,7 @@ def test_a_native_crash_in_a_reader_is_a_one_line_error_from_lumos_schema(tmp_pa
     (tmp_path / "ok.csv").write_text("id\n1\n")
     out = run(site, tmp_path, LUMOS, "schema", "--flat", tmp_path / "x.seg", tmp_path / "ok.csv", ok=False)
     assert out.returncode == 1  # was 139, the segfault of the command itself
-    assert out.stderr.splitlines() == [f"error: {tmp_path / 'x.seg'}: {POOL_CRASH}"]
+    assert out.stderr.splitlines() == [f"Error: {tmp_path / 'x.seg'}: {POOL_CRASH}"]
     assert out.stdout.splitlines() == [f"# {tmp_path / 'ok.csv'}", "id: int64"]
 
 

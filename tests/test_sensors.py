@@ -44,11 +44,15 @@ class Ticks:
         self.instance = DagsterInstance.ephemeral()
         self.cursor = None
 
-    def tick(self, cursor="carry"):
+    def tick(self, cursor="carry", preview=False):
+        """A tick of the started sensor, as the daemon evaluates it (with the time it was started), or
+        a preview (without: the UI's "Preview tick"), whose cursor Dagster throws away."""
+        started = None if preview else 1.0
         context = build_sensor_context(instance=self.instance, cursor=self.cursor if cursor == "carry" else cursor,
-                                       definitions=self.defs)  # fmt: skip
+                                       definitions=self.defs, last_sensor_start_time=started)  # fmt: skip
         result = self.sensor.evaluate_tick(context)
-        self.cursor = result.cursor
+        if not preview:
+            self.cursor = result.cursor
         return result
 
     @staticmethod
@@ -102,6 +106,25 @@ def test_a_new_dataset_is_recorded_and_becomes_an_asset_on_reload(tmp_path):
     store.close()
     reloaded = build_definitions(cfg).resolve_asset_graph().get_all_asset_keys()
     assert any(k.path == ["crm", "contacts"] for k in reloaded)
+
+
+def test_a_preview_tick_shows_what_a_tick_would_request_and_writes_nothing(tmp_path):
+    cfg = make_project(tmp_path)
+    ticks = Ticks(build_definitions(cfg), "lumos_storage_lake")
+    ticks.tick()  # the baseline: generation 1
+    write_parquet(tmp_path / "lake" / "sales" / "orders" / "dt=2026-11-25" / "part-9.parquet", pa.table({"id": [1]}))
+    write_parquet(tmp_path / "lake" / "crm" / "contacts" / "a.parquet", pa.table({"id": [1]}))
+    with SnapshotStore(cfg.store_url) as store:
+        before = (store.file_state("lake", 1), store.datasets())
+    preview = ticks.tick(preview=True)
+    assert Ticks.wanted(preview) == ["sales/orders@2026-11-25"]
+    with SnapshotStore(cfg.store_url) as store:
+        assert (store.file_state("lake", 1), store.datasets()) == before
+        assert not store.file_state("lake", 2)  # the preview's look was not kept
+    real = ticks.tick()  # the same changes, now taken and recorded
+    assert [r.run_key for r in real.run_requests] == [r.run_key for r in preview.run_requests]
+    with SnapshotStore(cfg.store_url) as store:
+        assert store.file_state("lake", 2) and "crm/contacts" in {r.name for r in store.datasets()}
 
 
 def test_s3_objects_rewritten_with_the_same_size_are_seen_by_their_etag(tmp_path, s3):  # noqa: F811
@@ -274,7 +297,8 @@ def test_a_large_cadence_is_scheduled_as_several_runs_of_whole_ops(tmp_path, mon
     context = build_schedule_context(scheduled_execution_time=tick, repository_def=defs.get_repository_def())
     requests = schedule.evaluate_tick(context).run_requests
     assert [len(r.asset_selection) for r in requests] == [2, 3]  # ops of 2 | 2 + 1: an op is never split
-    assert {r.partition_key for r in requests} == {"2026-11-25"} and len({r.run_key for r in requests}) == 2
+    # the midnight tick snapshots the day that just ended
+    assert {r.partition_key for r in requests} == {"2026-11-24"} and len({r.run_key for r in requests}) == 2
     ops = [
         {"/".join(k.path) for k in a.keys}
         for a in defs.assets

@@ -172,7 +172,12 @@ class VersionInfo(Model):
 
 
 class ImpactEntry(Downstream):
-    reached_by: list[str]
+    reached_by: list[str] = Field(description="The breaking changes that reach it, through column lineage where known.")
+    verdict: Literal["BREAKING", "POSSIBLY BREAKING", "COMPATIBLE"] = Field(
+        description="POSSIBLY BREAKING: it, or a dataset between, reads an upstream without column lineage."
+    )
+    reads: list[str] = Field(description="Its columns computed from changed ones: `status ← raw/orders.status`.")
+    recommendation: str = Field(description="What its owners should do before the change is released.")
 
 
 class Impact(Model):

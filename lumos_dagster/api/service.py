@@ -405,8 +405,8 @@ class Lumos:
         return _changeset(reports)
 
     def impact(self, name: str, depth: int | None = None) -> m.Impact:
-        """`lumos impact NAME --format json`: who is downstream, and the breaking changes reaching them."""
-        from lumos_dagster.lineage.impact import downstream
+        """`lumos impact NAME --format json`: who is downstream, and what the breaking changes do to each."""
+        from lumos_dagster.lineage.verdicts import consumer_verdicts
 
         with self.view() as v:
             spec = self._spec(v, name)
@@ -423,9 +423,12 @@ class Lumos:
                     depth=a.depth,
                     via=a.via,
                     owners=[o.id for o in a.owners],
-                    reached_by=[f"{c.kind} {c.path}" for c in breaking],
+                    reached_by=list(a.reached_by),
+                    verdict=a.verdict,
+                    reads=list(a.reads),
+                    recommendation=a.recommendation,
                 )
-                for a in downstream(catalogue, name, depth)
+                for a in consumer_verdicts(catalogue, name, breaking, depth)
             ],  # fmt: skip
         )
 

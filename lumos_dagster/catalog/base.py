@@ -31,8 +31,20 @@ class CatalogAdapter(Protocol):
     def close(self) -> None: ...
 
 
+#: the categories of an estate a catalog may be unable to hold (lumos_dagster.catalog.carry counts them)
+DATASETS, VERSIONS, HISTORY, RELEASES = "datasets", "versions", "history", "releases"
+LINEAGE, OWNERS, TAGS, TERMS, SCHEMAS, DESCRIPTIONS = "lineage", "owners", "tags", "terms", "schemas", "descriptions"
+#: every catalog keeps current state only: no earlier versions, no releases (those stay in the store)
+CURRENT_STATE_ONLY = frozenset({HISTORY, RELEASES})
+
+
 class ReadableCatalog(CatalogAdapter, Protocol):
-    """A catalog Lumos can read back: what it holds, as snapshots (for `lumos export`)."""
+    """A catalog Lumos can read back: what it holds, as snapshots (for `lumos export`, `compare`,
+    `migrate`)."""
+
+    #: the categories above it keeps nothing of: `compare` and `migrate` report them as "not
+    #: carried" rather than as a loss (e.g. `CURRENT_STATE_ONLY | {TERMS}` for one without a glossary)
+    cannot_hold: frozenset[str]
 
     def read_all(self) -> Iterator[Snapshot]: ...
 

@@ -87,7 +87,7 @@ from datahub.metadata.schema_classes import (
 from datahub.metadata.urns import DatasetUrn, TagUrn, Urn
 from datahub.utilities.urns.field_paths import get_simple_field_path_from_v2_field_path
 
-from lumos_dagster.catalog.base import Undeliverable, content_hash
+from lumos_dagster.catalog.base import CURRENT_STATE_ONLY, Undeliverable, content_hash
 from lumos_dagster.model import (
     BREAKING,
     OWNERSHIP_TYPES,
@@ -182,7 +182,7 @@ def _inner_struct(t: DataType) -> Struct | None:
     return t if isinstance(t, Struct) else None
 
 
-def _walk(fields: tuple[Field, ...], prefix: str) -> Iterator[SchemaFieldClass]:
+def _walk(fields: tuple[Field, ...], prefix: str, stamp: AuditStampClass) -> Iterator[SchemaFieldClass]:
     for f in fields:
         path = ".".join([prefix, *_type_tokens(f.type), f.name])
         yield SchemaFieldClass(
@@ -193,28 +193,40 @@ def _walk(fields: tuple[Field, ...], prefix: str) -> Iterator[SchemaFieldClass]:
             description=f.description,
             isPartOfKey=f.is_key,  # given, like `recursive`: a default costs a schema lookup, 30 fields a dataset
             recursive=False,
-            glossaryTerms=_terms(f.terms),
+            glossaryTerms=_terms(f.terms, stamp),
         )
         inner = _inner_struct(f.type)
         if inner is not None:
-            yield from _walk(inner.fields, path)
+            yield from _walk(inner.fields, path, stamp)
 
 
 LUMOS_ACTOR = "urn:li:corpuser:lumos"
 
 
-def _terms(terms: Sequence[str]) -> GlossaryTermsClass | None:
+def audit_stamp(s: Snapshot) -> AuditStampClass:
+    """Lumos as the actor, at the data's last modification when the source knows it (files), else
+    the capture. Either way a re-run sends nothing new: the outbox hashes the snapshot without its
+    capture time, so unchanged content is never sent again."""
+    return AuditStampClass(time=_ms(s.stats.last_modified or s.captured_at), actor=LUMOS_ACTOR)
+
+
+def _terms(terms: Sequence[str], stamp: AuditStampClass) -> GlossaryTermsClass | None:
     if not terms:
         return None
-    # time 0: the same terms must give the same aspect on every run
     return GlossaryTermsClass(
-        terms=[GlossaryTermAssociationClass(urn=make_term_urn(t)) for t in terms],
-        auditStamp=AuditStampClass(time=0, actor=LUMOS_ACTOR),
+        terms=[GlossaryTermAssociationClass(urn=make_term_urn(t)) for t in terms], auditStamp=stamp
     )
 
 
-def schema_fields(schema: Schema) -> list[SchemaFieldClass]:
-    return list(_walk(schema.fields, V2_ROOT))
+def schema_fields(schema: Schema, stamp: AuditStampClass, partition_keys: Sequence[str] = ()) -> list[SchemaFieldClass]:
+    """The schema's fields; the top-level ones named in `partition_keys` marked as partitioning keys."""
+    fields = list(_walk(schema.fields, V2_ROOT, stamp))
+    if partition_keys:
+        keys = {".".join([V2_ROOT, *_type_tokens(f.type), f.name]) for f in schema.fields if f.name in partition_keys}
+        for sf in fields:
+            if sf.fieldPath in keys:
+                sf.isPartitioningKey = True
+    return fields
 
 
 def _custom_properties(s: Snapshot, fingerprint: str) -> dict[str, str]:
@@ -254,6 +266,11 @@ def _custom_properties(s: Snapshot, fingerprint: str) -> dict[str, str]:
         })  # fmt: skip
     if s.stats.partition_values:
         props["lumos.partition_keys"] = ",".join(s.stats.partition_values)
+    if s.table is not None:  # the table format's own version the snapshot saw (a Delta version)
+        props["lumos.table_version"] = s.table.version
+        for key, values in (("lumos.partition_spec", s.table.partition_spec), ("lumos.sort_order", s.table.sort_order)):
+            if values:  # the layout as the format states it (Iceberg: `day(ts)`, `ts DESC NULLS LAST`)
+                props[key] = ", ".join(values)
     if s.errors:
         props["lumos.errors"] = str(len(s.errors))
     if s.sla:
@@ -358,6 +375,7 @@ def dataset_aspects(s: Snapshot, env: str = "PROD") -> list[MetadataChangePropos
         return [MetadataChangeProposalWrapper(entityUrn=urn, aspect=StatusClass(removed=True))]
     fingerprint = s.fingerprint  # hashes the schema: once
     last_modified = s.stats.last_modified
+    stamp = audit_stamp(s)
     aspects: list = [
         StatusClass(removed=False),
         DatasetPropertiesClass(
@@ -370,7 +388,9 @@ def dataset_aspects(s: Snapshot, env: str = "PROD") -> list[MetadataChangePropos
         ),
         UpstreamLineageClass(
             upstreams=[
-                UpstreamClass(dataset=dataset_urn(e.upstream, env), type=DatasetLineageTypeClass.TRANSFORMED)
+                UpstreamClass(
+                    dataset=dataset_urn(e.upstream, env), type=DatasetLineageTypeClass.TRANSFORMED, auditStamp=stamp
+                )
                 for e in s.upstream
             ],
             fineGrainedLineages=_column_lineage(urn, s.upstream, env) or None,
@@ -384,8 +404,10 @@ def dataset_aspects(s: Snapshot, env: str = "PROD") -> list[MetadataChangePropos
                 version=schema_version_number(s.version),
                 hash=fingerprint,
                 platformSchema=OtherSchemaClass(rawSchema=json.dumps(schema_to_json(s.schema), sort_keys=True)),
-                fields=schema_fields(s.schema),
+                fields=schema_fields(s.schema, stamp, tuple(s.stats.partition_values)),
                 primaryKeys=[p for p, f in s.schema.flatten() if f.is_key] or None,
+                created=stamp,
+                lastModified=stamp,
             )
         )
     if s.owners:
@@ -397,7 +419,7 @@ def dataset_aspects(s: Snapshot, env: str = "PROD") -> list[MetadataChangePropos
     if s.domain:
         aspects.append(DomainsClass(domains=[make_domain_urn(s.domain)]))
     if s.terms:  # the columns' terms, on the dataset too: DataHub's sidebar and term pages show these
-        aspects.append(_terms(s.terms))
+        aspects.append(_terms(s.terms, stamp))
     if last_modified is not None:
         aspects.append(
             DatasetProfileClass(
@@ -554,7 +576,7 @@ def governance_aspects(s: Snapshot, urn: str, env: str) -> list[MetadataChangePr
 #: renamed, a URN or field-path scheme changed, an acryl-datahub upgrade that serializes aspects
 #: differently). Every dataset is then sent once more; without the bump, catalogs would keep the
 #: old aspects until each dataset's own content changed.
-ASPECT_MAPPING_VERSION = "lumos-datahub-aspects/1"
+ASPECT_MAPPING_VERSION = "lumos-datahub-aspects/2"  # 2: audit stamps by Lumos, at the data's time
 
 
 def canonical_document(doc: Mapping[str, Any]) -> dict:
@@ -568,6 +590,9 @@ def canonical_document(doc: Mapping[str, Any]) -> dict:
 
 class DataHubCatalog:
     """What every DataHub-speaking adapter shares; subclasses only differ in `_send`."""
+
+    #: `lumos.record` brings back all of a dataset's current snapshot; its earlier versions stay in the store
+    cannot_hold = CURRENT_STATE_ONLY
 
     def __init__(self, name: str, env: str = "PROD"):
         self.name = name
@@ -619,6 +644,21 @@ class DataHubCatalog:
         mcps = self.aspects(snapshots)
         self._send(mcps)
         return len(mcps)
+
+    def deprecate(self, refs: Sequence[DatasetRef], note: str, deprecated: bool = True) -> None:
+        """Mark datasets deprecated, or no longer (governance's nudge escalation). Not part of the
+        snapshot's aspects: people may deprecate a dataset in DataHub's UI, and a run must not undo it."""
+        from datahub.metadata.schema_classes import DeprecationClass
+
+        self._send(
+            [
+                MetadataChangeProposalWrapper(
+                    entityUrn=dataset_urn(r, self.env),
+                    aspect=DeprecationClass(deprecated=deprecated, note=note, actor="urn:li:corpuser:lumos"),
+                )
+                for r in refs
+            ]
+        )
 
     def _send(self, mcps: list[MetadataChangeProposalWrapper]) -> None:
         raise NotImplementedError

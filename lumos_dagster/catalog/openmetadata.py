@@ -1,23 +1,31 @@
 """OpenMetadata over its REST API (`/api/v1/...`), with plain `requests` so its SDK stays
 optional: service → database → schema → table (columns with nested children, owners,
-tags), and lineage edges between tables.
+tags, glossary terms), and lineage edges between tables; read back by `read_all`
+(openmetadata_read.py).
 
 A dataset `raw/orders` becomes table `orders` in schema `raw` (`a/b/c`: schema `a`, table
 `b__c`; a name without a folder goes to schema `default`). Tags live in the `Lumos`
-classification. Owners are looked up by name among users (groups: teams); an owner
-OpenMetadata does not know is left out and logged, not invented.
+classification, glossary terms in the `Lumos` glossary. Owners are looked up by name among
+users (groups: teams); an owner OpenMetadata does not know is left out and logged, not invented.
+
+Two custom properties of the `table` type, registered on first write, carry what OpenMetadata
+has no field for: `lumosVersion` (the dataset's version, shown in its UI) and `lumosRecord`
+(the rest of the Lumos snapshot as JSON, as DataHub's `lumos.record`: Lumos types, changes,
+stats…), so a read back gives the snapshot that was written.
 """
 
 from __future__ import annotations
 
+import json
 import logging
-from typing import Sequence
+from typing import Iterator, Sequence
 
 import requests
 from requests.adapters import HTTPAdapter
 from urllib3.util.retry import Retry
 
-from lumos_dagster.catalog.base import content_hash
+from lumos_dagster.catalog.base import CURRENT_STATE_ONLY, content_hash
+from lumos_dagster.catalog.datahub import MAX_RECORDED_ERRORS
 from lumos_dagster.errors import CatalogError
 from lumos_dagster.model import (
     Array,
@@ -33,11 +41,13 @@ from lumos_dagster.model import (
     Time,
     Timestamp,
     UnionType,
+    snapshot_to_json,
     type_str,
 )
 
 log = logging.getLogger(__name__)
-CLASSIFICATION = "Lumos"
+CLASSIFICATION = GLOSSARY = "Lumos"
+VERSION_PROPERTY, RECORD_PROPERTY = "lumosVersion", "lumosRecord"
 _PRIMITIVES = {
     "boolean": "BOOLEAN", "int8": "TINYINT", "int16": "SMALLINT", "int32": "INT", "int64": "BIGINT",
     "uint8": "SMALLINT", "uint16": "INT", "uint32": "BIGINT", "uint64": "NUMERIC",
@@ -79,6 +89,19 @@ def column(f: Field) -> dict:
     return body
 
 
+def record(s: Snapshot) -> str:
+    """The Lumos snapshot but for what changes on every run (capture time, the data's age)."""
+    doc = {k: v for k, v in snapshot_to_json(s).items() if k not in ("captured_at", "fingerprint")}
+    doc["errors"] = doc["errors"][:MAX_RECORDED_ERRORS]
+    if doc.get("quality"):
+        doc["quality"] = {**doc["quality"], "age_hours": None}
+    return json.dumps(doc, sort_keys=True, separators=(",", ":"))
+
+
+def _label(fqn: str, source: str) -> dict:
+    return {"tagFQN": fqn, "source": source, "labelType": "Automated", "state": "Confirmed"}
+
+
 def table_place(name: str) -> tuple[str, str]:
     """(schema, table) of a dataset name."""
     parts = name.split("/")
@@ -86,6 +109,9 @@ def table_place(name: str) -> tuple[str, str]:
 
 
 class OpenMetadataCatalog:
+    #: the Lumos custom properties bring back a dataset's whole current snapshot; no earlier versions
+    cannot_hold = CURRENT_STATE_ONLY
+
     def __init__(
         self,
         server: str,
@@ -108,6 +134,7 @@ class OpenMetadataCatalog:
         if token:
             self.session.headers["Authorization"] = f"Bearer {token}"
         self._owner_refs: dict[tuple[str, str], dict | None] = {}
+        self._properties_registered = False
 
     # ------------------------------------------------------------- http
 
@@ -148,15 +175,9 @@ class OpenMetadataCatalog:
             "tableType": "External",
             "columns": [column(f) for f in s.schema.fields],
             "sourceUrl": s.dataset.location,
-            "tags": [
-                {
-                    "tagFQN": f"{CLASSIFICATION}.{t}",
-                    "source": "Classification",
-                    "labelType": "Automated",
-                    "state": "Confirmed",
-                }
-                for t in s.tags
-            ],  # fmt: skip
+            "tags": [_label(f"{CLASSIFICATION}.{t}", "Classification") for t in s.tags]
+            + [_label(f"{GLOSSARY}.{t}", "Glossary") for t in s.terms],
+            "extension": {RECORD_PROPERTY: record(s), **({VERSION_PROPERTY: s.version} if s.version else {})},
         }
         if s.description:
             body["description"] = s.description
@@ -174,6 +195,23 @@ class OpenMetadataCatalog:
             }
         )
 
+    def _register_properties(self) -> int:
+        """Add Lumos' custom properties to the `table` type (OpenMetadata refuses an unknown one)."""
+        table_type = self._call("GET", "metadata/types/name/table?fields=customProperties")
+        have = {p["name"] for p in table_type.get("customProperties") or ()}
+        wanted = {VERSION_PROPERTY: "The dataset's version (semver), as Lumos judged it",
+                  RECORD_PROPERTY: "The Lumos snapshot (JSON): what lumos export reads back"}  # fmt: skip
+        calls = 1
+        if set(wanted) - have:
+            string = self._call("GET", "metadata/types/name/string")
+            calls += 1
+            for name in sorted(set(wanted) - have):
+                prop = {"name": name, "description": wanted[name], "propertyType": {"id": string["id"], "type": "type"}}
+                self._call("PUT", f"metadata/types/{table_type['id']}", prop)
+                calls += 1
+        self._properties_registered = True
+        return calls
+
     # -------------------------------------------------------------- emit
 
     def emit(self, snapshots: Sequence[Snapshot]) -> int:
@@ -190,6 +228,15 @@ class OpenMetadataCatalog:
         self._call("PUT", "databases", {"name": self.database, "service": self.service})
         self._call("PUT", "classifications", {"name": CLASSIFICATION, "description": "Tags set by Lumos"})
         calls += 3
+        if not self._properties_registered:
+            calls += self._register_properties()
+        terms = sorted({t for s in snapshots for t in s.terms})
+        if terms:
+            self._call("PUT", "glossaries", {"name": GLOSSARY, "description": "Glossary terms set by Lumos"})
+            calls += 1
+        for term in terms:
+            self._call("PUT", "glossaryTerms", {"name": term, "glossary": GLOSSARY, "description": term})
+            calls += 1
         for schema in sorted({table_place(s.dataset.name)[0] for s in snapshots}):
             self._call("PUT", "databaseSchemas", {"name": schema, "database": f"{self.service}.{self.database}"})
             calls += 1
@@ -237,6 +284,11 @@ class OpenMetadataCatalog:
                 self._call("PUT", "lineage", {"edge": edge_body})
                 calls += 2
         return calls
+
+    def read_all(self) -> Iterator[Snapshot]:
+        from lumos_dagster.catalog.openmetadata_read import read_tables
+
+        yield from read_tables(self)
 
     def close(self) -> None:
         self.session.close()

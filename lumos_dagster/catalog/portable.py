@@ -1,7 +1,10 @@
 """The portable Lumos Snapshot: a catalog-independent JSON document of the whole metadata
 estate at one time — every dataset's current snapshot (schema, lineage, ownership, tags,
 domain, documentation, stats, version, changes, errors) with the snapshots of its earlier
-versions, and the releases. `estate.schema.json` next to this module describes it.
+versions, and the releases; the glossary, the environment, who exported it and for which
+catalog; and parts derived from the snapshots for readers without Lumos (`estate_parts`).
+`estate.schema.json` next to this module describes it; older formats are migrated when read
+(`estate_migration`).
 
 Catalogs hold current state, so an export from a catalog has no history; an export from
 the Lumos store has it all, and importing it into a store restores it.
@@ -9,19 +12,23 @@ the Lumos store has it all, and importing it into a store restores it.
 
 from __future__ import annotations
 
-import copy
 import json
 import os
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from functools import cache
+from importlib.metadata import PackageNotFoundError
+from importlib.metadata import version as package_version
 from importlib.resources import files
 from typing import Any, Callable, Iterable, Iterator
 
 import jsonschema
 from datahub.metadata.urns import DatasetUrn
 
+from lumos_dagster.catalog import estate_parts
+from lumos_dagster.catalog.estate_migration import STEPS, migrate_document
+from lumos_dagster.catalog.ordering import upstream_first
 from lumos_dagster.errors import LumosError
 from lumos_dagster.model import (
     MAX_NESTING,
@@ -35,7 +42,9 @@ from lumos_dagster.plugins import mask_secrets
 from lumos_dagster.store import Release, SnapshotStore
 from lumos_dagster.store.tables import datasets_table, releases_table, snapshots_table
 
-ESTATE_VERSION = "1"
+ESTATE_VERSION = "2"
+#: each format Lumos reads, with the JSON Schema of its top level
+SCHEMA_FILES = {"1": "estate.v1.schema.json", ESTATE_VERSION: "estate.schema.json"}
 DEFAULT_MAX_BYTES = 256 * 1024 * 1024
 
 
@@ -49,12 +58,29 @@ class Entry:
     history: list[Snapshot] = field(default_factory=list)  # earlier versions, oldest first
 
 
+@dataclass(frozen=True)
+class GlossaryTerm:
+    definition: str | None = None
+    pii: bool = False  # a column carrying the term holds personal data
+
+
+def exporter() -> str:
+    try:
+        return f"lumos {package_version('lumos')}"
+    except PackageNotFoundError:  # pragma: no cover  (run from a checkout that was never installed)
+        return "lumos"
+
+
 @dataclass
 class Estate:
     entries: list[Entry]
     releases: list[Release] = field(default_factory=list)
     source: str = ""
     exported_at: datetime = field(default_factory=lambda: datetime.now(timezone.utc))
+    glossary: dict[str, GlossaryTerm] = field(default_factory=dict)  # what is known of a term beyond its name
+    environment: str | None = None  # DataHub's fabric (PROD…)
+    target_platform: str | None = None  # the catalog the document is meant for
+    exported_by: str | None = field(default_factory=exporter)  # None: migrated from a format that did not say
 
 
 # ------------------------------------------------------------------ building
@@ -75,29 +101,37 @@ def from_store(store: SnapshotStore) -> Estate:
     return Estate(entries, store.releases(), source=f"store:{mask_secrets(store.url)}")
 
 
-def from_snapshots(snapshots: Iterable[Snapshot], source: str) -> Estate:
-    return Estate([Entry(s) for s in sorted(snapshots, key=lambda s: s.dataset.urn)], source=source)
+def from_snapshots(snapshots: Iterable[Snapshot], source: str, environment: str | None = None) -> Estate:
+    entries = [Entry(s) for s in sorted(snapshots, key=lambda s: s.dataset.urn)]
+    return Estate(entries, source=source, environment=environment)
 
 
 # ------------------------------------------------------------ serialization
 
 
 def to_json(estate: Estate) -> dict:
-    return {
+    doc = {
         "lumos_snapshot_version": ESTATE_VERSION,
         "exported_at": estate.exported_at.isoformat(),
+        "exported_by": estate.exported_by,
         "source": estate.source,
+        "target_platform": estate.target_platform,
+        "environment": estate.environment,
         "datasets": [
             {"snapshot": snapshot_to_json(e.snapshot), "history": [snapshot_to_json(h) for h in e.history]}
             for e in sorted(estate.entries, key=lambda e: e.snapshot.dataset.urn)
         ],
+        "glossary": [{"term": t, "definition": g.definition, "pii": g.pii} for t, g in estate.glossary.items()],
         "releases": [
             {"name": r.name, "created_at": r.created_at.isoformat(), "versions": r.versions} for r in estate.releases
         ],
     }
+    return estate_parts.complete(doc)
 
 
 def from_json(doc: dict) -> Estate:
+    """The estate of a valid document (of an older format too); its derived parts are not read."""
+    doc = migrate_document(doc)
     return Estate(
         entries=[
             Entry(snapshot_from_json(d["snapshot"]), [snapshot_from_json(h) for h in d["history"]])
@@ -108,11 +142,15 @@ def from_json(doc: dict) -> Estate:
         ],
         source=doc["source"],
         exported_at=datetime.fromisoformat(doc["exported_at"]),
+        glossary={g["term"]: GlossaryTerm(g["definition"], g["pii"]) for g in doc["glossary"]},
+        environment=doc["environment"],
+        target_platform=doc["target_platform"],
+        exported_by=doc["exported_by"],
     )
 
 
-def _schema() -> dict:
-    estate = json.loads(files("lumos_dagster").joinpath("estate.schema.json").read_text())
+def _schema(version: str = ESTATE_VERSION) -> dict:
+    estate = json.loads(files("lumos_dagster").joinpath(SCHEMA_FILES[version]).read_text())
     snapshot = json.loads(files("lumos_dagster").joinpath("snapshot.schema.json").read_text())
     estate["$defs"]["snapshot"] = {k: v for k, v in snapshot.items() if k not in ("$schema", "$id", "$defs")}
     estate["$defs"].update(snapshot["$defs"])
@@ -136,13 +174,19 @@ def _date_time(value: Any) -> bool:  # what import reads them with
 
 
 @cache
-def _validators() -> tuple[Any, Any, Any, dict[str, Any]]:
-    """The document's validator, and a field's and a type's, each without what nests in it: a
-    schema's field tree is checked node by node (`_tree_problems`), so no nesting recurses. And a
-    type's by its kind: one branch of the type's `oneOf`, rather than trying all ten."""
-    schema = _schema()
-    defs = copy.deepcopy(schema["$defs"])
+def _top_validator(version: str) -> Any:
+    """A document of a format, all but its field trees (`_tree_problems` checks them)."""
+    schema = _schema(version)
     schema["$defs"]["snapshot"]["properties"]["schema"] = {"type": "array"}
+    return _Validator(schema, format_checker=_DATES)
+
+
+@cache
+def _validators() -> tuple[Any, Any, dict[str, Any]]:
+    """A field's validator and a type's, each without what nests in it: a schema's field tree is
+    checked node by node (`_tree_problems`), so no nesting recurses. And a type's by its kind: one
+    branch of the type's `oneOf`, rather than trying all ten."""
+    defs = _schema()["$defs"]
     defs["field"]["properties"]["type"] = {}
     for branch in defs["type"]["oneOf"]:
         props = branch.get("properties", {})
@@ -150,7 +194,7 @@ def _validators() -> tuple[Any, Any, Any, dict[str, Any]]:
         props.update({k: {"type": "array"} for k in ("fields", "branches") if k in props})
     by_kind = {b.get("properties", {}).get("kind", {}).get("const", ""): b for b in defs["type"]["oneOf"]}
     return (
-        *(_Validator(s, format_checker=_DATES) for s in (schema, defs["field"], defs["type"])),
+        *(_Validator(s, format_checker=_DATES) for s in (defs["field"], defs["type"])),
         {kind: _Validator(b, format_checker=_DATES) for kind, b in by_kind.items()},  # "": the primitives
     )
 
@@ -172,7 +216,7 @@ def _problem(prefix: str, e: jsonschema.ValidationError) -> str:
 
 def _tree_problems(fields: list, prefix: str) -> Iterator[str]:
     """A snapshot's field tree node by node (no recursion, whatever its depth), at most MAX_NESTING types deep."""
-    _, field_validator, type_validator, by_kind = _validators()
+    field_validator, type_validator, by_kind = _validators()
     stack: list[tuple[Any, str, bool, int]] = [(f, f"{prefix}[{i}]", True, 1) for i, f in enumerate(fields)][::-1]
     while stack:
         node, where, is_field, depth = stack.pop()
@@ -226,9 +270,10 @@ def _snapshot_problems(snap: dict, prefix: str) -> Iterator[str]:
     yield from _tree_problems(snap["schema"], f"{prefix}.schema")
 
 
-def load(path: str, max_bytes: int = DEFAULT_MAX_BYTES) -> dict:
+def load(path: str, max_bytes: int = DEFAULT_MAX_BYTES, notice: Callable[[str], None] = lambda _: None) -> dict:
     """Read a portable snapshot file; refuse it (before anything is written) when it is too
-    large, not JSON, truncated, or not a portable snapshot of a version this Lumos reads."""
+    large, not JSON, truncated, or not a portable snapshot of a version this Lumos reads. An
+    older version is read as it is (`validate` and `from_json` migrate it), and `notice` told."""
     try:
         size = os.path.getsize(path)
     except OSError as exc:
@@ -250,10 +295,12 @@ def load(path: str, max_bytes: int = DEFAULT_MAX_BYTES) -> dict:
         raise EstateError(f"{path}: not valid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}{hint}") from None
     if not isinstance(doc, dict) or "lumos_snapshot_version" not in doc:
         raise EstateError(f"{path}: not a Lumos portable snapshot (no lumos_snapshot_version)")
-    if doc["lumos_snapshot_version"] != ESTATE_VERSION:
-        raise EstateError(
-            f"{path}: portable snapshot version {doc['lumos_snapshot_version']!r}; this Lumos reads {ESTATE_VERSION!r}"
-        )
+    version = doc["lumos_snapshot_version"]
+    if version not in SCHEMA_FILES:
+        readable = ", ".join(map(repr, SCHEMA_FILES))
+        raise EstateError(f"{path}: portable snapshot version {version!r}; this Lumos reads {readable}")
+    if version != ESTATE_VERSION:
+        notice(f"{path}: portable snapshot version {version!r}, migrated to {ESTATE_VERSION!r} as it is read")
     return doc
 
 
@@ -264,6 +311,7 @@ class Validation:
     versions: int = 0
     edges: int = 0
     releases: int = 0
+    stale: list[str] = field(default_factory=list)  # derived parts that disagree with the rest: recomputed on read
 
     @property
     def ok(self) -> bool:
@@ -275,9 +323,13 @@ def validate(doc: dict) -> Validation:
     (integers within 64 bits, date-times that parse); lengths within the store's columns; each
     dataset once, by its DataHub URN (so no two spellings of one); every reference resolved:
     lineage edges to datasets in the document, history to its dataset, releases (named once) to
-    known versions."""
-    top = _validators()[0]
-    problems = [_problem("", e) for e in sorted(top.iter_errors(doc), key=lambda e: list(map(str, e.absolute_path)))]
+    known versions. Derived parts that disagree with the rest (a hand edit) are listed in `stale`,
+    not refused: reading a document recomputes them. An older format is checked against its
+    own schema: what it holds in common with the current one is checked alike, and migrating it
+    derives the rest."""
+    version = doc.get("lumos_snapshot_version") if isinstance(doc, dict) else None
+    older = version in STEPS
+    problems = _schema_problems(_top_validator(version if older else ESTATE_VERSION), doc)
     if problems:
         return Validation(problems)
     names: dict[str, str] = {}  # DataHub URN → name
@@ -313,18 +365,25 @@ def validate(doc: dict) -> Validation:
         for name, version in r["versions"].items():
             if version not in versions.get(name, ()):
                 problems.append(f"releases[{i}]: release {r['name']}: {name} {version} is not in the document")
+    stale = [] if problems or older else estate_parts.disagreements(doc)  # derived from what was just checked
     return Validation(
         problems,
         datasets=len(doc["datasets"]),
         versions=sum(len(v - {None}) for v in versions.values()),
         edges=edges,
         releases=len(doc["releases"]),
+        stale=stale,
     )
+
+
+def _schema_problems(validator: Any, doc: Any) -> list[str]:
+    errors = sorted(validator.iter_errors(doc), key=lambda e: list(map(str, e.absolute_path)))
+    return [_problem("", e) for e in errors]
 
 
 def _identity(ref: dict) -> str:
     """A dataset as DataHub names it: its URN classes parse and re-render each spelling of one dataset alike."""
-    return DatasetUrn(ref["platform"], ref["name"]).urn()
+    return estate_parts.identity(ref["platform"], ref["name"])
 
 
 # ------------------------------------------------------------------ import
@@ -355,7 +414,7 @@ def import_into_store(
 def import_into_catalog(
     estate: Estate, catalog, batch: int = 100, progress: Callable[[str], None] = lambda _: None
 ) -> int:
-    snapshots = [e.snapshot for e in estate.entries]
+    snapshots = upstream_first([e.snapshot for e in estate.entries])
     sent = 0
     for start in range(0, len(snapshots), batch):
         sent += catalog.emit(snapshots[start : start + batch])
@@ -367,10 +426,11 @@ def import_into_catalog(
 
 
 def normalized(doc: dict) -> dict:
-    """The document without the times it was taken (export time, capture times)."""
+    """The document without the times it was taken (export time, capture times) and where from,
+    by what, for what."""
     out = json.loads(json.dumps(doc))
-    out.pop("exported_at", None)
-    out.pop("source", None)
+    for key in ("exported_at", "source", "exported_by", "target_platform"):
+        out.pop(key, None)
     for d in out["datasets"]:
         for s in [d["snapshot"], *d["history"]]:
             s.pop("captured_at", None)

@@ -70,6 +70,29 @@ class OpenMetadataCatalogConfig(ConfigModel):
     retries: int = Field(3, ge=0, description="Retries of a failed request, with exponential backoff.")
 
 
+class AtlasCatalogConfig(ConfigModel):
+    type: Literal["atlas"] = "atlas"
+    url: str = Field(description="Apache Atlas server, e.g. http://atlas:21000.")
+    username: str | None = Field(None, description="User for basic authentication (Atlas' default).")
+    password_env: str | None = Field(
+        "ATLAS_PASSWORD", description="Environment variable holding that user's password (must be set with username)."
+    )
+    token_env: str | None = Field(
+        None, description="Or environment variable holding a bearer token (a Knox or JWT front), must be set."
+    )
+    cluster: str = Field("lumos", description="Suffix of qualified names: `file://raw/orders@lumos`.")
+    timeout_sec: float = Field(30, gt=0, description="HTTP timeout.")
+    retries: int = Field(3, ge=0, description="Retries of a failed request, with exponential backoff.")
+
+
+class AmundsenCatalogConfig(ConfigModel):
+    type: Literal["amundsen"] = "amundsen"
+    path: str = Field(
+        ".lumos/amundsen", description="Folder of databuilder's node and relationship CSVs (its publisher loads them)."
+    )
+    cluster: str = Field("lumos", description="Amundsen cluster of the tables: `file://lumos.raw/orders`.")
+
+
 def _datahub_lite(entry: DataHubLiteCatalogConfig, context: BuildContext):
     from lumos_dagster.catalog.datahub_lite import DataHubLiteCatalog
 
@@ -104,6 +127,20 @@ def _openmetadata(entry: OpenMetadataCatalogConfig, context: BuildContext):
     return OpenMetadataCatalog(entry.server, token, entry.service, entry.database, entry.timeout_sec, entry.retries)
 
 
+def _atlas(entry: AtlasCatalogConfig, context: BuildContext):
+    from lumos_dagster.catalog.atlas import AtlasCatalog
+
+    token = secret(entry.token_env, f"Atlas {entry.url}", required=True) if entry.token_env else None
+    password = secret(entry.password_env, f"Atlas {entry.url}", required=True) if entry.username else None
+    return AtlasCatalog(entry.url, entry.username, password, token, entry.cluster, entry.timeout_sec, entry.retries)
+
+
+def _amundsen(entry: AmundsenCatalogConfig, context: BuildContext):
+    from lumos_dagster.catalog.amundsen import AmundsenCatalog
+
+    return AmundsenCatalog(context.resolve(entry.path), entry.cluster)
+
+
 CATALOGS: Registry[Plugin] = Registry(
     "lumos.catalogs",
     Plugin,
@@ -113,5 +150,7 @@ CATALOGS: Registry[Plugin] = Registry(
         Plugin("datahub-file", DataHubFileCatalogConfig, _datahub_file),
         Plugin("openlineage", OpenLineageCatalogConfig, _openlineage),
         Plugin("openmetadata", OpenMetadataCatalogConfig, _openmetadata),
+        Plugin("atlas", AtlasCatalogConfig, _atlas),
+        Plugin("amundsen", AmundsenCatalogConfig, _amundsen),
     ),
 )

@@ -26,6 +26,7 @@ COMMANDS = {
     "import": "portable:import_file",
     "validate": "portable:validate_file",
     "compare": "portable:compare",
+    "migrate": "migrate:migrate",
     "cost": "cost:cost",
     "savings": "cost:savings",
     "report": "governance:report",
@@ -46,6 +47,7 @@ class _Commands(click.Group):
 
 
 @click.group(cls=_Commands)
+@click.version_option(package_name="lumos", prog_name="lumos")
 def main() -> None:
     """Lumos keeps your catalog true: snapshots of your datasets' metadata, versioned."""
 

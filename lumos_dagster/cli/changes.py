@@ -10,9 +10,11 @@ from datetime import UTC, datetime, timedelta
 import click
 
 from lumos_dagster.cli.common import config_option, load, open_store, text_or_json
+from lumos_dagster.cli.output import fail
 from lumos_dagster.config import LumosConfig, load_config
 from lumos_dagster.errors import LumosError
-from lumos_dagster.lineage.impact import downstream, fan_out
+from lumos_dagster.lineage.impact import fan_out
+from lumos_dagster.lineage.verdicts import consumer_verdicts
 from lumos_dagster.model import BREAKING, change_to_json, dataset_urn
 from lumos_dagster.reports.changes import diff_report, exit_code, gate_reports, render
 from lumos_dagster.scan.catalogue import Catalogue, load_catalogue
@@ -24,11 +26,12 @@ from lumos_dagster.schema.releases import Manifest, write_manifest
 from lumos_dagster.schema.versioning import DEFAULT_POLICY, POLICIES
 from lumos_dagster.sources import build_sources
 from lumos_dagster.store import SnapshotStore
+from lumos_dagster.wording import plural
 
 FORMATS = click.Choice(["text", "json", "markdown"])
 policy_option = click.option(
     "--policy",
-    type=click.Choice([p.lower() for p in POLICIES] + list(POLICIES)),
+    type=click.Choice(POLICIES, case_sensitive=False),  # each value listed once, `full` accepted too
     default=None,
     help="Compatibility policy (default: the dataset's, else compatibility.policy, else full).",
 )
@@ -75,8 +78,7 @@ def diff(old, new, policy, fmt, dataset, output, config_file) -> None:
         opener = (lambda: SnapshotStore(config.store_url)) if config else None
         a, b = load_side(old, opener), load_side(new, opener)
     except LumosError as exc:
-        click.echo(f"error: {exc}", err=True)
-        sys.exit(2)
+        fail(str(exc), 2)
     name = dataset or b.dataset or a.dataset
     if policy:
         chosen = policy.upper()
@@ -115,8 +117,7 @@ def gate(config_file, datasets, since, partition, fmt, output) -> None:
     try:
         cutoff = datetime.fromisoformat(since) if since else None
     except ValueError:
-        click.echo(f"error: --since {since!r} is not an ISO 8601 time", err=True)
-        sys.exit(2)
+        fail(f"--since {since!r} is not an ISO 8601 time", 2)
     if cutoff is not None and cutoff.tzinfo is None:
         cutoff = cutoff.replace(tzinfo=UTC)
     store = open_store(config)
@@ -126,8 +127,7 @@ def gate(config_file, datasets, since, partition, fmt, output) -> None:
         names = [n.strip() for n in datasets.split(",")] if datasets else list(known)
         unknown = [n for n in names if n not in known]
         if unknown:
-            click.echo(f"error: unknown dataset(s): {', '.join(unknown)} (run `lumos discover`?)", err=True)
-            sys.exit(2)
+            fail(f"unknown dataset(s): {', '.join(unknown)} (run `lumos discover`?)", 2)
         with store.engine.connect() as conn:  # breaking changes accepted through the API
             accepted = acceptances_of(conn, names)
         reports = gate_reports(config, store, catalogue, names, cutoff, partition, accepted)
@@ -165,7 +165,8 @@ def changed(files, config_file) -> None:
 @text_or_json
 @config_option
 def impact(dataset, depth, top, fmt, config_file) -> None:
-    """Who is downstream of DATASET (depth, owners, the breaking changes that reach them);
+    """Who is downstream of DATASET (depth, owners) and what its breaking changes do to each:
+    BREAKING, COMPATIBLE, or POSSIBLY BREAKING where column lineage is unknown, with what to do;
     without DATASET, the riskiest datasets by downstream fan-out."""
     config = load(config_file)
     store = open_store(config)
@@ -186,7 +187,7 @@ def impact(dataset, depth, top, fmt, config_file) -> None:
     finally:
         store.close()
     breaking = [c for c in (snap.changes if snap else ()) if c.severity == BREAKING]
-    affected = downstream(catalogue, dataset, depth)
+    affected = consumer_verdicts(catalogue, dataset, breaking, depth)
     if fmt == "json":
         click.echo(
             json.dumps(
@@ -200,7 +201,10 @@ def impact(dataset, depth, top, fmt, config_file) -> None:
                             "depth": a.depth,
                             "via": a.via,
                             "owners": [o.id for o in a.owners],
-                            "reached_by": [f"{c.kind} {c.path}" for c in breaking],
+                            "reached_by": list(a.reached_by),
+                            "verdict": a.verdict,
+                            "reads": list(a.reads),
+                            "recommendation": a.recommendation,
                         }
                         for a in affected
                     ],
@@ -214,7 +218,9 @@ def impact(dataset, depth, top, fmt, config_file) -> None:
         click.echo(f"  breaking: {c.kind} {c.path} ({c.old or '-'} → {c.new or '-'})")
     for a in affected:
         owners = ", ".join(o.id for o in a.owners) or "no owner"
-        click.echo(f"  {'  ' * (a.depth - 1)}└ {a.name}  (depth {a.depth}, via {a.via}; {owners})")
+        indent = "  " * (a.depth - 1)
+        click.echo(f"  {indent}└ {a.name}  {a.label}  (depth {a.depth}, via {a.via}; {owners})")
+        click.echo(f"  {indent}    {a.recommendation}")
 
 
 @click.command()
@@ -259,7 +265,8 @@ def history(dataset, fmt, config_file) -> None:
     for e in entries:
         rel = f"  releases {', '.join(in_release[e.version])}" if in_release[e.version] else ""
         span = e.first_partition if e.first_partition == e.last_partition else f"{e.first_partition}…{e.last_partition}"
-        click.echo(f"{e.version:<10} {e.change_class or '':<6} partitions {span}  ({e.captures} captures){rel}")
+        captures = plural(e.captures, "capture")
+        click.echo(f"{e.version:<10} {e.change_class or '':<6} partitions {span}  ({captures}){rel}")
         for c in e.changes:
             click.echo(f"    {c.severity:<13} {c.kind} {c.path or '(dataset)'}: {c.old or '-'} → {c.new or '-'}")
 
@@ -310,7 +317,7 @@ def release(name, config_file, datasets, list_) -> None:
         existing = store.releases()
         if list_:
             for r in existing:
-                click.echo(f"{r.name:<10} {r.created_at:%Y-%m-%d %H:%M}  {len(r.versions)} datasets")
+                click.echo(f"{r.name:<10} {r.created_at:%Y-%m-%d %H:%M}  {plural(len(r.versions), 'dataset')}")
             return
         wanted = {n.strip() for n in datasets.split(",")} if datasets else None
         versions, missing = current_versions(store, wanted)
@@ -324,7 +331,7 @@ def release(name, config_file, datasets, list_) -> None:
             raise click.ClickException(str(exc)) from None
     finally:
         store.close()
-    click.echo(f"{rel.name}: {len(rel.versions)} datasets")
+    click.echo(f"{rel.name}: {plural(len(rel.versions), 'dataset')}")
     for n, v in rel.versions.items():
         click.echo(f"  {n:<40} {v}")
     if config.releases.watch:

@@ -9,6 +9,7 @@ import click
 from lumos_dagster.cli.changes import catalogue_of
 from lumos_dagster.cli.common import config_option, load, open_store, text_or_json
 from lumos_dagster.reports import cost as cost_report
+from lumos_dagster.wording import plural
 
 
 @click.command()
@@ -56,7 +57,7 @@ def savings(config_file, datasets, month, fmt) -> None:
         click.echo(json.dumps(doc, indent=2))
         return
     c = report.currency
-    click.echo(f"switching off {', '.join(result.requested)} removes {len(result.removed)} dataset(s):")
+    click.echo(f"switching off {', '.join(result.requested)} removes {plural(len(result.removed), 'dataset')}:")
     for name in result.removed:
         click.echo(f"  {name}")
     click.echo(f"saves {result.monthly:,.2f} {c} a month (storage {result.storage:,.2f}, compute "

@@ -10,6 +10,7 @@ import click
 from lumos_dagster.cli.changes import catalogue_of
 from lumos_dagster.cli.common import config_option, load, open_store, text_or_json
 from lumos_dagster.errors import LumosError
+from lumos_dagster.wording import plural
 
 
 @click.command()
@@ -35,8 +36,9 @@ def report(config_file, output_dir, webhook) -> None:
     paths = write_reports(config.resolve(output_dir or config.reports.dir), overview, todos)
     t = overview["totals"]
     click.echo(
-        f"{t['datasets']} datasets: {t['owned']} owned, {t['documented']} documented, {t['stale']} stale, "
-        f"{t['breaking_this_week']} breaking change(s) this week; {len(todos)} owner(s) with context to fill in"
+        f"{plural(t['datasets'], 'dataset')}: {t['owned']} owned, {t['documented']} documented, {t['stale']} stale, "
+        f"{plural(t['breaking_this_week'], 'breaking change')} this week; "
+        f"{plural(len(todos), 'owner')} with context to fill in"
     )
     for fmt, path in paths.items():
         click.echo(f"  {fmt:<22} {path}")
@@ -50,11 +52,20 @@ def report(config_file, output_dir, webhook) -> None:
         click.echo(f"  posted the missing-context list to {config.governance.webhook}")
 
 
-def documents_of(config, store):
-    """Everything Lumos knows, one document per dataset (`reports.search.documents`)."""
-    from lumos_dagster.reports.search import documents
+def _quality(ctx, param, value: float | None) -> float | None:
+    """A score from 0 to 1, or a percentage: above 1 is read as one (95 = 0.95)."""
+    if value is None:
+        return None
+    if not 0 <= value <= 100:
+        raise click.BadParameter(f"{value:g}: give a score from 0 to 1 (0.95) or a percentage (95)")
+    return value / 100 if value > 1 else value
 
-    return documents(catalogue_of(config, store), lambda d: store.latest(d.ref.urn))
+
+def _age(captured_at: datetime, now: datetime) -> str:
+    hours = (now - captured_at).total_seconds() / 3600
+    if hours < 1:
+        return "<1 h"
+    return f"{hours:.0f} h" if hours < 48 else f"{hours / 24:.0f} d"
 
 
 @click.command()
@@ -63,35 +74,70 @@ def documents_of(config, store):
 @click.option("--platform", default=None, help="Only datasets on this platform (file, s3, postgres…).")
 @click.option("--owner", default=None, help="Only datasets this user or group owns.")
 @click.option("--tag", default=None, help="Only datasets with this tag (or glossary term).")
-@click.option("--min-quality", type=click.FloatRange(0, 1), default=None, help="Only datasets scoring at least this.")
+@click.option(
+    "--min-quality",
+    type=float,
+    callback=_quality,
+    default=None,
+    help="Only datasets scoring at least this: 0.95, or 95 (a percentage).",
+)
 @click.option("--limit", type=click.IntRange(1), default=20, show_default=True)
 @text_or_json
 def search(config_file, query, platform, owner, tag, min_quality, limit, fmt) -> None:
-    """Find datasets by name, field, description, tag or owner, ranked; offline, from the store."""
+    """Find datasets by name, field, description, tag or owner, ranked; offline, from the store.
+    Prints each hit's platform, owners, quality, freshness (age of its latest snapshot) and version,
+    and what the filters left out and why."""
+    from lumos_dagster.reports.search import documents, exclusions
     from lumos_dagster.reports.search import search as find
 
     config = load(config_file)
     store = open_store(config)
+    latest = {}
     try:
-        docs = documents_of(config, store)
+        docs = documents(catalogue_of(config, store), lambda d: latest.setdefault(d.name, store.latest(d.ref.urn)))
     finally:
         store.close()
-    hits = find(docs, " ".join(query), platform=platform, owner=owner, tag=tag, min_quality=min_quality, limit=limit)
+    text = " ".join(query)
+    filters = {"platform": platform, "owner": owner, "tag": tag, "min_quality": min_quality}
+    found = find(docs, text, **filters, limit=len(docs) or 1)
+    hits = found[:limit]
     by_name = {d.dataset: d for d in docs}
+    matching = {h.dataset for h in find(docs, text, limit=len(docs) or 1)}  # the query alone
+    excluded = [(name, exclusions(by_name[name], **filters)) for name in sorted(matching - {h.dataset for h in found})]
+    now = datetime.now(timezone.utc)
+
+    def facts(name: str) -> dict:
+        d, s = by_name[name], latest.get(name)
+        return {
+            "platform": d.platform,
+            "owners": list(d.owners),
+            "quality": d.quality,
+            "captured_at": s.captured_at.isoformat() if s else None,
+            "version": s.version if s else None,
+        }
+
     if fmt == "json":
         rows = [
-            {"dataset": h.dataset, "score": round(h.score, 4), "matched": list(h.matched),
-             "quality": by_name[h.dataset].quality, "description": by_name[h.dataset].description}
+            {"dataset": h.dataset, "score": round(h.score, 4), "matched": list(h.matched), **facts(h.dataset),
+             "description": by_name[h.dataset].description}
             for h in hits
         ]  # fmt: skip
         click.echo(json.dumps(rows, indent=2))
         return
-    if not hits:
-        click.echo("no dataset matches")
-        return
+    shown = f"{len(hits)} of {len(found)}" if len(hits) < len(found) else str(len(found))
+    click.echo(f"Results ({shown})")
     for h in hits:
-        d = by_name[h.dataset]
-        quality = f"  quality {d.quality:.2f}" if d.quality is not None else ""
-        click.echo(f"{h.dataset}{quality}  ({', '.join(h.matched) or 'listed'})")
+        d, s = by_name[h.dataset], latest.get(h.dataset)
+        quality = "unknown" if d.quality is None else f"{d.quality:.2f}"
+        freshness = _age(s.captured_at, now) if s else "never snapshotted"
+        click.echo(f"{h.dataset}  ({', '.join(h.matched) or 'listed'})")
+        click.echo(
+            f"    platform {d.platform or '-'} · owner {', '.join(d.owners) or '-'} · quality {quality}"
+            f" · freshness {freshness} · version {s.version if s and s.version else '-'}"
+        )
         if d.description:
             click.echo(f"    {d.description}")
+    if excluded:
+        click.echo(f"Excluded by the filters ({len(excluded)})")
+        for name, reasons in excluded:
+            click.echo(f"  {name}: {'; '.join(reasons)}")

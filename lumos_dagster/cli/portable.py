@@ -9,14 +9,17 @@ from datetime import UTC, datetime
 
 import click
 
-from lumos_dagster.catalog import build_catalogs
+from lumos_dagster.catalog import build_catalogs, carry, estate_context
 from lumos_dagster.catalog import portable as portable
 from lumos_dagster.catalog.datahub_file import DataHubFileCatalog
 from lumos_dagster.catalog.datahub_lite import DataHubLiteCatalog
 from lumos_dagster.catalog.delivery import deliver
+from lumos_dagster.catalog.registry import CATALOGS
 from lumos_dagster.cli.common import config_option, load, open_store, text_or_json
+from lumos_dagster.cli.output import fail
 from lumos_dagster.config import LumosConfig
 from lumos_dagster.errors import LumosError
+from lumos_dagster.wording import plural
 
 TARGET_HELP = (
     "`store`, a catalog of lumos.yaml by type or name (`datahub-lite`, `datahub-rest`…), "
@@ -43,10 +46,13 @@ def _catalog(spec: str, config: LumosConfig | None):
 def _estate(spec: str, config: LumosConfig | None, max_bytes: int) -> portable.Estate:
     """A portable snapshot from a file, the store, or a catalog that can be read."""
     if os.path.isfile(spec):
-        doc = portable.load(spec, max_bytes)
+        doc = portable.load(spec, max_bytes, notice=_notice)
         check = portable.validate(doc)
         if not check.ok:
             raise portable.EstateError(f"{spec}: invalid: " + "; ".join(check.problems[:5]))
+        if check.stale:
+            _notice(f"{spec}: derived parts recomputed where they disagree with the snapshots "
+                    f"({plural(len(check.stale), 'place')}; `lumos validate` lists them)")  # fmt: skip
         return portable.from_json(doc)
     if spec == "store":
         if config is None:
@@ -58,10 +64,19 @@ def _estate(spec: str, config: LumosConfig | None, max_bytes: int) -> portable.E
             store.close()
     catalog = _catalog(spec, config)
     if not hasattr(catalog, "read_all"):
-        raise click.ClickException(
-            f"{spec}: Lumos cannot read this catalog back (it can read datahub-lite, datahub-file, datahub-rest)"
-        )
-    return portable.from_snapshots(catalog.read_all(), source=catalog.name)
+        raise click.ClickException(f"{spec}: Lumos cannot read this catalog back (docs/catalogs.md says which it can)")
+    return portable.from_snapshots(catalog.read_all(), source=catalog.name, environment=getattr(catalog, "env", None))
+
+
+def _cannot_hold(spec: str, config: LumosConfig | None) -> frozenset[str]:
+    """What a file, the store or a catalog keeps nothing of (lumos_dagster.catalog.carry)."""
+    if os.path.isfile(spec) or spec == "store":
+        return frozenset()
+    return carry.cannot_hold(_catalog(spec, config))
+
+
+def _notice(message: str) -> None:
+    click.echo(message, err=True)
 
 
 def _config(config_file: str | None, required: bool) -> LumosConfig | None:
@@ -80,7 +95,8 @@ def _config(config_file: str | None, required: bool) -> LumosConfig | None:
     "--retry-quarantined", is_flag=True, help="Queue again what a catalog could not take (quarantined), then deliver."
 )
 def sync(config_file, status, retry_quarantined) -> None:
-    """Deliver what the outbox still holds to every catalog (what failed earlier is retried)."""
+    """Deliver what the outbox still holds to every catalog (what failed earlier is retried), and
+    the breaking-change alerts still pending for governance.alerts.webhook."""
     config = load(config_file)
     store = open_store(config)
     failed = False
@@ -108,6 +124,13 @@ def sync(config_file, status, retry_quarantined) -> None:
                 click.echo(f"  {name}: {error}")
             _show_quarantined(store, catalog.name)
             failed |= bool(report.failed or report.quarantined)
+        alerts = config.governance.alerts
+        if alerts.webhook and not status:  # breaking-change alerts a run could not send
+            from lumos_dagster.governance.alerts import send_pending
+
+            sent, pending = send_pending(store.engine, alerts.webhook, alerts.format)
+            click.echo(f"alerts: {sent} sent, {pending} pending")
+            failed |= bool(pending)
     finally:
         store.close()
     sys.exit(1 if failed else 0)
@@ -125,28 +148,46 @@ def _show_quarantined(store, catalog: str) -> None:
 @config_option
 @click.option("--from", "source", default="store", show_default=True, help=f"Where to export from: {TARGET_HELP}.")
 @click.option("--output", "-o", required=True, help="The portable snapshot file to write.")
-def export(config_file, source, output) -> None:
-    """Write the whole metadata estate as a portable Lumos snapshot (JSON)."""
+@click.option("--target", default=None, help="The catalog type it is meant for (recorded as target_platform).")
+def export(config_file, source, output, target) -> None:
+    """Write the whole metadata estate as a portable Lumos snapshot (JSON); lumos.yaml, when
+    there is one, gives its glossary (definitions, PII) and environment."""
     config = _config(config_file, required=False)
+    if target is not None and target not in CATALOGS.names():
+        raise click.ClickException(f"--target {target}: not a catalog type (known: {', '.join(CATALOGS.names())})")
     try:
         estate = _estate(source, config, portable.DEFAULT_MAX_BYTES)
     except LumosError as exc:
         raise click.ClickException(str(exc)) from None
+    if config is not None:
+        estate.glossary = {**estate.glossary, **estate_context.glossary(config)}
+        estate.environment = estate.environment or estate_context.environment(config)
+    estate.target_platform, estate.exported_by = target, portable.exporter()  # from a file too: this Lumos writes it
     doc = portable.to_json(estate)
     tmp = f"{output}.tmp"
     with open(tmp, "w") as fh:
         json.dump(doc, fh, indent=1, sort_keys=True)
     os.replace(tmp, output)
     check = portable.validate(doc)
-    click.echo(f"{output}: {check.datasets} datasets, {check.versions} versions, {check.edges} lineage edges, "
-               f"{check.releases} releases (from {estate.source})")  # fmt: skip
+    click.echo(f"{output}: {counts(check)} (from {estate.source})")
+    limits = sorted(_cannot_hold(source, config))
+    if limits:  # an export from a catalog is its current state: say what it cannot have given
+        kinds = ", ".join(carry.NOUNS[w][0] + "s" for w in limits)
+        click.echo(f"  {estate.source} keeps no {kinds}: export from the store for those")
     _problems(check)  # e.g. a schema nested deeper than MAX_NESTING: written, but import would refuse it
     sys.exit(0 if check.ok else 1)
+
+
+def counts(check: portable.Validation) -> str:
+    return (f"{plural(check.datasets, 'dataset')}, {plural(check.versions, 'version')}, "
+            f"{plural(check.edges, 'lineage edge')}, {plural(check.releases, 'release')}")  # fmt: skip
 
 
 def _problems(check: portable.Validation, shown: int = 50) -> None:
     for problem in check.problems[:shown]:
         click.echo(f"  invalid: {problem}", err=True)
+    for part in check.stale[:shown]:
+        click.echo(f"  recomputed: {part}", err=True)
     if len(check.problems) > shown:
         click.echo(f"  … and {len(check.problems) - shown} more problems", err=True)
 
@@ -157,13 +198,11 @@ def _problems(check: portable.Validation, shown: int = 50) -> None:
 def validate_file(file, max_bytes) -> None:
     """Check a portable snapshot: its JSON Schema, that every reference resolves; print counts."""
     try:
-        doc = portable.load(file, max_bytes)
+        doc = portable.load(file, max_bytes, notice=_notice)
     except LumosError as exc:
-        click.echo(f"error: {exc}", err=True)
-        sys.exit(1)
+        fail(str(exc), 1)
     check = portable.validate(doc)
-    click.echo(f"{file}: {check.datasets} datasets, {check.versions} versions, {check.edges} lineage edges, "
-               f"{check.releases} releases")  # fmt: skip
+    click.echo(f"{file}: {counts(check)}")
     _problems(check)
     sys.exit(0 if check.ok else 1)
 
@@ -181,27 +220,26 @@ def import_file(file, target, config_file, max_bytes) -> None:
     try:
         estate = _estate(file, None, max_bytes)
     except LumosError as exc:
-        click.echo(f"error: {exc}", err=True)
-        sys.exit(1)
+        fail(str(exc), 1)
     progress = lambda m: click.echo(m, err=True)  # noqa: E731
     if target == "store":
         store = open_store(config)
         try:
             written, there = portable.import_into_store(estate, store, progress)
         except LumosError as exc:
-            click.echo(f"error: {exc}", err=True)
-            sys.exit(1)
+            fail(str(exc), 1)
         finally:
             store.close()
-        click.echo(f"store: {len(estate.entries)} datasets, {written} snapshots, {len(estate.releases)} releases "
-                   f"written ({there} snapshots already there)")  # fmt: skip
+        click.echo(f"store: {plural(len(estate.entries), 'dataset')}, {plural(written, 'snapshot')}, "
+                   f"{plural(len(estate.releases), 'release')} written "
+                   f"({plural(there, 'snapshot')} already there)")  # fmt: skip
         return
     catalog = _catalog(target, config)
     try:
         sent = portable.import_into_catalog(estate, catalog, progress=progress)
     finally:
         catalog.close()
-    click.echo(f"{catalog.name}: {len(estate.entries)} datasets, {sent} items written")
+    click.echo(f"{catalog.name}: {plural(len(estate.entries), 'dataset')}, {plural(sent, 'item')} written")
 
 
 @click.command()
@@ -214,14 +252,16 @@ def compare(left, right, config_file, fmt) -> None:
     versions, lineage, owners, tags on both sides, and what differs. Exit 1 when they differ."""
     config = _config(config_file, required=False)
     try:
-        result = portable.compare(
-            _estate(left, config, portable.DEFAULT_MAX_BYTES), _estate(right, config, portable.DEFAULT_MAX_BYTES)
-        )
+        estates = _estate(left, config, portable.DEFAULT_MAX_BYTES), _estate(right, config, portable.DEFAULT_MAX_BYTES)
+        result = portable.compare(*estates)
+        # what the right side cannot hold of the left's (a catalog: its history) is said, not a difference
+        not_carried = carry.carried(*estates, right, _cannot_hold(right, config))
     except LumosError as exc:
         raise click.ClickException(str(exc)) from None
     if fmt == "json":
         click.echo(json.dumps({"same": result.same, "only_left": result.only_left, "only_right": result.only_right,
-                               "differences": result.differences}, indent=2))  # fmt: skip
+                               "differences": result.differences, "not_carried": not_carried.not_held},
+                              indent=2))  # fmt: skip
     else:
         click.echo("the same" if result.same else "they differ")
         for name in result.only_left:
@@ -231,4 +271,6 @@ def compare(left, right, config_file, fmt) -> None:
         for name, diffs in result.differences.items():
             for d in diffs:
                 click.echo(f"  {name}: {d}")
+        for line in not_carried.not_held_lines():
+            click.echo(f"  {line}")
     sys.exit(0 if result.same else 1)

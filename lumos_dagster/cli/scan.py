@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import shlex
 import subprocess
 import sys
 import tempfile
@@ -12,8 +13,12 @@ import tempfile
 import click
 
 from lumos_dagster.cli.common import config_option, load, open_store
+from lumos_dagster.cli.output import error
+from lumos_dagster.config import DEFAULT_CONFIG
 from lumos_dagster.formats import sniff_format
 from lumos_dagster.model import schema_to_json, type_str
+from lumos_dagster.scan.time_partitions import granularity
+from lumos_dagster.wording import plural
 
 
 @click.command()
@@ -31,7 +36,7 @@ def schema(files: tuple[str, ...], flat: bool) -> None:
     for path in files:
         fs = results[path]
         if fs.error is not None:
-            click.echo(f"error: {path}: {fs.error}", err=True)
+            error(f"{path}: {fs.error}")
             failed += 1
             continue
         if flat:
@@ -63,13 +68,24 @@ def discover(config_file: str | None) -> None:
         store.close()
     found, result, code, report = refreshed.found, refreshed.reconciliation, refreshed.code, refreshed.report
     for r in sorted(found.records, key=lambda r: r.name):
-        part = f"partitioned by {r.time_partition_key}" if r.time_partition_key else "not partitioned"
-        click.echo(f"  {r.name:<40} {r.format:<8} {r.file_count:>6} files  {part}")
+        time_keys = r.time_partition_key.split("/") if r.time_partition_key else []
+        others = [k for k in r.partition_keys if k not in time_keys]
+        part = (
+            f"partitioned by {r.time_partition_key} ({granularity(r.time_format)})"
+            if time_keys
+            else "no time partition"
+        )
+        if others:  # Hive folders that do not drive time are still partition keys
+            part += f", keys {', '.join(others)}"
+        elif not time_keys:
+            part = "not partitioned"
+        click.echo(f"  {r.name:<40} {r.format:<8} {plural(r.file_count, 'file'):>12}  {part}")
     for name in result.removed:
         click.echo(f"  {name:<40} removed (soft-deleted in the catalogs)")
     if code is not None:
         edges = sum(len(d.edges) for d in code.docs.values())
-        click.echo(f"code: {len(code.docs)} datasets built by SQL, dbt or views, {edges} lineage edges")
+        built = plural(len(code.docs), "dataset")
+        click.echo(f"code: {built} built by SQL, dbt or views, {plural(edges, 'lineage edge')}")
         for table, jobs in sorted(code.external.items()):
             click.echo(f"  {table:<40} read or written by {', '.join(jobs)}, not a dataset Lumos manages")
         for problem in code.problems:
@@ -92,55 +108,93 @@ def demo_lake(config_file: str | None, root: str | None) -> None:
             raise click.ClickException(f"{config.source_file}: sources: no source to write the demo lake into")
         root = config.resolve(config.sources[0].root)
     files = build_demo_lake(root)
-    click.echo(f"wrote {len(files)} files under {root}")
+    click.echo(f"wrote {plural(len(files), 'file')} under {root}")
 
 
 @click.command()
 @config_option
 @click.option("--partition", default=None, help="Partition key (default: each dataset's newest).")
 def summary(config_file: str | None, partition: str | None) -> None:
-    """Print what the store holds for every dataset, and what the catalog received."""
+    """Print what the store holds for every dataset, its checks (as Dagster's asset checks decide
+    them), and what the catalog received."""
+    from lumos_dagster.cli.changes import catalogue_of
+    from lumos_dagster.cli.output import paint, status
+    from lumos_dagster.scan.stored_checks import FAILED, STATUSES, WARNING, standings
+    from lumos_dagster.schema.acceptances import acceptances
+
     config = load(config_file)
     store = open_store(config)
-    rows, problems = [], []
     try:
-        for rec in store.datasets():
-            s = store.latest(rec.urn, partition)
-            if s is None:
-                rows.append((rec.name, "-", "-", "-", "-", "-", "not materialized"))
-                continue
-            rows.append(
+        catalogue = catalogue_of(config, store)
+        with store.engine.connect() as conn:  # breaking changes accepted through the API count, as in the gate
+            accepted = acceptances(conn, [d.name for d in catalogue.datasets])
+        found = standings(config, catalogue, lambda d: store.latest(d.ref.urn, partition), accepted)
+    finally:
+        store.close()
+    found.sort(key=lambda f: f.spec.name)
+    rows, problems = [], []
+    for f in found:
+        s = f.snapshot
+        if f.held_back is not None:
+            said = f"{f.status}: {f.held_back[1]} failed {f.held_back[0]}"
+        else:
+            # by severity, as Dagster shows them: an ERROR check fails, a WARN one warns
+            said = (
+                "; ".join(
+                    f"{word}: {', '.join(names)}"
+                    for word, names in ((FAILED, f.failed_with("ERROR")), (WARNING, f.failed_with("WARN")))
+                    if names
+                )
+                or f.status
+            )
+        if s is None:
+            rows.append(((f.spec.name, "-", "-", "-", "-", "-"), f.status, said))
+            continue
+        rows.append(
+            (
                 (
-                    rec.name,
+                    f.spec.name,
                     s.partition_key or "",
                     s.version or "-",
                     str(len(s.schema.flatten())),
                     str(s.stats.file_count),
                     "?" if s.stats.row_count is None else str(s.stats.row_count),
-                    f"{len(s.errors)} unreadable file(s)" if s.errors else "ok",
-                )
+                ),
+                f.status,
+                said,
             )
-            problems += [f"{e.path}: {e.reason}" for e in s.errors]
-            problems += [f"{rec.name}: field {c.path}: {c.resolution}" for c in s.conflicts]
-        header = ("dataset", "partition", "version", "fields", "files", "rows", "status")
-        widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
-        for r in [header, *rows]:
-            click.echo("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)))
-        for p in problems:
-            click.echo(f"  ! {p}")
-        path = config.lite_path
-        if path:
-            from lumos_dagster.catalog.datahub_lite import open_lite
+        )
+        problems += [(c.severity, f"{f.spec.name}: {c.name}: {c.description}") for c in f.failed]
+        problems += [("WARN", f"  {e.path}: {e.reason}") for e in s.errors]
+        problems += [("WARN", f"{f.spec.name}: field {c.path}: {c.resolution}") for c in s.conflicts]
+    header = ("dataset", "partition", "version", "fields", "files", "rows")
+    widths = [max(len(r[i]) for r in [header, *(cells for cells, _, _ in rows)]) for i in range(len(header))]
+    click.echo("  ".join(c.ljust(w) for c, w in zip(header, widths, strict=True)) + "  status")
+    for cells, word, said in rows:
+        click.echo("  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)) + "  " + status(word, said))
+    for severity, p in problems:
+        click.echo(f"  {paint('!', 'red' if severity == 'ERROR' else 'yellow')} {p}")
+    counts = {word: sum(1 for _, w, _ in rows if w == word) for word in STATUSES}
+    click.echo(
+        f"{plural(len(rows), 'dataset')}: "
+        + ", ".join(status(w, f"{n} {'with warnings' if w == WARNING else w}") for w, n in counts.items() if n)
+    )
+    path = config.lite_path
+    if path and os.path.exists(path):
+        from lumos_dagster.catalog.datahub_lite import open_lite
 
-            if os.path.exists(path):
-                lite = open_lite(path, read_only=True)
-                try:
-                    urns = [u for u in lite.list_ids() if u.startswith("urn:li:dataset:")]
-                finally:
-                    lite.close()
-                click.echo(f"DataHub Lite {path}: {len(urns)} datasets (try: make lite ARGS='ls /')")
-    finally:
-        store.close()
+        lite = open_lite(path, read_only=True)
+        try:
+            urns = [u for u in lite.list_ids() if u.startswith("urn:li:dataset:")]
+        finally:
+            lite.close()
+        # `lumos lite` finds the Lite file from lumos.yaml: it works in any folder, unlike `make lite`
+        where = (
+            ""
+            if os.path.abspath(DEFAULT_CONFIG) == os.path.abspath(config.source_file)
+            else (f" --config {shlex.quote(config.source_file)}")
+        )
+        click.echo(f"DataHub Lite {path}: {plural(len(urns), 'dataset')} (browse it: lumos lite{where} ls /)")
 
 
 @click.command(context_settings={"ignore_unknown_options": True, "allow_extra_args": True})

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Iterable, Mapping, Sequence
 
 from lumos_dagster.model import DirectCost, RolledUpCost
+from lumos_dagster.wording import plural
 
 METHODS = ("equal_split", "lineage_weighted", "last_touch")
 GIB = 2**30  # cloud prices "per GB-month" are per GiB-month
@@ -190,13 +191,13 @@ def switch_off(nodes: Mapping[str, Node], requested: Iterable[str], owners: Mapp
     teams = {o for n in removed for o in owners.get(n, ())}
     reasons = []
     if len(removed) >= 10:
-        reasons.append(f"{len(removed)} datasets go")
+        reasons.append(f"{plural(len(removed), 'dataset goes', 'datasets go')}")
     if len(teams) >= 3:
         reasons.append(f"{len(teams)} owners are affected")
     if any(not owners.get(n) for n in removed):
         reasons.append("some datasets have no owner to ask")
     if downstream_only:
-        reasons.append(f"{len(downstream_only)} dataset(s) beyond those asked for go too")
+        reasons.append(f"{plural(len(downstream_only), 'dataset')} beyond those asked for go too")
     risk = "high" if len(removed) >= 10 or len(teams) >= 3 else ("medium" if downstream_only else "low")
     order = [n for n in _order(nodes) if n in removed]
     return Savings(

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from lumos_dagster.errors import SchemaReadError
+from lumos_dagster.formats import compression
 from lumos_dagster.formats.avro import read_avro
 from lumos_dagster.formats.base import (
     MAX_NESTING,
@@ -39,7 +40,10 @@ __all__ = [
     "FileSchema",
     "Format",
     "FsSpec",
+    "HEAD_BYTES",
+    "format_from",
     "format_of",
+    "needs_head",
     "sniff_format",
     "read_file_schema",
     "read_file_result",
@@ -70,8 +74,8 @@ REGISTRY: Registry[Format] = Registry(
     ),
 )
 
-# compression suffixes Arrow's readers undo by themselves (csv.gz, json.bz2 …)
-_COMPRESSION = (".gz", ".bz2", ".zst", ".lz4")
+#: how much of a file's start `format_from` looks at: a gzip header's name and a first decompressed block
+HEAD_BYTES = 8192
 
 
 def __getattr__(name: str) -> Any:
@@ -94,25 +98,48 @@ def _signatures() -> tuple[dict[str, str], tuple[tuple[bytes, str], ...]]:
 def format_of(path: str) -> str | None:
     """Format from the file name alone (`x.snappy.parquet`, `x.csv.gz`), or None."""
     name = os.path.basename(path).lower()
-    for suffix in _COMPRESSION:
+    for suffix in compression.SUFFIXES:
         if name.endswith(suffix):
             name = name[: -len(suffix)]
             break
     return _signatures()[0].get(os.path.splitext(name)[1])
 
 
+def needs_head(path: str) -> bool:
+    """Whether the first bytes could change what the name says: every name but a binary format's."""
+    return format_of(path) not in {fmt for _, fmt in _signatures()[1]}
+
+
+def format_from(path: str, head: bytes) -> tuple[str | None, str | None]:
+    """(format, note) from the name and the first HEAD_BYTES bytes, the one rule discovery and
+    `lumos schema` share. A binary format's magic bytes beat the name (a Parquet file named .csv
+    is Parquet, and the note says so); a gzip or zstd file without a known name is what its
+    header's name or its first decompressed bytes say."""
+    by_name = format_of(path)
+    by_magic = next((fmt for magic, fmt in _signatures()[1] if head.startswith(magic)), None)
+    if by_magic and by_name and by_magic != by_name:
+        return by_magic, f"named as {by_name}, read as {by_magic} (its first bytes)"
+    if by_name or by_magic:
+        return by_name or by_magic, None
+    codec = compression.codec_of(head)
+    if codec is None:
+        return None, None
+    # only text formats are read through a decompressing stream: a gzipped Parquet file is not one
+    named = format_of(compression.gzip_name(head) or "")
+    text = {f.type for f in REGISTRY if not f.magic}
+    return named if named in text else compression.text_format(compression.inflate(head, codec)), None
+
+
 def sniff_format(path: str) -> str | None:
-    """Format from the name, else from the first bytes (binary formats only)."""
-    fmt = format_of(path)
-    if fmt:
-        return fmt
-    signatures = _signatures()[1]
+    """`format_from` for a local file."""
+    if not needs_head(path):
+        return format_of(path)
     try:
         with open(path, "rb") as fh:
-            head = fh.read(max(len(magic) for magic, _ in signatures))
+            head = fh.read(HEAD_BYTES)
     except OSError:
-        return None
-    return next((fmt for magic, fmt in signatures if head.startswith(magic)), None)
+        return format_of(path)
+    return format_from(path, head)[0]
 
 
 def _reason(exc: BaseException) -> str:

@@ -105,7 +105,8 @@ def from_arrow_type(t: pa.DataType, path: str = "", native: NativeLookup | None 
 def from_arrow_field(f: pa.Field, prefix: str = "", native: NativeLookup | None = None) -> Field:
     path = f"{prefix}{f.name}"
     meta = f.metadata or {}
-    field_id = meta.get(b"PARQUET:field_id")
+    # Parquet's field id, or the one Delta column mapping gives a column: either proves a rename
+    field_id = meta.get(b"PARQUET:field_id") or meta.get(b"delta.columnMapping.id")
     description = meta.get(b"description") or meta.get(b"comment")
     return Field(
         name=f.name,

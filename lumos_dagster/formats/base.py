@@ -11,6 +11,7 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 
 from lumos_dagster.errors import SchemaReadError
+from lumos_dagster.formats.compression import SUFFIXES, codec_of
 from lumos_dagster.model import MAX_NESTING, Schema
 
 # a file nested deeper than a snapshot may be is refused up front: far deeper input crashes native
@@ -41,14 +42,39 @@ class FileResult:
 
 
 #: how to reach a remote file system, small and picklable (it travels to Spark executors):
-#: ("s3", endpoint_override or "", region or "", scheme). Credentials are never in it: each
-#: process finds its own through the standard AWS chain (environment, profile, instance role).
+#: ("s3", endpoint_override or "", region or "", scheme), ("abfs", account name, "", "") or
+#: ("gcs", endpoint or "", project or "", ""). Credentials are never in it: each process finds
+#: its own through the SDK's standard chain (AWS, Azure, Google).
 FsSpec = tuple[str, str, str, str]
+
+#: fsspec's read-ahead per request on Azure and GCS (adlfs defaults to 50 MiB, which would fetch
+#: most objects whole to read a footer); the readers ask for at most a 1 MiB block at a time
+FSSPEC_BLOCK = 256 << 10
+
+
+@functools.lru_cache(maxsize=8)
+def fsspec_filesystem(spec: FsSpec):
+    """The fsspec file system of an Azure or GCS spec (adlfs, gcsfs: imported only when used)."""
+    kind, first, second, _ = spec
+    if kind == "abfs":
+        from adlfs import AzureBlobFileSystem
+
+        return AzureBlobFileSystem(account_name=first, blocksize=FSSPEC_BLOCK)
+    if kind == "gcs":
+        # the plain JSON-API file system: gcsfs' default wrapper first asks a gRPC control plane
+        # for the bucket's layout (zonal, hierarchical), which emulators and read-only roles lack
+        from gcsfs.core import GCSFileSystem
+
+        project = {"project": second} if second else {}  # else gcsfs' default (the credentials')
+        return GCSFileSystem(**project, endpoint_url=first or None, block_size=FSSPEC_BLOCK)
+    raise ValueError(f"unknown file system {kind!r}")
 
 
 @functools.lru_cache(maxsize=8)
 def filesystem(spec: FsSpec) -> pafs.FileSystem:
     kind, endpoint, region, scheme = spec
+    if kind in ("abfs", "gcs"):
+        return pafs.PyFileSystem(pafs.FSSpecHandler(fsspec_filesystem(spec)))
     if kind != "s3":
         raise ValueError(f"unknown file system {kind!r}")
     options: dict[str, Any] = {"scheme": scheme or "https"}
@@ -65,8 +91,13 @@ def open_random(path: str, fs: pafs.FileSystem | None) -> BinaryIO:
 
 
 def open_stream(path: str, fs: pafs.FileSystem | None) -> pa.NativeFile:
-    """Sequential, decompressing `.gz/.bz2/.zst/.lz4` by extension."""
-    return pa.input_stream(path) if fs is None else fs.open_input_stream(path, compression="detect")
+    """Sequential, decompressing `.gz/.bz2/.zst/.lz4` by extension, and gzip or zstd by their
+    header when the name has no such suffix (an extensionless export)."""
+    codec = "detect"
+    if not path.lower().endswith(SUFFIXES):
+        with open_random(path, fs) as fh:
+            codec = codec_of(fh.read(4))
+    return pa.input_stream(path, compression=codec) if fs is None else fs.open_input_stream(path, compression=codec)
 
 
 def file_size(path: str, fs: pafs.FileSystem | None) -> int:

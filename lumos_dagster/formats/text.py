@@ -52,13 +52,16 @@ def _csv_first_block(path: str, fs: pafs.FileSystem | None, delimiter: str) -> p
     line end, which Arrow does not count as a row: it is read again with one."""
     block = BLOCK_SIZE
     while True:
+        # two blocks read here, not the stream handed to Arrow: its reader reads up to 8 blocks
+        # ahead, a remote object of a few MiB whole; the schema comes from the first block alone
+        with open_stream(path, fs) as stream:
+            head = stream.read(2 * block)
         try:
-            return _csv_schema(open_stream(path, fs), block, delimiter)
+            return _csv_schema(pa.BufferReader(head), block, delimiter)
         except pa.ArrowInvalid as exc:
             if not any(sign in str(exc) for sign in _NO_WHOLE_ROW):
                 raise
-        with open_stream(path, fs) as stream:
-            head = stream.read(block + 1)
+        head = head[: block + 1]
         if head.count(delimiter.encode(), 0, head.find(b"\n")) >= MAX_COLUMNS:
             raise ValueError(f"the first row has more than {MAX_COLUMNS:,} columns")
         if len(head) <= block:  # the whole file, and no row in it

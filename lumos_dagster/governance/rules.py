@@ -144,15 +144,18 @@ def missing_by_owner(
     return dict(sorted(out.items()))
 
 
+def todo_line(t: Todo) -> str:
+    where = " · ".join(f"[{label}]({url})" for label, url in t.links)
+    return f"- `{t.dataset}`: {', '.join(t.missing)}" + (f" — {where}" if where else "")
+
+
 def todo_markdown(todos: Mapping[str, Sequence[Todo]]) -> str:
     if not todos:
         return "Every dataset has the required context."
     lines = []
     for owner, items in todos.items():
         lines += [f"## {owner} ({len(items)})", ""]
-        for t in items:
-            where = " · ".join(f"[{label}]({url})" for label, url in t.links)
-            lines.append(f"- `{t.dataset}`: {', '.join(t.missing)}" + (f" — {where}" if where else ""))
+        lines += [todo_line(t) for t in items]
         lines.append("")
     return "\n".join(lines).rstrip() + "\n"
 
@@ -164,11 +167,11 @@ def todo_json(todos: Mapping[str, Sequence[Todo]]) -> dict:
     }
 
 
-def post_webhook(url: str, payload: dict, timeout: float = 10) -> None:
-    """POST the report as JSON; a failure is an error naming the URL (the files are written already)."""
+def post_webhook(url: str, payload: dict, timeout: float = 10, setting: str = "governance.webhook") -> None:
+    """POST the payload as JSON; a failure is an error naming the setting and the URL."""
     import requests
 
     try:
         requests.post(url, json=payload, timeout=timeout).raise_for_status()
     except requests.RequestException as e:
-        raise LumosError(f"governance.webhook: could not post to {url}: {e}") from None
+        raise LumosError(f"{setting}: could not post to {url}: {e}") from None

@@ -11,6 +11,7 @@ from typing import Sequence
 
 from lumos_dagster.lineage.impact import Affected
 from lumos_dagster.model import BREAKING, INFORMATIONAL, SchemaChange, change_to_json
+from lumos_dagster.schema.gate import how_to_accept
 
 
 @dataclass(frozen=True)
@@ -23,6 +24,7 @@ class ChangeReport:
     changes: tuple[SchemaChange, ...]
     accepted: tuple[tuple[SchemaChange, str], ...] = ()
     affected: tuple[Affected, ...] = field(default_factory=tuple)
+    of_dataset: bool = True  # False for a diff of two files: nothing in lumos.yaml names them
 
     @property
     def unaccepted(self) -> list[SchemaChange]:
@@ -116,6 +118,8 @@ def to_text(reports: Sequence[ChangeReport]) -> str:
             )
         if r.unaccepted and r.affected:
             lines.append("  downstream: " + ", ".join(f"{a.name} (depth {a.depth})" for a in r.affected))
+        if r.unaccepted and r.of_dataset:
+            lines.append(f"  to accept: {how_to_accept(r.name)}")
     return "\n".join(lines)
 
 
@@ -147,12 +151,11 @@ def to_markdown(reports: Sequence[ChangeReport]) -> str:
                     for a in r.affected
                 ),
             ]
-    if broken:
-        lines += [
-            "",
-            "To accept: declare `accept_major` on the dataset, or add an `allow` rule under "
-            "`compatibility:` in lumos.yaml (see docs/compatibility.md).",
-        ]
+    lines += [
+        f"\nTo accept the changes of `{r.name}`: {how_to_accept(r.name)}."
+        for r in reports
+        if r.unaccepted and r.of_dataset
+    ]
     return "\n".join(lines)
 
 
@@ -194,7 +197,9 @@ def diff_report(a, b, policy: str, config=None, catalogue=None, proposed: bool =
             verdict = judge_snapshot(config, replace(judged, changes=changes, version=new_version), acceptances)
             accepted = verdict.accepted
     label = name or f"{a.label} → {b.label}"
-    return ChangeReport(label, old_version, new_version, cls, policy, changes, accepted, affected)
+    return ChangeReport(
+        label, old_version, new_version, cls, policy, changes, accepted, affected, of_dataset=bool(name)
+    )
 
 
 def gate_reports(config, store, catalogue, names, cutoff=None, partition=None, acceptances=()) -> list[ChangeReport]:

@@ -274,6 +274,32 @@ def _filter(
     return keep
 
 
+def exclusions(
+    doc: Document,
+    platform: str | None = None,
+    owner: str | None = None,
+    tag: str | None = None,
+    min_quality: float | None = None,
+) -> list[str]:
+    """Why the filters leave `doc` out, one reason per filter it fails (none when it passes): the
+    same tests as the search's own filter, said in words."""
+    if _filter(platform, owner, tag, min_quality)(doc):
+        return []
+    reasons = []
+    if platform is not None and doc.platform != platform:
+        reasons.append(f"platform {doc.platform or 'unknown'}, not {platform}")
+    if owner is not None and not any(o.casefold() == owner.casefold() for o in doc.owners):
+        reasons.append(f"not owned by {owner}" + (f" ({', '.join(doc.owners)})" if doc.owners else " (no owner)"))
+    if tag is not None and not any(t.casefold() == tag.casefold() for t in doc.tags):
+        reasons.append(f"no tag {tag}")
+    if min_quality is not None:
+        if doc.quality is None:
+            reasons.append(f"no quality score (needs {min_quality:.2f})")
+        elif doc.quality < min_quality:
+            reasons.append(f"quality {doc.quality:.2f} < {min_quality:.2f}")
+    return reasons
+
+
 def _matcher(terms: list[str]) -> Callable[[str], bool]:
     """Whether a text holds a token the query matched, exactly or by prefix (the same rule as scoring)."""
     exact = set(terms)

@@ -18,10 +18,12 @@ from lumos_dagster.model import (
     Schema,
     SchemaConflict,
     Snapshot,
+    TableVersion,
     map_struct_fields,
 )
 from lumos_dagster.scan.discovery import DatasetFile, DiscoveredDataset
 from lumos_dagster.scan.merge import merge_schemas
+from lumos_dagster.scan.time_partitions import granularity
 from lumos_dagster.schema.versioning import DEFAULT_POLICY, assess
 
 if TYPE_CHECKING:
@@ -79,6 +81,9 @@ def files_in_window(ds: DiscoveredDataset, start: datetime | None, end: datetime
     """
     if ds.time_partition_key is None or start is None or end is None:
         return list(ds.files)
+    if granularity(ds.time_format) == "hourly":  # partition values are wall-clock time in the window's zone
+        lo, hi = start.replace(tzinfo=None), end.replace(tzinfo=None)
+        return [f for f in ds.files if (t := ds.file_time(f)) is not None and lo <= t < hi]
     first, last = start.date(), (end - timedelta(microseconds=1)).date()
     return [f for f in ds.files if (d := ds.file_date(f)) is not None and first <= d <= last]
 
@@ -92,6 +97,7 @@ class Contents:
     errors: tuple[FileError, ...] = ()
     conflicts: tuple[SchemaConflict, ...] = ()
     description: str | None = None  # the source's own documentation (a table comment)
+    table: TableVersion | None = None  # the table-format commit observed (Iceberg, Delta)
 
 
 def file_contents(
@@ -155,6 +161,7 @@ def build_snapshot(
         sla=enrichment.sla,
         errors=contents.errors,
         conflicts=contents.conflicts,
+        table=contents.table,
     )
     return assess(history[-1] if history else None, snapshot, policy, history[:-1])
 

@@ -40,6 +40,7 @@ class DatasetSpec:
     upstream: tuple[str, ...] = ()
     missing_upstream: tuple[str, ...] = ()  # named in lumos.yaml, found nowhere
     time_partition_key: str | None = None
+    first_partition: str | None = None  # the earliest time partition's date (ISO) discovery saw
     file_count: int = 0
     total_bytes: int = 0
 
@@ -50,6 +51,19 @@ class DatasetSpec:
     @property
     def domain(self) -> str | None:
         return self.enrichment.domain
+
+    @property
+    def source_root(self) -> str | None:
+        """The absolute root of the dataset's source (`uri` is it joined with `location`)."""
+        if self.source is None or not self.location or not self.uri.endswith("/" + self.location):
+            return None
+        return self.uri[: -len(self.location) - 1]
+
+    @property
+    def description(self) -> str | None:
+        """What lumos.yaml or code says, else governance's default by path: what the catalogs get
+        (a source's own comment, known only once read, comes before the default there)."""
+        return self.enrichment.description or self.enrichment.default_description
 
 
 @dataclass(frozen=True)
@@ -135,6 +149,7 @@ def resolve_datasets(
             upstream=graph[name],
             missing_upstream=tuple(u for u in upstream if u not in platform_of),
             time_partition_key=rec.time_partition_key if rec else None,
+            first_partition=rec.first_partition if rec else None,
             file_count=rec.file_count if rec else 0,
             total_bytes=rec.total_bytes if rec else 0,
         )

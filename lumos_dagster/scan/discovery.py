@@ -3,10 +3,13 @@
 Without a template (auto-detection):
 * a folder whose files share a format is one dataset, named by its path
   (`sales/orders`); its first segment is the domain when it has more than one;
-* Hive-style `key=value` folders below it are partitions, not datasets;
+* Hive-style `key=value` folders below it are partitions, not datasets; which of them drive
+  time (`dt=`, `year=/month=/day=`, `hour=` …) is `scan/time_partitions`' rule;
 * a folder holding several formats gives one dataset per format (`raw/mixed.csv`);
 * a file directly under the root is a dataset of its own, named by its stem;
-* names starting with `.` or `_` (`_SUCCESS`, `.crc`, `_temporary/`) are not data.
+* names starting with `.` or `_` (`_SUCCESS`, `.crc`, `_temporary/`) are not data;
+* a table folder (`_delta_log/` inside: `lumos_dagster.tables`) is one dataset named by its
+  path, whatever it holds; its files are never grouped by the rules above.
 
 With a template such as `{domain}/{dataset}/dt={date}/*`, whole-segment placeholders
 name the dataset, `key={x}` segments are partitions, `{date}` is the time partition,
@@ -21,11 +24,14 @@ import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import date, datetime
+from typing import Callable
 
 from lumos_dagster.errors import ConfigError
-from lumos_dagster.formats import format_of
+from lumos_dagster.formats import format_from, format_of, needs_head
+from lumos_dagster.scan.time_partitions import DATE_FORMATS, parse_date, partition_time
+from lumos_dagster.scan.time_partitions import time_key as time_key_of
+from lumos_dagster.tables import claim
 
-DATE_FORMATS = ("%Y-%m-%d", "%Y%m%d")
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
@@ -60,28 +66,40 @@ class DiscoveredDataset:
     partition_keys: tuple[str, ...] = ()
     time_partition_key: str | None = None
     time_format: str | None = None
+    platform: str | None = None  # a table format's catalog platform; None: the source's
 
-    def file_date(self, f: DatasetFile) -> date | None:
-        """The file's time-partition date, if the dataset is date-partitioned."""
+    def file_time(self, f: DatasetFile) -> datetime | None:
+        """The file's time-partition moment (midnight for a daily one), if the dataset has one."""
         if self.time_partition_key is None:
             return None
-        value = dict(f.partition).get(self.time_partition_key)
-        return None if value is None else parse_date(value, self.time_format)
+        return partition_time(self.time_partition_key, self.time_format, dict(f.partition))
+
+    def file_date(self, f: DatasetFile) -> date | None:
+        """The file's time-partition date, if the dataset is time-partitioned."""
+        moment = self.file_time(f)
+        return None if moment is None else moment.date()
 
 
 @dataclass
 class Grouping:
     datasets: dict[str, DiscoveredDataset] = field(default_factory=dict)
     skipped: list[tuple[str, str]] = field(default_factory=list)  # (path, reason)
+    notes: list[tuple[str, str]] = field(default_factory=list)  # (path, what its content said)
 
 
-def parse_date(value: str, fmt: str | None = None) -> date | None:
-    for candidate in (fmt,) if fmt else DATE_FORMATS:
-        try:
-            return datetime.strptime(value, candidate).date()
-        except ValueError:
-            continue
-    return None
+#: a file's first `HEAD_BYTES` bytes by path, or None when the source does not look (or cannot)
+Head = Callable[[str], "bytes | None"]
+
+
+def _format(path: str, head: Head | None, result: Grouping) -> str | None:
+    """The file's format as `lumos schema` sees it: by name, or by content where the name may mislead."""
+    first = head(path) if head is not None and needs_head(path) else None
+    if first is None:
+        return format_of(path)
+    fmt, note = format_from(path, first)
+    if note:
+        result.notes.append((path, note))
+    return fmt
 
 
 def is_hidden(path: str) -> bool:
@@ -101,25 +119,13 @@ def _stem(filename: str) -> str:
         filename = stem
 
 
-def _time_key(keys: tuple[str, ...], files: list[DatasetFile]) -> tuple[str | None, str | None]:
-    """First partition key whose values all parse as dates with one format."""
-    for key in keys:
-        values = {dict(f.partition).get(key) for f in files}
-        if None in values:
-            continue
-        for fmt in DATE_FORMATS:
-            if all(parse_date(v, fmt) for v in values):
-                return key, fmt
-    return None, None
-
-
 def _finish(ds: DiscoveredDataset, time_key: str | None = None, time_format: str | None = None) -> DiscoveredDataset:
     keys: list[str] = []
     for f in ds.files:
         keys.extend(k for k, _ in f.partition if k not in keys)
     ds.partition_keys = tuple(keys)
     if time_key is None:
-        time_key, time_format = _time_key(ds.partition_keys, ds.files)
+        time_key, time_format = time_key_of(ds.partition_keys, [dict(f.partition) for f in ds.files])
     ds.time_partition_key, ds.time_format = time_key, time_format
     ds.files.sort(key=lambda f: f.entry.path)
     return ds
@@ -184,15 +190,18 @@ def group_files(
     template: str | None = None,
     formats: frozenset[str] | None = None,
     exclude: tuple[str, ...] = (),
+    head: Head | None = None,
 ) -> Grouping:
     result = Grouping()
+    tables, entries = claim([(e.path, e) for e in entries])
+    _group_tables(tables, exclude, result)
     accepted: list[tuple[FileEntry, str]] = []
     for e in entries:
         if is_hidden(e.path):
             result.skipped.append((e.path, "hidden or marker file"))
         elif any(fnmatch.fnmatch(e.path, pat) for pat in exclude):
             result.skipped.append((e.path, "excluded by pattern"))
-        elif (fmt := format_of(e.path)) is None:
+        elif (fmt := _format(e.path, head, result)) is None:
             result.skipped.append((e.path, "unrecognised format"))
         elif formats is not None and fmt not in formats:
             result.skipped.append((e.path, f"format {fmt} not in the source's formats"))
@@ -203,6 +212,24 @@ def group_files(
     else:
         _group_auto(accepted, result)
     return result
+
+
+def _group_tables(tables: dict, exclude: tuple[str, ...], result: Grouping) -> None:
+    """Each table folder is one dataset named by its path, template or not (its files follow the
+    table's layout, not the source's); excluded only when every one of its files is."""
+    for location, (fmt, files) in tables.items():
+        if not location:
+            reason = f"the source root is a {fmt.type} table: point the source at the folder holding it"
+        elif exclude and all(any(fnmatch.fnmatch(e.path, pat) for pat in exclude) for e in files):
+            reason = "excluded by pattern"
+        else:
+            parts = location.split("/")
+            domain = parts[0] if len(parts) > 1 else None
+            ds = DiscoveredDataset(location, location, fmt.type, domain, platform=fmt.platform)
+            ds.files = sorted((DatasetFile(e) for e in files), key=lambda f: f.entry.path)
+            result.datasets[location] = ds
+            continue
+        result.skipped += [(e.path, reason) for e in files]
 
 
 def _group_by_template(tpl: PathTemplate, accepted: list[tuple[FileEntry, str]], result: Grouping) -> None:

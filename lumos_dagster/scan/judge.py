@@ -14,8 +14,9 @@ from lumos_dagster.config import LumosConfig
 from lumos_dagster.governance.rules import has_quality_sources, missing_context, required_of
 from lumos_dagster.lineage.impact import Affected, downstream
 from lumos_dagster.model import SchemaChange, Snapshot
-from lumos_dagster.scan.catalogue import DatasetSpec
-from lumos_dagster.schema.gate import Verdict, judge_snapshot
+from lumos_dagster.scan.catalogue import Catalogue, DatasetSpec
+from lumos_dagster.schema.gate import Verdict, how_to_accept, judge_snapshot
+from lumos_dagster.wording import plural
 
 if TYPE_CHECKING:
     from lumos_dagster.scan.pipeline import Run, Services
@@ -64,8 +65,19 @@ def change_rows(changes: Sequence[SchemaChange]) -> tuple[tuple[str, ...], ...]:
     )  # fmt: skip
 
 
-def error_rows(snapshots: Mapping[str | None, Snapshot]) -> tuple[tuple[str, ...], ...]:
-    return tuple((f"`{e.path}`", e.reason) for s in snapshots.values() for e in s.errors)
+def error_rows(snapshots: Mapping[str | None, Snapshot], root: str | None = None) -> tuple[tuple[str, ...], ...]:
+    """(file, reason) rows; paths under `root` (the source's) relative to it, so the reason has room."""
+
+    def shown(path: str) -> str:
+        return path[len(root) :].lstrip("/") if root and path.startswith(root.rstrip("/") + "/") else path
+
+    return tuple((f"`{shown(e.path)}`", e.reason) for s in snapshots.values() for e in s.errors)
+
+
+def has_data(s: Snapshot) -> bool:
+    """Whether there was anything to snapshot: a schema, or files that failed to give one. A day whose
+    files have not landed has neither; it is neither stored, delivered nor materialized."""
+    return bool(s.schema.fields or s.errors)
 
 
 def required_mode(config: LumosConfig, name: str) -> str | None:
@@ -88,18 +100,20 @@ def blocking_checks(config: LumosConfig) -> frozenset[str]:
     return frozenset({COMPATIBLE_CHECK} | ({COMPLETE_CHECK} if config.governance.required.mode == "block" else set()))
 
 
-def readable(snapshots: Mapping[str | None, Snapshot]) -> CheckOutcome:
-    errors = error_rows(snapshots)
+def readable(snapshots: Mapping[str | None, Snapshot], root: str | None = None) -> CheckOutcome:
+    errors = error_rows(snapshots, root)
     unreadable = any(not s.readable for s in snapshots.values() if s.errors)
+    empty = sorted(pk or "now" for pk, s in snapshots.items() if not has_data(s))
+    problems = ([f"no files for {', '.join(empty)}: not snapshotted"] if empty else []) + (
+        [f"{len(errors)} file(s) could not be read" + ("; no schema could be taken" if unreadable else "")]
+        if errors
+        else []
+    )
     return CheckOutcome(
         READABLE_CHECK,
-        passed=not errors,
+        passed=not problems,
         severity=ERROR if unreadable else WARN,
-        description=(
-            "every file was read"
-            if not errors
-            else f"{len(errors)} file(s) could not be read" + ("; no schema could be taken" if unreadable else "")
-        ),
+        description="; ".join(problems) or "every file was read",
         metadata={"lumos/errors": Table(("file", "reason"), errors)} if errors else {},
     )
 
@@ -119,15 +133,18 @@ def compatible(verdicts: Sequence[Verdict], affected: Sequence[Affected]) -> Che
             ("change", "field", "why"), tuple((c.kind, c.path, why) for c, why in accepted)
         )
     policy = verdicts[-1].policy if verdicts else "FULL"
+    # the fields by name: this description is also what a run stopped by the check fails with
+    named = ", ".join(dict.fromkeys(f"{c.kind} {c.path or '(dataset)'}" for c in unaccepted))
     return CheckOutcome(
         COMPATIBLE_CHECK,
         passed=not unaccepted,
         severity=ERROR,
         description=(
-            f"{len(unaccepted)} breaking change(s) under {policy}, affecting {len(affected)} downstream dataset(s); "
-            "accept them with accept_major or an allow rule in lumos.yaml"
+            f"{plural(len(unaccepted), 'breaking change')} under {policy} ({named}), affecting "
+            f"{plural(len(affected), 'downstream dataset')}; to accept: {how_to_accept(verdicts[-1].dataset)}"
             if unaccepted
-            else f"compatible under {policy}" + (f" ({len(accepted)} accepted breaking change(s))" if accepted else "")
+            else f"compatible under {policy}"
+            + (f" ({plural(len(accepted), 'accepted breaking change')})" if accepted else "")
         ),
         metadata=metadata,
     )
@@ -172,6 +189,25 @@ def quality(snapshot: Snapshot, min_score: float) -> CheckOutcome:
     )
 
 
+def dataset_checks(config: LumosConfig, catalogue: Catalogue, d: DatasetSpec, snaps: Mapping[str | None, Snapshot],
+                   accepted: Sequence = ()) -> tuple[CheckOutcome, ...]:  # fmt: skip
+    """A dataset's checks over its snapshots judged together (partition → snapshot, oldest first):
+    what a run yields to Dagster, and what `lumos summary` shows for the snapshots stored."""
+    last = list(snaps.values())[-1]
+    verdicts = [judge_snapshot(config, s, accepted) for s in snaps.values()]
+    breaking = any(v.unaccepted for v in verdicts)
+    checks = [
+        readable(snaps, d.source_root),
+        compatible(verdicts, downstream(catalogue, d.name) if breaking else ()),
+    ]
+    names = check_names(config, d)
+    if COMPLETE_CHECK in names:
+        checks.append(complete(last, config))
+    if QUALITY_CHECK in names:
+        checks.append(quality(last, config.quality.min_score))
+    return tuple(checks)
+
+
 def judge(run: Run, services: Services) -> None:
     config = run.config
     blocking = blocking_checks(config)
@@ -184,17 +220,27 @@ def judge(run: Run, services: Services) -> None:
             run.judgements[d.name] = Judgement((), held_back=stop)
             continue
         snaps = run.snapshots[d.name]
-        last = snaps[run.partition_keys[-1]]
-        verdicts = [judge_snapshot(config, snaps[pk], accepted) for pk in run.partition_keys]
-        breaking = any(v.unaccepted for v in verdicts)
-        checks = [readable(snaps), compatible(verdicts, downstream(run.catalogue, d.name) if breaking else ())]
-        names = check_names(config, d)
-        if COMPLETE_CHECK in names:
-            checks.append(complete(last, config))
-        if QUALITY_CHECK in names:
-            checks.append(quality(last, config.quality.min_score))
-        judgement = Judgement(tuple(checks))
+        ordered = {pk: snaps[pk] for pk in run.partition_keys}
+        judgement = Judgement(dataset_checks(config, run.catalogue, d, ordered, accepted))
         failed = judgement.failed_blocking(blocking)
         if failed is not None:
             blocked[d.name] = (failed, d.name)
         run.judgements[d.name] = judgement
+
+
+def failure_message(judgements: Mapping[str, Judgement], blocking: frozenset[str]) -> str | None:
+    """What failed blocking checks stop, naming dataset, check and what it found (for a breaking
+    change: kind and field), and the datasets they held back; None when nothing was stopped. Dagster's
+    own error names only the check."""
+    failed = [
+        f"{name}: {c.name} failed: {c.description}"
+        for name, j in judgements.items()
+        for c in j.checks
+        if not c.passed and c.severity == ERROR and c.name in blocking
+    ]
+    if not failed:
+        return None
+    held = [
+        f"{name} (upstream {j.held_back[1]} failed {j.held_back[0]})" for name, j in judgements.items() if j.held_back
+    ]
+    return "\n".join(failed + ([f"held back: {', '.join(held)}"] if held else []))

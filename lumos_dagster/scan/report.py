@@ -17,10 +17,18 @@ class ScanReport:
     skipped: Counter = field(default_factory=Counter)  # reason → count
     skipped_samples: dict[str, list[str]] = field(default_factory=dict)
     failures: list[tuple[str, str]] = field(default_factory=list)  # (path or source, reason)
+    notes: Counter = field(default_factory=Counter)  # what is worth knowing but not a failure → count
+    note_samples: dict[str, list[str]] = field(default_factory=dict)
 
     def skip(self, path: str, reason: str) -> None:
         self.skipped[reason] += 1
         samples = self.skipped_samples.setdefault(reason, [])
+        if len(samples) < SAMPLES:
+            samples.append(path)
+
+    def note(self, path: str, note: str) -> None:
+        self.notes[note] += 1
+        samples = self.note_samples.setdefault(note, [])
         if len(samples) < SAMPLES:
             samples.append(path)
 
@@ -40,6 +48,8 @@ class ScanReport:
         ]
         for reason, n in self.skipped.most_common():
             lines.append(f"skipped {n:>6}  {reason} (e.g. {', '.join(self.skipped_samples[reason][:2])})")
+        for note, n in self.notes.most_common():
+            lines.append(f"note    {n:>6}  {note} (e.g. {', '.join(self.note_samples[note][:2])})")
         for where, reason in self.failures:
             lines.append(f"FAILED  {where}: {reason}")
         return "\n".join(lines)

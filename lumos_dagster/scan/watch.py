@@ -50,10 +50,16 @@ def listing_state(current: dict[str, str]) -> str:
 
 
 def look(
-    source: FileSource, store: SnapshotStore, generation: int | None, report: ScanReport, state: str | None = None
+    source: FileSource,
+    store: SnapshotStore,
+    generation: int | None,
+    report: ScanReport,
+    state: str | None = None,
+    save: bool = True,
 ) -> Look:
     """List the source and compare with `generation` (None: no earlier look). When the listing's
-    digest equals `state` (the previous look's), nothing changed: the store is not even read."""
+    digest equals `state` (the previous look's), nothing changed: the store is not even read.
+    `save=False` (a preview) writes nothing: the look's generation is not kept."""
     entries = list(source.list("", report))
     current = {e.path: e.fingerprint for e in entries}
     digest_now = listing_state(current)
@@ -80,7 +86,8 @@ def look(
         for path, (_, dataset, partition) in before.items():
             if path not in current:
                 out.changes.append(FileChange(path, "deleted", dataset, partition, "deleted"))
-    store.save_file_state(
-        source.name, out.generation, ((p, fp, *where.get(p, (None, None))) for p, fp in current.items())
-    )
+    if save:
+        store.save_file_state(
+            source.name, out.generation, ((p, fp, *where.get(p, (None, None))) for p, fp in current.items())
+        )
     return out

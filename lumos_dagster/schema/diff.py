@@ -33,6 +33,7 @@ from lumos_dagster.model import (
 )
 from lumos_dagster.model import Schema as SchemaModel
 from lumos_dagster.schema.compat import promotable
+from lumos_dagster.schema.resolution import resolves, same_name
 
 # kinds
 FIELD_ADDED = "FIELD_ADDED"
@@ -202,6 +203,8 @@ class _Differ:
             self.type(_sub(path, "{key}"), old.key, new.key)
             self.type(_inner(path, old.value, new.value, "{}"), old.value, new.value)
             self.nullability(_sub(path, "{}"), old.value_nullable, new.value_nullable)
+        elif isinstance(old, Enum) and isinstance(new, Enum) and not same_name(old.name, new.name):
+            self.add(path, TYPE_CHANGED, old, new, False, False)  # Avro: enums match by unqualified name
         elif isinstance(old, Enum) and isinstance(new, Enum):
             added = [s for s in new.symbols if s not in old.symbols]
             removed = [s for s in old.symbols if s not in new.symbols]
@@ -226,13 +229,22 @@ class _Differ:
         new_b = list(new.branches) if isinstance(new, UnionType) else [new]
         added = [b for b in new_b if b not in old_b]
         removed = [b for b in old_b if b not in new_b]
-        if not [b for b in old_b if b in new_b]:  # nothing in common: not an evolution of the union
-            self.add(path, TYPE_CHANGED, old, new, False, False)
+        if not added and not removed:  # branches reordered: each value still finds its branch
             return
-        if added:  # new readers accept more; old readers cannot read the new branches
-            self.add(path, UNION_BRANCHES_ADDED, old, new, True, False)
-        if removed:  # old data may use a branch new readers lost
-            self.add(path, UNION_BRANCHES_REMOVED, old, new, False, True)
+        # Avro: a writer union is readable when each of its branches resolves to the reader's
+        # type, promotions included (an int branch reads as a reader's long)
+        backward, forward = resolves(old, new), resolves(new, old)
+        if added and removed:  # branches replaced: judged as a type change is
+            kind = (
+                TYPE_PROMOTED
+                if backward and not forward
+                else TYPE_NARROWED
+                if forward and not backward
+                else TYPE_CHANGED
+            )
+        else:
+            kind = UNION_BRANCHES_ADDED if added else UNION_BRANCHES_REMOVED
+        self.add(path, kind, old, new, backward, forward)
 
 
 def _inner(path: str, old: DataType, new: DataType, suffix: str) -> str:

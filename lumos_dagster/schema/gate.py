@@ -21,6 +21,15 @@ from lumos_dagster.config import LumosConfig
 from lumos_dagster.model import BREAKING, SchemaChange, Snapshot
 
 
+def how_to_accept(dataset: str) -> str:
+    """The same advice wherever a breaking change is reported: the `schema_compatible` check, the
+    failure of a run it stops, `lumos gate`."""
+    return (
+        f"declare `accept_major` on {dataset}, add a `compatibility.allow` rule in lumos.yaml, or record an "
+        f"acceptance through the API (POST /v1/datasets/{dataset}/acceptances); see docs/compatibility.md"
+    )
+
+
 @dataclass(frozen=True)
 class Verdict:
     dataset: str

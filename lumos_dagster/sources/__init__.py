@@ -47,7 +47,7 @@ def file_records(source: FileSource, found) -> list[DatasetRecord]:
     return [
         DatasetRecord(
             name=ds.name,
-            platform=source.platform,
+            platform=ds.platform or source.platform,
             source=source.name,
             location=ds.location,
             format=ds.format,
@@ -57,6 +57,7 @@ def file_records(source: FileSource, found) -> list[DatasetRecord]:
             time_format=ds.time_format,
             file_count=len(ds.files),
             total_bytes=sum(f.entry.size for f in ds.files),
+            first_partition=min((d.isoformat() for f in ds.files if (d := ds.file_date(f))), default=None),
         )
         for ds in found.values()
     ]

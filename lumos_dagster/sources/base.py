@@ -13,7 +13,7 @@ from typing import Callable, Iterator
 
 from lumos_dagster.formats import FsSpec
 from lumos_dagster.lineage import StoredSql
-from lumos_dagster.model import OperationalStats, Schema
+from lumos_dagster.model import OperationalStats, Schema, TableVersion
 from lumos_dagster.scan.discovery import DiscoveredDataset, FileEntry, group_files
 from lumos_dagster.scan.report import ScanReport
 
@@ -46,9 +46,13 @@ class FileSource(ABC):
     def uri(self, relpath: str) -> str:
         """The path readers open (local path, or `bucket/key` on the remote file system)."""
 
+    def head(self, relpath: str) -> bytes | None:
+        """The file's first HEAD_BYTES bytes, for formats known by content; None: judge by name."""
+        return None
+
     def _group(self, entries: list[FileEntry]):
         formats = frozenset(self.config.formats) if self.config.formats else None
-        return group_files(entries, self.config.template, formats, tuple(self.config.exclude))
+        return group_files(entries, self.config.template, formats, tuple(self.config.exclude), self.head)
 
     def discover(self, report: ScanReport, progress: Progress | None = None) -> dict[str, DiscoveredDataset] | None:
         """The datasets under the root; None when the root cannot be listed (not "no datasets")."""
@@ -63,6 +67,8 @@ class FileSource(ABC):
         grouping = self._group(entries)
         for path, reason in grouping.skipped:
             report.skip(path, reason)
+        for path, note in grouping.notes:
+            report.note(path, note)
         report.datasets_found += len(grouping.datasets)
         return grouping.datasets
 
@@ -86,6 +92,7 @@ class TableDescription:
     stats: OperationalStats = field(default_factory=OperationalStats)
     description: str | None = None
     upstream: tuple[str, ...] = ()  # dataset names this one is computed from (views)
+    table: TableVersion | None = None  # the table-format commit described (Iceberg, Delta)
 
 
 class TableSource(ABC):
@@ -104,6 +111,22 @@ class TableSource(ABC):
     def describe(self, location: str) -> TableDescription | None:
         """The table's description now; None when it is gone."""
 
+    def history(self, location: str) -> list[TableDescription] | None:
+        """The table's states, oldest first, each with its commit time in `table.committed_at`, for a
+        source that keeps them (Iceberg snapshots); None: only `describe` (now) is known. [] when gone."""
+        return None
+
     def stored_sql(self, report: ScanReport) -> StoredSql | None:
         """The SQL the source keeps for its views (column lineage); None where it keeps none."""
         return None
+
+    def fingerprints(self, report: ScanReport) -> dict[str, tuple[str, str]] | None:
+        """Location → (dataset name, digest of what a snapshot would read), from one cheap listing: what
+        the table change sensor compares between ticks (lumos_dagster.scan.table_watch). None when the
+        source cannot be read (the reason is in the report)."""
+        raise NotImplementedError
+
+    @property
+    def watchable(self) -> bool:
+        """Whether `fingerprints` is implemented: such a source gets a change sensor."""
+        return type(self).fingerprints is not TableSource.fingerprints

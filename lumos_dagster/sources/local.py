@@ -5,15 +5,18 @@ from __future__ import annotations
 import os
 from typing import Iterator
 
+from lumos_dagster.formats import HEAD_BYTES
 from lumos_dagster.scan.discovery import FileEntry
 from lumos_dagster.scan.report import ScanReport
 from lumos_dagster.sources.base import FileSource
+from lumos_dagster.tables import hidden_folders
 
 
 def list_files(root: str, subpath: str = "", report: ScanReport | None = None) -> Iterator[FileEntry]:
     """Every file under root/subpath, as paths relative to root.
 
-    Folders named `.x` or `_x` (`_temporary`, `.git`) are not walked; symlinked
+    Folders named `.x` or `_x` (`_temporary`, `.git`) are not walked, but for a table's own
+    (`_delta_log`: `lumos_dagster.tables.hidden_folders`); symlinked
     folders are not followed (no loops). Unreadable folders go to the report.
     """
     start = os.path.join(root, subpath) if subpath else root
@@ -24,6 +27,7 @@ def list_files(root: str, subpath: str = "", report: ScanReport | None = None) -
     if not os.path.isdir(start):
         return
     stack = [start]
+    walked = hidden_folders()
     while stack:
         folder = stack.pop()
         try:
@@ -35,7 +39,7 @@ def list_files(root: str, subpath: str = "", report: ScanReport | None = None) -
             continue
         for e in reversed(entries):
             if e.is_dir(follow_symlinks=False):
-                if e.name[:1] not in (".", "_"):
+                if e.name[:1] not in (".", "_") or e.name in walked:
                     stack.append(e.path)
             elif e.is_file():
                 st = e.stat()
@@ -60,3 +64,11 @@ class LocalSource(FileSource):
 
     def uri(self, relpath: str) -> str:
         return os.path.join(self.root, relpath)
+
+    def head(self, relpath: str) -> bytes | None:
+        # a local read costs microseconds: every file whose name could mislead is looked at
+        try:
+            with open(self.uri(relpath), "rb") as fh:
+                return fh.read(HEAD_BYTES)
+        except OSError:  # gone or unreadable since listed: the reader reports it
+            return None

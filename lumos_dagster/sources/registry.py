@@ -2,7 +2,7 @@
 
 A source's entry needs `type` and a unique `name`; the source it builds is a FileSource or
 a TableSource (lumos_dagster.sources.base). Builders import their source's module only
-when one is configured: S3 needs boto3, PostgreSQL psycopg, MongoDB pymongo.
+when one is configured: S3 needs boto3, Azure adlfs, GCS gcsfs, PostgreSQL psycopg, MongoDB pymongo, Iceberg pyiceberg.
 """
 
 from __future__ import annotations
@@ -15,6 +15,13 @@ from lumos_dagster.errors import ConfigError
 from lumos_dagster.formats import FORMATS
 from lumos_dagster.plugins import BuildContext, ConfigModel, Plugin, Registry, Secret
 from lumos_dagster.scan.discovery import PathTemplate
+from lumos_dagster.sources.warehouse_config import (
+    BigQuerySourceConfig,
+    DatabricksSourceConfig,
+    DuckDBSourceConfig,
+    RedshiftSourceConfig,
+    SnowflakeSourceConfig,
+)
 
 Format = Literal[FORMATS]  # type: ignore[valid-type]
 
@@ -64,6 +71,27 @@ class S3SourceConfig(FileSourceConfig):
     platform: str = Field("s3", description="Catalog platform of the datasets found here.")
 
 
+class AzureSourceConfig(FileSourceConfig):
+    type: Literal["azure"] = "azure"
+    name: str = Field("azure", description="Unique source name.")
+    account_name: str = Field(description="Storage account (Blob Storage or ADLS Gen2).")
+    container: str = Field(description="Container (ADLS Gen2: file system) to scan.")
+    prefix: str = Field("", description="Only blobs under this prefix; dataset paths are relative to it.")
+    platform: str = Field("abs", description="Catalog platform of the datasets found here (DataHub's is `abs`).")
+
+
+class GCSSourceConfig(FileSourceConfig):
+    type: Literal["gcs"] = "gcs"
+    name: str = Field("gcs", description="Unique source name.")
+    bucket: str = Field(description="Bucket to scan.")
+    prefix: str = Field("", description="Only objects under this prefix; dataset paths are relative to it.")
+    project: str | None = Field(None, description="Google Cloud project (default: the credentials').")
+    endpoint_url: str | None = Field(
+        None, description="GCS-compatible endpoint (an emulator); default: Google's, or $STORAGE_EMULATOR_HOST."
+    )
+    platform: str = Field("gcs", description="Catalog platform of the datasets found here.")
+
+
 class PostgresSourceConfig(ConfigModel):
     type: Literal["postgres"] = "postgres"
     name: str = Field("postgres", description="Unique source name.")
@@ -102,6 +130,23 @@ class MongoSourceConfig(ConfigModel):
     platform: str = Field("mongodb", description="Catalog platform of the collections.")
 
 
+class IcebergSourceConfig(ConfigModel):
+    type: Literal["iceberg"] = "iceberg"
+    name: str = Field("iceberg", description="Unique source name.")
+    uri: Secret = Field(
+        description="Catalog URI: SQL (`postgresql+psycopg://…`, `sqlite:///…`), REST (`https://…`) or Hive "
+        "(`thrift://…`); use ${ENV} for credentials (read when connecting)."
+    )
+    catalog_name: str = Field("default", description="The catalog's name (a SQL catalog keeps tables per name).")
+    warehouse: str | None = Field(None, description="Warehouse location, when the catalog needs one.")
+    namespaces: list[str] = Field(default_factory=lambda: ["*"], description="Namespace name globs to include.")
+    exclude: list[str] = Field(default_factory=list, description="`namespace.table` globs to leave out.")
+    properties: dict[str, str] = Field(
+        default_factory=dict, description="Further pyiceberg catalog properties (`s3.endpoint`, `credential`…)."
+    )
+    platform: str = Field("iceberg", description="Catalog platform of the tables (DataHub's is `iceberg`).")
+
+
 def _local(entry: LocalSourceConfig, context: BuildContext):
     from lumos_dagster.sources.local import LocalSource
 
@@ -112,6 +157,18 @@ def _s3(entry: S3SourceConfig, context: BuildContext):
     from lumos_dagster.sources.s3 import S3Source
 
     return S3Source(entry)
+
+
+def _azure(entry: AzureSourceConfig, context: BuildContext):
+    from lumos_dagster.sources.objectstore import azure_source
+
+    return azure_source(entry)
+
+
+def _gcs(entry: GCSSourceConfig, context: BuildContext):
+    from lumos_dagster.sources.objectstore import gcs_source
+
+    return gcs_source(entry)
 
 
 def _postgres(entry: PostgresSourceConfig, context: BuildContext):
@@ -126,13 +183,36 @@ def _mongodb(entry: MongoSourceConfig, context: BuildContext):
     return MongoSource(entry, where=f"{context.where}.uri")
 
 
+def _warehouse(entry, context: BuildContext):
+    from lumos_dagster.sources.warehouse import WarehouseSource
+
+    if entry.type == "duckdb":
+        entry = entry.model_copy(update={"path": context.resolve(entry.path)})
+    return WarehouseSource(entry, where=context.where)
+
+
+def _iceberg(entry: IcebergSourceConfig, context: BuildContext):
+    from lumos_dagster.sources.iceberg import IcebergSource
+
+    return IcebergSource(entry, where=f"{context.where}.uri")
+
+
 SOURCES: Registry[Plugin] = Registry(
     "lumos.sources",
     Plugin,
     (
         Plugin("local", LocalSourceConfig, _local),
         Plugin("s3", S3SourceConfig, _s3),
+        Plugin("azure", AzureSourceConfig, _azure),
+        Plugin("gcs", GCSSourceConfig, _gcs),
         Plugin("postgres", PostgresSourceConfig, _postgres),
         Plugin("mongodb", MongoSourceConfig, _mongodb),
+        Plugin("iceberg", IcebergSourceConfig, _iceberg),
+        # warehouses: one source, a dialect each (lumos_dagster.sources.warehouse)
+        Plugin("snowflake", SnowflakeSourceConfig, _warehouse),
+        Plugin("duckdb", DuckDBSourceConfig, _warehouse),
+        Plugin("redshift", RedshiftSourceConfig, _warehouse),
+        Plugin("bigquery", BigQuerySourceConfig, _warehouse),
+        Plugin("databricks", DatabricksSourceConfig, _warehouse),
     ),
 )

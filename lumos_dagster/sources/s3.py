@@ -15,6 +15,7 @@ from urllib.parse import urlparse
 import boto3
 from botocore.exceptions import BotoCoreError, ClientError
 
+from lumos_dagster.formats import HEAD_BYTES, format_of
 from lumos_dagster.scan.discovery import FileEntry
 from lumos_dagster.scan.report import ScanReport
 from lumos_dagster.sources.base import FileSource
@@ -68,3 +69,15 @@ class S3Source(FileSource):
 
     def uri(self, relpath: str) -> str:
         return f"{self.bucket}/{self.prefix}{relpath}"
+
+    def head(self, relpath: str) -> bytes | None:
+        # a request per object: only names that say nothing are looked at, not every .csv of a lake
+        if format_of(relpath) is not None:
+            return None
+        try:
+            obj = self.client.get_object(
+                Bucket=self.bucket, Key=self.prefix + relpath, Range=f"bytes=0-{HEAD_BYTES - 1}"
+            )
+            return obj["Body"].read()
+        except (ClientError, BotoCoreError):
+            return None

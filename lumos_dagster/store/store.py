@@ -364,6 +364,7 @@ class SnapshotStore:
                     file_count=info.get("file_count", 0),
                     total_bytes=info.get("total_bytes", 0),
                     upstream=tuple(info.get("upstream", ())),
+                    first_partition=info.get("first_partition"),
                 )
             )
         return out

@@ -1,0 +1,31 @@
+"""Progress while a run's materializations are recorded: Dagster writes each event as it is
+yielded, and a run of hundreds of datasets would otherwise say nothing for most of a minute."""
+
+from __future__ import annotations
+
+import time
+from typing import Callable
+
+#: seconds between progress lines while events are recorded
+EVERY = 5.0
+
+
+class Progress:
+    def __init__(self, log: Callable[[str], None], total: int, every: float = EVERY, clock=time.monotonic):
+        self.log, self.total, self.every, self.clock = log, total, every, clock
+        self.count, self.last = 0, clock()
+
+    def step(self) -> None:
+        """One dataset's events recorded: a line when `every` seconds passed since the last."""
+        self.count += 1
+        if self.clock() - self.last >= self.every:
+            self._line()
+
+    def done(self, upto: int) -> None:
+        """A batch finished: always a line, so short runs say what they recorded too."""
+        self.count = upto
+        self._line()
+
+    def _line(self) -> None:
+        self.log(f"recorded {self.count}/{self.total} datasets")
+        self.last = self.clock()

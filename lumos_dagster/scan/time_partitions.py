@@ -1,0 +1,67 @@
+"""Which Hive-style partition folders drive time, and at what granularity.
+
+* `year=/month=/day=` together are one date (`year/month/day`, values may be unpadded);
+* otherwise a key whose values are all dates: `dt=`, `date=`, `ds=` first, then any other;
+* an `hour=` folder below the date makes it hourly (`dt/hour`, `year/month/day/hour`).
+
+A composite key is the keys joined by `/` (no key can hold one: keys are folder names), its
+format the matching `strptime` formats joined the same way.
+"""
+
+from __future__ import annotations
+
+from datetime import date, datetime
+from typing import Iterable, Mapping
+
+DATE_FORMATS = ("%Y-%m-%d", "%Y%m%d")
+DATE_KEYS = ("dt", "date", "ds")  # Hive's usual names for a date partition, preferred to other date-valued keys
+YEAR_MONTH_DAY = ("year", "month", "day")
+HOUR = "hour"
+
+
+def parse_time(value: str, fmt: str | None = None) -> datetime | None:
+    for candidate in (fmt,) if fmt else DATE_FORMATS:
+        try:
+            return datetime.strptime(value, candidate)
+        except ValueError:
+            continue
+    return None
+
+
+def parse_date(value: str, fmt: str | None = None) -> date | None:
+    moment = parse_time(value, fmt)
+    return None if moment is None else moment.date()
+
+
+def partition_time(key: str, fmt: str, partition: Mapping[str, str]) -> datetime | None:
+    """The moment a file's partition values name under the (possibly composite) time key."""
+    values = [partition.get(k) for k in key.split("/")]
+    return None if None in values else parse_time("/".join(values), fmt)
+
+
+def granularity(time_format: str | None) -> str | None:
+    if time_format is None:
+        return None
+    return "hourly" if "%H" in time_format else "daily"
+
+
+def _candidates(keys: tuple[str, ...]) -> Iterable[tuple[tuple[str, ...], str]]:
+    if all(k in keys for k in YEAR_MONTH_DAY):
+        yield YEAR_MONTH_DAY, "%Y/%m/%d"
+    ordered = [k for k in keys if k in DATE_KEYS] + [k for k in keys if k not in DATE_KEYS and k != HOUR]
+    for key in ordered:
+        for fmt in DATE_FORMATS:
+            yield (key,), fmt
+
+
+def time_key(keys: tuple[str, ...], partitions: list[Mapping[str, str]]) -> tuple[str | None, str | None]:
+    """(key, format) of the partition that drives time, hourly when every file has an `hour=`
+    folder below its date; (None, None) when no key's values are all dates."""
+    for parts, fmt in _candidates(keys):
+        below = keys.index(HOUR) > max(keys.index(p) for p in parts) if HOUR in keys else False
+        options = [((*parts, HOUR), f"{fmt}/%H"), (parts, fmt)] if below else [(parts, fmt)]
+        for chosen, chosen_fmt in options:
+            key = "/".join(chosen)
+            if all(partition_time(key, chosen_fmt, p) for p in partitions):
+                return key, chosen_fmt
+    return None, None

@@ -1,0 +1,57 @@
+"""What a table format is to Lumos: a folder whose own log or metadata describes it.
+
+A table format (Delta Lake, Iceberg) says which listed paths prove a table folder, and opens
+a table to give its versions and, for any one of them, its schema and statistics. Lumos never
+reads a table's data files: a file the log has removed is not part of the table.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol, Sequence, runtime_checkable
+
+from lumos_dagster.formats.base import FsSpec
+from lumos_dagster.model import OperationalStats, Schema, TableVersion
+
+
+@dataclass(frozen=True)
+class TableState:
+    """A table as of one version (`table`: which, and when it was committed)."""
+
+    schema: Schema
+    table: TableVersion
+    stats: OperationalStats = field(default_factory=OperationalStats)
+    description: str | None = None
+
+
+@dataclass(frozen=True)
+class ListedFile:
+    """A file listed under the table folder: its path relative to the folder, and its mtime (epoch s)."""
+
+    path: str
+    mtime: float
+
+
+class Table(Protocol):
+    def versions(self) -> list[TableVersion]:
+        """The versions the table can still be read at, oldest first, commit times rising."""
+
+    def state(self, version: TableVersion) -> TableState:
+        """The table as of `version`, one of `versions()`."""
+
+
+@runtime_checkable
+class TableFormat(Protocol):
+    """A table format, registered in `lumos_dagster.tables.TABLES` (or named by a `lumos.tables`
+    entry point) under its `type`, which becomes its datasets' format."""
+
+    type: str  # the datasets' format, e.g. "delta"
+    platform: str  # the catalog platform of its tables, e.g. "delta-lake" (DataHub's name)
+    hidden: tuple[str, ...]  # `_x`/`.x` folder names a listing must walk into, e.g. ("_delta_log",)
+
+    def root_of(self, path: str) -> str | None:
+        """The table folder that the listed `path` (relative to the source root) proves, or None."""
+
+    def open(self, uri: str, fs: FsSpec | None, listed: Sequence[ListedFile]) -> Table:
+        """The table at `uri` (a local path, or `bucket/key` on the remote file system `fs`);
+        `listed` is what the listing found under its folder. Raises with a one-line reason."""

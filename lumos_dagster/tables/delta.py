@@ -1,0 +1,165 @@
+"""Delta Lake: a folder with a `_delta_log/` is one table, read through delta-rs (`deltalake`).
+
+Everything comes from the log, never from data files: the schema (its `metaData`), the
+partition columns, and the live files with their sizes and row counts (the `add` actions a
+later `remove` has not cancelled). Under column mapping every column carries a
+`delta.columnMapping.id`, which becomes the field id: a renamed column is a rename.
+
+A version's commit time is what Delta readers use for time travel: the commit file's
+modification time, made to rise with the version as Delta does (a commit not later than the
+one before counts 1 ms after it), or the `inCommitTimestamp` when the table enables
+in-commit timestamps.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import replace
+from datetime import datetime, timedelta, timezone
+from typing import TYPE_CHECKING, Any, Sequence
+
+import pyarrow as pa
+
+from lumos_dagster.formats.arrow import from_arrow_schema
+from lumos_dagster.formats.base import FsSpec
+from lumos_dagster.model import OperationalStats, TableVersion
+from lumos_dagster.tables.base import ListedFile, TableState
+
+if TYPE_CHECKING:
+    from deltalake import DeltaTable
+
+LOG = "_delta_log"
+_COMMIT = re.compile(rf"{LOG}/(\d{{20}})\.json")
+#: how a null partition value is spelled, as Hive and Delta spell it in paths
+NULL_PARTITION = "__HIVE_DEFAULT_PARTITION__"
+_ONE_MS = timedelta(milliseconds=1)
+
+
+FORMAT = "delta"
+
+
+class DeltaFormat:
+    type = FORMAT
+    platform = "delta-lake"  # DataHub's platform for Delta tables, wherever they are stored
+    hidden = (LOG,)
+
+    def root_of(self, path: str) -> str | None:
+        parts = path.split("/")
+        if LOG not in parts[:-1]:
+            return None
+        return "/".join(parts[: parts.index(LOG)])
+
+    def open(self, uri: str, fs: FsSpec | None, listed: Sequence[ListedFile]) -> DeltaLog:
+        return DeltaLog(uri, fs, listed)
+
+
+DELTA = DeltaFormat()
+
+
+def storage_options(fs: FsSpec | None) -> dict[str, str] | None:
+    """delta-rs' options for the remote file system `fs` (credentials: the AWS chain, as for files)."""
+    if fs is None:
+        return None
+    kind, endpoint, region, scheme = fs
+    if kind != "s3":
+        raise ValueError(f"unknown file system {kind!r}")
+    options = {"AWS_ALLOW_HTTP": "true"} if scheme == "http" else {}
+    if endpoint:
+        options["AWS_ENDPOINT_URL"] = f"{scheme or 'https'}://{endpoint}"
+    if region:
+        options["AWS_REGION"] = region
+    return options
+
+
+class DeltaLog:
+    """One Delta table, loaded once and moved between versions (delta-rs replays the log)."""
+
+    def __init__(self, uri: str, fs: FsSpec | None, listed: Sequence[ListedFile]):
+        from deltalake import DeltaTable
+
+        self.uri = uri
+        self.table: DeltaTable = DeltaTable(f"s3://{uri}" if fs else uri, storage_options=storage_options(fs))
+        self.latest = self.table.version()
+        self.commits = {int(m.group(1)): f.mtime for f in listed if (m := _COMMIT.fullmatch(f.path))}
+
+    def versions(self) -> list[TableVersion]:
+        if self.table.metadata().configuration.get("delta.enableInCommitTimestamps") == "true":
+            times = self._in_commit_times()
+        else:
+            times = {v: datetime.fromtimestamp(t, timezone.utc) for v, t in self.commits.items() if v <= self.latest}
+        out: list[TableVersion] = []
+        for v in sorted(times):
+            at = times[v]
+            if out and at <= out[-1].committed_at:
+                at = out[-1].committed_at + _ONE_MS
+            out.append(TableVersion(FORMAT, str(v), at))
+        return out
+
+    def _in_commit_times(self) -> dict[int, datetime]:
+        """Versions from the one in-commit timestamps started with (earlier ones have none)."""
+        out = {}
+        for h in self.table.history():
+            ms = h.get("inCommitTimestamp")
+            if ms is not None:
+                out[h["version"]] = datetime.fromtimestamp(ms / 1000, timezone.utc)
+        return out
+
+    def state(self, version: TableVersion) -> TableState:
+        dt = self.table
+        if dt.version() != int(version.version):
+            dt.load_as_version(int(version.version))
+        delta_schema = dt.schema()
+        schema = from_arrow_schema(pa.schema(delta_schema.to_arrow()), _native_types(delta_schema.to_json()).get)
+        metadata = dt.metadata()
+        files = pa.table(dt.get_add_actions(flatten=True))
+        rows = files.column("num_records").to_pylist() if "num_records" in files.column_names else [None]
+        partitions = {}
+        for col in metadata.partition_columns:
+            values = files.column(f"partition.{col}").to_pylist() if files.num_rows else []
+            partitions[col] = sorted({NULL_PARTITION if v is None else str(v) for v in values})
+        return TableState(
+            schema=schema,
+            table=replace(version, partition_spec=tuple(metadata.partition_columns)),
+            stats=OperationalStats(
+                file_count=files.num_rows,
+                total_bytes=sum(files.column("size_bytes").to_pylist()),
+                # a file written without statistics leaves the count unknown, not smaller
+                row_count=sum(rows) if None not in rows and not _has_deletion_vectors(files) else None,
+                last_modified=version.committed_at,
+                partition_values=partitions,
+            ),
+            description=metadata.description or None,
+        )
+
+
+def _has_deletion_vectors(files: pa.Table) -> bool:
+    """Rows deleted through deletion vectors are still in `numRecords`: the live count is not known."""
+    columns = [c for c in files.column_names if c.startswith("deletionVector")]
+    return any(files.column(c).null_count < files.num_rows for c in columns)
+
+
+def _native_types(schema_json: str) -> dict[str, str]:
+    """Field path → Delta's own spelling of its type (`long`, `decimal(10,2)`, `array<string>`),
+    paths as the Arrow conversion walks them (list and map elements add no segment)."""
+    out: dict[str, str] = {}
+
+    def spell(t: Any, path: str) -> str:
+        if isinstance(t, str):
+            return t
+        kind = t["type"]
+        if kind == "struct":
+            inner = []
+            for f in t["fields"]:
+                own = spell(f["type"], f"{path}{f['name']}.")
+                out[f"{path}{f['name']}"] = own
+                inner.append(f"{f['name']}:{own}")
+            return f"struct<{','.join(inner)}>"
+        if kind == "array":
+            return f"array<{spell(t['elementType'], path)}>"
+        if kind == "map":
+            return f"map<{spell(t['keyType'], path)},{spell(t['valueType'], path)}>"
+        return str(kind)
+
+    spell(json.loads(schema_json), "")
+    return out

@@ -1,0 +1,109 @@
+"""Iceberg tables found in storage: a folder with `metadata/*.metadata.json` is one table, whatever
+its `data/` and `metadata/` hold (`lumos_dagster.tables` groups every file under it into it).
+
+The current metadata file is the one `metadata/version-hint.text` names, else the highest
+version; pyiceberg reads it (`StaticTable`) and `tables/iceberg_history.py` turns it into the
+table's states. Neither manifests nor data files are opened.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from typing import Iterable, Sequence
+
+from lumos_dagster.formats.base import FsSpec
+from lumos_dagster.model import TableVersion
+from lumos_dagster.tables.base import ListedFile, TableState
+
+FORMAT = "iceberg"
+METADATA_DIR = "metadata"
+VERSION_HINT = f"{METADATA_DIR}/version-hint.text"
+_METADATA_FILE = re.compile(r"^v?(\d+)(?:-[^/]*)?\.metadata\.json$")
+
+
+def metadata_version(name: str) -> int | None:
+    """The version in a metadata file's name: `v3.metadata.json` (Hadoop tables) or
+    `00007-<uuid>.metadata.json` (catalog tables); None for any other file."""
+    m = _METADATA_FILE.match(name)
+    return int(m.group(1)) if m else None
+
+
+def current_metadata(metadata_files: Iterable[str], hint: str | None = None) -> str | None:
+    """The current metadata file of a table found in storage: the one `version-hint.text` names
+    (its content, when given), else the highest version."""
+    files = list(metadata_files)
+    if hint is not None:
+        hint = hint.strip()
+        for path in files:
+            name = posixpath.basename(path)
+            if name in (hint, f"{hint}.metadata.json") or (hint.isdigit() and metadata_version(name) == int(hint)):
+                return path
+    return max(files, key=lambda p: metadata_version(posixpath.basename(p)) or -1, default=None)
+
+
+class IcebergFormat:
+    type = FORMAT
+    platform = "iceberg"  # DataHub's platform for Iceberg tables
+    hidden = ()
+
+    def root_of(self, path: str) -> str | None:
+        folder, name = posixpath.split(path)
+        if posixpath.basename(folder) != METADATA_DIR or metadata_version(name) is None:
+            return None
+        return posixpath.dirname(folder)
+
+    def open(self, uri: str, fs: FsSpec | None, listed: Sequence[ListedFile]) -> IcebergTable:
+        return IcebergTable(uri, fs, listed)
+
+
+ICEBERG = IcebergFormat()
+
+
+def _location(uri: str, fs: FsSpec | None) -> str:
+    """Where pyiceberg finds `uri`: a local path, or `s3://bucket/key`."""
+    if fs is None:
+        return uri
+    if fs[0] != "s3":
+        raise ValueError(f"unknown file system {fs[0]!r}")
+    return f"s3://{uri}"
+
+
+def _properties(fs: FsSpec | None) -> dict[str, str]:
+    if fs is None:
+        return {}
+    _, endpoint, region, scheme = fs
+    out = {}
+    if endpoint:
+        out["s3.endpoint"] = f"{scheme or 'https'}://{endpoint}"
+    if region:
+        out["s3.region"] = region
+    return out
+
+
+class IcebergTable:
+    """One Iceberg table found in storage, its current metadata read once."""
+
+    def __init__(self, uri: str, fs: FsSpec | None, listed: Sequence[ListedFile]):
+        from pyiceberg.io import load_file_io
+        from pyiceberg.table import StaticTable
+
+        from lumos_dagster.tables.iceberg_history import history
+
+        base, props = _location(uri, fs), _properties(fs)
+        files = [f.path for f in listed if metadata_version(posixpath.basename(f.path)) is not None]
+        hint = None
+        if any(f.path == VERSION_HINT for f in listed):
+            path = f"{base}/{VERSION_HINT}"
+            with load_file_io(props, path).new_input(path).open() as stream:
+                hint = stream.read().decode()
+        current = current_metadata([f for f in files if posixpath.dirname(f) == METADATA_DIR], hint)
+        if current is None:
+            raise ValueError(f"no metadata file in {uri}/{METADATA_DIR}")
+        self.states = {s.table: s for s in history(StaticTable.from_metadata(f"{base}/{current}", props).metadata)}
+
+    def versions(self) -> list[TableVersion]:
+        return list(self.states)
+
+    def state(self, version: TableVersion) -> TableState:
+        return self.states[version]

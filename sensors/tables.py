@@ -1,0 +1,45 @@
+"""Table change sensors: one per table source with a cheap fingerprint listing (the warehouses).
+Each tick reads every table's fingerprint in one pass over INFORMATION_SCHEMA and requests the
+current partition of exactly the datasets whose tables changed (lumos_dagster.scan.table_watch)."""
+
+import json
+
+from dagster import DefaultSensorStatus, SensorDefinition, SensorResult, SkipReason, sensor
+
+from lumos_dagster.scan.report import ScanReport
+from lumos_dagster.scan.table_watch import look_tables
+from lumos_dagster.sources.base import TableSource
+from lumos_dagster.store import SnapshotStore
+from sensors.storage import plan
+from sensors.triggers import Targets
+
+
+def table_sensor(source: TableSource, store_url: str, targets: Targets, interval: int = 60) -> SensorDefinition:
+    selection = [targets.keys[n] for n, s in targets.specs.items() if s.source == source.name]
+
+    @sensor(
+        name=f"lumos_tables_{''.join(c if c.isalnum() else '_' for c in source.name)}",
+        description=f"Re-snapshots the tables and views of {source.root} whose columns or state changed.",
+        minimum_interval_seconds=interval,
+        default_status=DefaultSensorStatus.STOPPED,
+        asset_selection=selection or None,
+    )
+    def _tables(context):
+        cursor = json.loads(context.cursor) if context.cursor else {}
+        report = ScanReport()
+        store = SnapshotStore(store_url)
+        try:
+            seen = look_tables(source, store, cursor.get("generation"), report, cursor.get("state"))
+        finally:
+            store.close()
+        if seen is None:  # keep the cursor: the next tick compares with the same state
+            return SkipReason(f"cannot read {source.root}: {report.failures[0][1]}")
+        next_cursor = json.dumps({"generation": seen.generation, "state": seen.state})
+        if seen.baseline:
+            return SensorResult(skip_reason=f"baseline of {seen.files} tables recorded", cursor=next_cursor)
+        unknown = sorted({c.dataset for c in seen.changes if c.kind == "created" and not targets.known(c.dataset)})
+        if unknown:  # `lumos discover` (or its job) records them; they become assets after a reload
+            context.log.info(f"new tables in {source.root}: {', '.join(unknown)}")
+        return SensorResult(run_requests=plan(source.name, seen.changes, targets), cursor=next_cursor)
+
+    return _tables
