@@ -24,7 +24,9 @@ from benchmarks.load_definitions import measure as load_definitions
 from benchmarks.measure import machine
 
 LAKE = (1_000, 10, 2)  # datasets, files, partitions: the lake beside DataHub's source
-DELTA_LAKE = (100, 20)  # Delta tables, versions each: a backfill beside reading the logs with delta-rs
+DELTA_LAKE = (100, 20)
+#: sections of benchmarks run on their own (`python -m benchmarks.api_load`), kept from the report being replaced
+KEPT = "## The API under load"  # Delta tables, versions each: a backfill beside reading the logs with delta-rs
 
 
 def _log(text: str) -> None:
@@ -142,7 +144,11 @@ def main(argv: list[str] | None = None) -> None:
     rows = micro.run_all(args.large)
     sections = [side, growth, storages, definitions, reading, tables, ["### Micro benchmarks", "", micro.render(rows)]]
     report = "\n".join(header + [line for section in sections for line in [*section, ""]])
-    Path(args.output).write_text(report)
+    output = Path(args.output)
+    earlier = output.read_text() if output.exists() else ""
+    if KEPT in earlier:  # a benchmark run on its own keeps its section
+        report += "\n" + earlier[earlier.index(KEPT) :]
+    output.write_text(report)
     print(report)
 
 

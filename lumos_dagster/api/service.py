@@ -446,7 +446,7 @@ class Lumos:
         catalogue = self._catalogue(v)
         docs = v.latest_many([d.ref.urn for d in catalogue.datasets])
         found = documents(catalogue, lambda d: snapshot_loads(docs[d.ref.urn]) if d.ref.urn in docs else None)
-        return SearchIndex(found), {d.dataset: d for d in found}
+        return SearchIndex(found).prepared(), {d.dataset: d for d in found}
 
     def search(self, q: str = "", platform: str | None = None, owner: str | None = None, tag: str | None = None,
                min_quality: float | None = None, limit: int = 20) -> list[m.SearchHit]:  # fmt: skip

@@ -90,6 +90,9 @@ def serve(config_file, host, port, hash_token, new_token, openapi, log_level) ->
         await app(scope, receive, send)
 
     click.echo(f"Lumos API on http://{host}:{port} (docs: /docs, OpenAPI: /openapi.json)", err=True)
+    # requests get the interpreter back sooner while a thread rebuilds a whole-estate cache (the
+    # search index, the lineage graph): 5 ms turns put that rebuild into their tail latency
+    sys.setswitchinterval(0.0005)
     try:
         uvicorn.run(lifespan_app, host=host, port=port, log_level=log_level, server_header=False,
                     date_header=False, timeout_keep_alive=5, access_log=log_level == "debug")  # fmt: skip
