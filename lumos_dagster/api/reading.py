@@ -26,7 +26,7 @@ from sqlalchemy.engine import Connection, Engine
 
 from lumos_dagster.plugins import expand_secrets
 from lumos_dagster.store import SnapshotStore
-from lumos_dagster.store.tables import datasets_table, snapshots_table
+from lumos_dagster.store.tables import datasets_table, latest_captures, snapshots_table
 
 _deadline = threading.local()
 
@@ -110,19 +110,7 @@ class ReadView(SnapshotStore):
     def latest_many(self, urns: list[str]) -> dict[str, str]:
         """urn → the stored document of its latest capture (newest partition, then capture), in one
         query per 500 datasets."""
-        t = snapshots_table
-        ranked = (
-            sa.select(
-                t.c.urn,
-                t.c.document,
-                sa.func.row_number()
-                .over(partition_by=t.c.urn, order_by=(t.c.partition_key.desc(), t.c.id.desc()))
-                .label("rank"),
-            )
-            .where(t.c.urn.in_(sa.bindparam("urns", expanding=True)))
-            .subquery()
-        )
-        q = sa.select(ranked.c.urn, ranked.c.document).where(ranked.c.rank == 1)
+        q = latest_captures()
         out: dict[str, str] = {}
         for start in range(0, len(urns), 500):
             out.update(dict(self._conn.execute(q, {"urns": urns[start : start + 500]}).all()))

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from contextlib import closing
 from dataclasses import dataclass, field
 from datetime import datetime
 from fnmatch import fnmatchcase
@@ -490,12 +491,8 @@ class WarehouseSource(TableSource):
 
     def discover(self, report: ScanReport, progress: Progress | None = None) -> list[DatasetRecord] | None:
         try:
-            conn = self._connect()
-            try:
-                relations = self._relations(conn)
-                views = self._views(conn)
-            finally:
-                conn.close()
+            with closing(self._connect()) as conn:
+                relations, views = self._relations(conn), self._views(conn)
         except ConfigError as exc:
             report.fail(f"source {self.name}", str(exc))
             return None
@@ -523,12 +520,8 @@ class WarehouseSource(TableSource):
     def stored_sql(self, report: ScanReport) -> StoredSql | None:
         """The views' definitions, for column lineage through DataHub's parser in the platform's dialect."""
         try:
-            conn = self._connect()
-            try:
-                relations = self._relations(conn)
-                views = self._views(conn)
-            finally:
-                conn.close()
+            with closing(self._connect()) as conn:
+                relations, views = self._relations(conn), self._views(conn)
         except Exception as exc:
             self._failed(report, "the view definitions", exc)
             return None
@@ -541,16 +534,13 @@ class WarehouseSource(TableSource):
 
     def describe(self, location: str) -> TableDescription | None:
         schema, table = unquote(location)
-        conn = self._connect()
-        try:
+        with closing(self._connect()) as conn:
             rel = self._relations(conn, (schema, table)).get((schema, table))
             if rel is None:
                 return None
             keys = self._keys(conn, schema, table)
             views = self._views(conn) if rel.kind != "table" else {}
             known = self._relations(conn) if views else {}
-        finally:
-            conn.close()
         return TableDescription(
             schema=Schema(self.fields(rel.columns, keys)),
             stats=OperationalStats(
@@ -584,11 +574,8 @@ class WarehouseSource(TableSource):
         """Location → (dataset name, digest of its columns, comment, rows, size and last change),
         from the two listing queries: what the change sensor compares between ticks."""
         try:
-            conn = self._connect()
-            try:
+            with closing(self._connect()) as conn:
                 relations = self._relations(conn)
-            finally:
-                conn.close()
         except Exception as exc:
             self._failed(report, "the catalog", exc)
             return None

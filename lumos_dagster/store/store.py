@@ -48,6 +48,7 @@ from lumos_dagster.store.tables import (
     code_table,
     datasets_table,
     file_state_table,
+    latest_captures,
     meta_table,
     metadata,
     outbox_table,
@@ -545,19 +546,7 @@ class SnapshotStore:
     ) -> dict[str, list[Snapshot]]:
         """`version_histories`, each dataset at its own partition key (urn → key)."""
         t = snapshots_table
-        ranked = (
-            sa.select(
-                t.c.urn,
-                t.c.document,
-                sa.func.row_number()
-                .over(partition_by=t.c.urn, order_by=(t.c.partition_key.desc(), t.c.id.desc()))
-                .label("rank"),
-            )
-            .where(t.c.urn.in_(sa.bindparam("urns", expanding=True)), t.c.partition_key <= sa.bindparam("pk"))
-            .where(t.c.readable)
-            .subquery()
-        )
-        latest = sa.select(ranked.c.urn, ranked.c.document).where(ranked.c.rank == 1)
+        latest = latest_captures(t.c.partition_key <= sa.bindparam("pk"), t.c.readable)
         out: dict[str, list[Snapshot]] = {}
         for pk, urns in self._by_partition(partitions).items():
             for chunk in _chunks(urns):

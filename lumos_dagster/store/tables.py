@@ -104,6 +104,24 @@ code_table = sa.Table(
 )
 
 
+def latest_captures(*conditions) -> sa.Select:
+    """(urn, document) of each dataset's latest capture (newest partition, then capture) among the
+    rows matching `conditions`; the datasets are the expanding parameter `urns`."""
+    t = snapshots_table
+    ranked = (
+        sa.select(
+            t.c.urn,
+            t.c.document,
+            sa.func.row_number()
+            .over(partition_by=t.c.urn, order_by=(t.c.partition_key.desc(), t.c.id.desc()))
+            .label("rank"),
+        )
+        .where(t.c.urn.in_(sa.bindparam("urns", expanding=True)), *conditions)
+        .subquery()
+    )
+    return sa.select(ranked.c.urn, ranked.c.document).where(ranked.c.rank == 1)
+
+
 #: the columns each schema version added, by (table, column): an older store gets them when opened
 MIGRATIONS: dict[int, list[tuple[sa.Table, str]]] = {
     2: [(outbox_table, "claimed_by"), (outbox_table, "claimed_until")],  # outbox claims
