@@ -61,6 +61,26 @@ def demo_config() -> dict:
     return config
 
 
+def demo_project(folder: Path, day: date, edit=None) -> Path:
+    """The demo lake as of `day` under `folder`, and a lumos.yaml beside it (store and DataHub Lite
+    there too, partitions from 2026-11-01, no profiling: it needs Spark); `edit(config)` may change
+    the config first. Returns the config's path."""
+    from lumos_dagster.demo import build_demo_lake
+
+    build_demo_lake(str(folder / "lake"), today=day)
+    config = demo_config()
+    config["sources"][0]["root"] = "lake"
+    config["store"], config["catalog"]["path"] = {"path": "store.db"}, "catalog.db"
+    config["partitions"]["start"] = "2026-11-01"
+    for d in config["datasets"]:
+        d.pop("profile", None)
+    if edit is not None:
+        edit(config)
+    path = folder / "lumos.yaml"
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
 def spark_run(spark, config, sources, catalogue, partitions):
     """The snapshot pipeline over every dataset of `catalogue`, reading on Spark, with no history."""
     from lumos_dagster.scan.pipeline import Services, run_pipeline

@@ -17,15 +17,13 @@ from pathlib import Path
 
 import pyarrow.orc as orc
 import pytest
-import yaml
 from click.testing import CliRunner
 from dagster import DagsterEventType, DagsterInstance
 
 from lumos_dagster.cli import main
 from lumos_dagster.config import load_config
 from lumos_dagster.definitions import build_definitions
-from lumos_dagster.demo import build_demo_lake
-from tests.lake import demo_config
+from tests.lake import demo_project
 
 GOLDEN = Path(__file__).parent / "golden" / "cli"
 DAY = date(2026, 11, 25)
@@ -35,15 +33,7 @@ DATASETS = 8
 @pytest.fixture(scope="module")
 def project(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("cli-golden")
-    build_demo_lake(str(tmp / "lake"), today=DAY)
-    config = demo_config()
-    config["sources"][0]["root"] = "lake"
-    config["store"], config["catalog"]["path"] = {"path": "store.db"}, "catalog.db"
-    config["partitions"]["start"] = "2026-11-01"
-    for d in config["datasets"]:
-        d.pop("profile", None)  # profiling needs Spark; nothing here is about profiles
-    (tmp / "lumos.yaml").write_text(yaml.safe_dump(config))
-    path = str(tmp / "lumos.yaml")
+    path = str(demo_project(tmp, DAY))
     assert CliRunner().invoke(main, ["discover", "--config", path]).exit_code == 0
 
     cfg = load_config(path)

@@ -20,11 +20,10 @@ from lumos_dagster.catalog.datahub_lite import DataHubLiteCatalog
 from lumos_dagster.cli import main
 from lumos_dagster.config import load_config
 from lumos_dagster.definitions import build_definitions
-from lumos_dagster.demo import build_demo_lake
 from lumos_dagster.model import DatasetRef, Field, LineageEdge, Owner, Primitive, Schema, Snapshot
 from tests.fake_atlas import FakeAtlas
 from tests.fake_servers import FakeOpenMetadata
-from tests.lake import demo_config
+from tests.lake import demo_project
 
 DAY = date(2026, 11, 25)
 GENERATED = 1000
@@ -58,14 +57,7 @@ def lite(tmp_path_factory):
     """A DataHub Lite file holding the demo estate (a Dagster run over the demo lake) and 1,000
     generated datasets; and every owner it names, as OpenMetadata would need them."""
     tmp = tmp_path_factory.mktemp("migrate")
-    build_demo_lake(str(tmp / "lake"), today=DAY)
-    config = demo_config()
-    config["sources"][0]["root"] = "lake"
-    config["store"], config["catalog"]["path"] = {"path": "store.db"}, "catalog.db"
-    config["partitions"]["start"] = "2026-11-01"
-    for d in config["datasets"]:
-        d.pop("profile", None)  # profiling needs Spark; nothing here is about profiles
-    (tmp / "lumos.yaml").write_text(yaml.safe_dump(config))
+    demo_project(tmp, DAY)
     assert CliRunner().invoke(main, ["discover", "--config", str(tmp / "lumos.yaml")]).exit_code == 0
     job = build_definitions(load_config(str(tmp / "lumos.yaml"))).resolve_implicit_global_asset_job_def()
     assert job.execute_in_process(partition_key=str(DAY), instance=DagsterInstance.ephemeral()).success

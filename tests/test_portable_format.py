@@ -14,7 +14,6 @@ from importlib.metadata import version
 from pathlib import Path
 
 import pytest
-import yaml
 from click.testing import CliRunner
 from dagster import DagsterInstance
 from hypothesis import given, settings
@@ -25,9 +24,8 @@ from lumos_dagster.catalog.estate_migration import migrate_document
 from lumos_dagster.cli import main
 from lumos_dagster.config import load_config
 from lumos_dagster.definitions import build_definitions
-from lumos_dagster.demo import build_demo_lake
 from lumos_dagster.store import SnapshotStore
-from tests.lake import demo_config
+from tests.lake import demo_project
 from tests.test_model import names, snapshots, texts
 
 V1 = Path(__file__).parent / "data" / "portable" / "estate_v1.json"
@@ -164,16 +162,9 @@ def demo(tmp_path_factory):
     """The demo lake materialized by Dagster for DAY, its glossary with a definition and a PII term,
     exported for OpenMetadata."""
     tmp = tmp_path_factory.mktemp("format")
-    build_demo_lake(str(tmp / "lake"), today=DAY)
-    config = demo_config()
-    config["sources"][0]["root"] = "lake"
-    config["store"], config["catalog"]["path"] = {"path": "store.db"}, "catalog.db"
-    config["partitions"]["start"] = "2026-11-01"
-    config["governance"]["glossary"][0].update(definition=CUSTOMER_ID, pii=True)
-    for d in config["datasets"]:
-        d.pop("profile", None)  # profiling needs Spark; nothing here is about profiles
-    path = tmp / "lumos.yaml"
-    path.write_text(yaml.safe_dump(config))
+    path = demo_project(
+        tmp, DAY, lambda config: config["governance"]["glossary"][0].update(definition=CUSTOMER_ID, pii=True)
+    )
     assert invoke("discover", "--config", path).exit_code == 0
     job = build_definitions(load_config(str(path))).resolve_implicit_global_asset_job_def()
     assert job.execute_in_process(partition_key=str(DAY), instance=DagsterInstance.ephemeral()).success
