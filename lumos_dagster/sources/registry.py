@@ -2,7 +2,8 @@
 
 A source's entry needs `type` and a unique `name`; the source it builds is a FileSource or
 a TableSource (lumos_dagster.sources.base). Builders import their source's module only
-when one is configured: S3 needs boto3, Azure adlfs, GCS gcsfs, PostgreSQL psycopg, MongoDB pymongo, Iceberg pyiceberg.
+when one is configured: S3 needs boto3, Azure adlfs, GCS gcsfs, PostgreSQL psycopg, MongoDB pymongo, Iceberg pyiceberg,
+Kafka confluent-kafka.
 """
 
 from __future__ import annotations
@@ -147,6 +148,34 @@ class IcebergSourceConfig(ConfigModel):
     platform: str = Field("iceberg", description="Catalog platform of the tables (DataHub's is `iceberg`).")
 
 
+class KafkaSourceConfig(ConfigModel):
+    type: Literal["kafka"] = "kafka"
+    name: str = Field("kafka", description="Unique source name.")
+    bootstrap_servers: str = Field(description="Brokers to bootstrap from, `host:port[,host:port…]`.")
+    topics: list[str] = Field(default_factory=lambda: ["*"], description="Topic name globs to include.")
+    exclude: list[str] = Field(default_factory=list, description="Topic name globs to leave out.")
+    internal: bool = Field(False, description="Also topics whose name starts with `_` (`__consumer_offsets`…).")
+    schema_registry_url: Secret | None = Field(
+        None, description="Confluent Schema Registry (REST): subjects `<topic>-key`/`<topic>-value` give the schemas."
+    )
+    schema_registry_user: str | None = Field(None, description="Registry basic-auth user.")
+    schema_registry_password: Secret | None = Field(None, description="Registry basic-auth password; use ${ENV}.")
+    sample_size: int = Field(
+        100, ge=1, le=10000, description="Messages read per topic where no subject gives its schema."
+    )
+    timeout: float = Field(10.0, gt=0, description="Seconds to wait for the brokers or the registry before failing.")
+    security_protocol: Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"] = Field(
+        "PLAINTEXT", description="How to reach the brokers."
+    )
+    sasl_mechanism: str | None = Field(None, description="`PLAIN`, `SCRAM-SHA-256`, `SCRAM-SHA-512`…")
+    sasl_username: str | None = Field(None, description="SASL user.")
+    sasl_password: Secret | None = Field(None, description="SASL password; use ${ENV}.")
+    properties: dict[str, Secret] = Field(
+        default_factory=dict, description="Further librdkafka properties (`ssl.ca.location`…); ${ENV} allowed."
+    )
+    platform: str = Field("kafka", description="Catalog platform of the topics (DataHub's is `kafka`).")
+
+
 def _local(entry: LocalSourceConfig, context: BuildContext):
     from lumos_dagster.sources.local import LocalSource
 
@@ -191,6 +220,12 @@ def _warehouse(entry, context: BuildContext):
     return WarehouseSource(entry, where=context.where)
 
 
+def _kafka(entry: KafkaSourceConfig, context: BuildContext):
+    from lumos_dagster.sources.kafka import KafkaSource
+
+    return KafkaSource(entry, where=context.where)
+
+
 def _iceberg(entry: IcebergSourceConfig, context: BuildContext):
     from lumos_dagster.sources.iceberg import IcebergSource
 
@@ -208,6 +243,7 @@ SOURCES: Registry[Plugin] = Registry(
         Plugin("postgres", PostgresSourceConfig, _postgres),
         Plugin("mongodb", MongoSourceConfig, _mongodb),
         Plugin("iceberg", IcebergSourceConfig, _iceberg),
+        Plugin("kafka", KafkaSourceConfig, _kafka),
         # warehouses: one source, a dialect each (lumos_dagster.sources.warehouse)
         Plugin("snowflake", SnowflakeSourceConfig, _warehouse),
         Plugin("duckdb", DuckDBSourceConfig, _warehouse),

@@ -1,0 +1,308 @@
+"""Kafka topics as datasets, through confluent-kafka (librdkafka).
+
+Each topic is a dataset named after it, on DataHub's `kafka` platform; topics whose name starts
+with `_` (`__consumer_offsets`, `_schemas`) are left out unless `internal: true`. Its schema is the
+message value's fields, with the key as one more field, `__key` (marked as the key). Where a
+schema registry is configured, the subjects `<topic>-value` and `<topic>-key` give them (Avro
+or JSON Schema, their latest version: a new version is a schema change, versioned by the same
+engine and policies as any other). What no subject describes is inferred from a sample of the
+topic's newest messages: JSON, or Avro and JSON Schema framed as the registry's serializers write
+them (magic byte 0, a 4-byte schema id), the schema of the newest message's id.
+
+Change detection is a digest per topic of its partition count and its subjects' latest versions:
+one metadata request and one registry listing per tick. A sampled topic's shape is not in it
+(that costs a sample); its next scheduled snapshot sees it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import time
+from fnmatch import fnmatchcase
+from io import BytesIO
+from typing import Any
+
+import fastavro
+
+from lumos_dagster.errors import ConfigError
+from lumos_dagster.model import DatasetRecord, DataType, Field, OperationalStats, Schema, Struct, TableVersion
+from lumos_dagster.plugins import expand_secrets, mask_secrets
+from lumos_dagster.scan.report import ScanReport
+from lumos_dagster.sources.base import Progress, TableDescription, TableSource
+from lumos_dagster.sources.mongodb import infer_fields, merge_types, value_type
+from lumos_dagster.sources.schema_registry import RegisteredSchema, SchemaRegistry, to_schema
+
+KEY_FIELD = "__key"
+FORMAT = "topic"
+MAGIC = 0
+log = logging.getLogger(__name__)
+
+
+class KafkaSource(TableSource):
+    def __init__(self, config, where: str = "source"):
+        """`where` names the entry in errors, e.g. `lumos.yaml: sources[0]`."""
+        super().__init__(config)
+        self.where = where
+        self.root = f"kafka://{config.bootstrap_servers}"
+        self._registry: SchemaRegistry | None = None
+
+    # --- connecting
+
+    def _client_config(self) -> dict[str, Any]:
+        c = self.config
+        out: dict[str, Any] = {
+            "bootstrap.servers": c.bootstrap_servers,
+            "security.protocol": c.security_protocol,
+            "client.id": "lumos",
+            "socket.timeout.ms": int(c.timeout * 1000),
+            "logger": log,  # librdkafka's own lines go to logging, not stderr
+        }
+        if c.sasl_mechanism:
+            out["sasl.mechanism"] = c.sasl_mechanism
+        if c.sasl_username is not None:
+            out["sasl.username"] = c.sasl_username
+        if c.sasl_password is not None:
+            out["sasl.password"] = expand_secrets(c.sasl_password, f"{self.where}.sasl_password")
+        out.update({k: expand_secrets(v, f"{self.where}.properties.{k}") for k, v in c.properties.items()})
+        return out
+
+    def registry(self) -> SchemaRegistry | None:
+        c = self.config
+        if c.schema_registry_url is None:
+            return None
+        if self._registry is None:  # ${VAR}s read by the run that connects
+            auth = None
+            if c.schema_registry_user is not None:
+                password = c.schema_registry_password or ""
+                auth = (c.schema_registry_user, expand_secrets(password, f"{self.where}.schema_registry_password"))
+            url = expand_secrets(c.schema_registry_url, f"{self.where}.schema_registry_url")
+            self._registry = SchemaRegistry(url, auth, c.timeout)
+        return self._registry
+
+    def _metadata(self, topic: str | None = None):
+        from confluent_kafka import KafkaException
+        from confluent_kafka.admin import AdminClient
+
+        admin = AdminClient(self._client_config())
+        try:
+            return admin.list_topics(topic=topic, timeout=self.config.timeout)
+        except KafkaException as exc:
+            reason = exc.args[0].str() if exc.args and hasattr(exc.args[0], "str") else str(exc)
+            where = f"{self.config.bootstrap_servers} within {self.config.timeout:g}s"
+            raise ConnectionError(f"cannot reach the Kafka brokers {where}: {reason}") from None
+
+    def _wanted(self, topic: str) -> bool:
+        if topic.startswith("_") and not self.config.internal:
+            return False
+        return any(fnmatchcase(topic, p) for p in self.config.topics) and not any(
+            fnmatchcase(topic, p) for p in self.config.exclude
+        )
+
+    def _topics(self, report: ScanReport) -> dict[str, int] | None:
+        """Wanted topic → partition count; None (the reason in the report) when the brokers cannot be read."""
+        try:
+            metadata = self._metadata()
+        except ConfigError as exc:
+            report.fail(f"source {self.name}", str(exc))
+            return None
+        except ConnectionError as exc:
+            report.fail(f"source {self.name}", mask_secrets(str(exc)))
+            return None
+        return {t: len(m.partitions) for t, m in sorted(metadata.topics.items()) if m.error is None and self._wanted(t)}
+
+    def _failed(self, report: ScanReport, exc: Exception) -> None:
+        report.fail(f"source {self.name}", mask_secrets(str(exc)))
+
+    # --- the TableSource contract
+
+    def discover(self, report: ScanReport, progress: Progress | None = None) -> list[DatasetRecord] | None:
+        topics = self._topics(report)
+        if topics is None:
+            return None
+        records = [
+            DatasetRecord(name=t, platform=self.platform, source=self.name, location=t, format=FORMAT) for t in topics
+        ]
+        report.datasets_found += len(records)
+        return records
+
+    def describe(self, location: str) -> TableDescription | None:
+        """The topic's schema now (registry subjects, else a sample) and its message count; None when gone.
+        Raises, naming the topic, when its messages cannot be decoded."""
+        metadata = self._metadata(location).topics.get(location)
+        if metadata is None or metadata.error is not None or not metadata.partitions:
+            return None
+        registry = self.registry()
+        subjects = {}
+        if registry is not None:
+            for part in ("key", "value"):
+                subjects[part] = registry.version(f"{location}-{part}")
+        sample = None
+        if subjects.get("value") is None or subjects.get("key") is None:
+            sample = _Sample(self, location, sorted(metadata.partitions))
+        value = to_schema(subjects["value"]) if subjects.get("value") else sample.value_schema()
+        if subjects.get("key"):
+            key: Field | None = _key_field(to_schema(subjects["key"]), json.loads(subjects["key"].text))
+        else:
+            key = sample.key_field()
+        fields = ((key,) if key else ()) + tuple(f for f in value.fields if f.name != KEY_FIELD)
+        seen = {p: v.version for p, v in subjects.items() if v is not None}
+        return TableDescription(
+            schema=Schema(fields),
+            stats=OperationalStats(row_count=_message_count(self, location, sorted(metadata.partitions))),
+            table=TableVersion("schema-registry", ",".join(f"{p}:{v}" for p, v in seen.items()), None)
+            if seen
+            else None,
+        )
+
+    def fingerprints(self, report: ScanReport) -> dict[str, tuple[str, str]] | None:
+        """Topic → (dataset name, digest of its partition count and its subjects' latest versions)."""
+        topics = self._topics(report)
+        if topics is None:
+            return None
+        latest: dict[str, int] = {}
+        registry = self.registry()
+        try:
+            if registry is not None:
+                for subject in registry.subjects():
+                    topic, _, part = subject.rpartition("-")
+                    if topic in topics and part in ("key", "value"):
+                        latest[subject] = max(registry.versions(subject), default=0)
+        except Exception as exc:
+            self._failed(report, exc)
+            return None
+        out = {}
+        for topic, partitions in topics.items():
+            state = repr((partitions, latest.get(f"{topic}-key"), latest.get(f"{topic}-value")))
+            out[topic] = (topic, hashlib.sha1(state.encode()).hexdigest())
+        return out
+
+
+def _key_field(schema: Schema, native: Any) -> Field:
+    """The key as one field: a record key is a struct of its fields, any other its one type."""
+    record = isinstance(native, dict) and (native.get("type") in ("record", "object") or "properties" in native)
+    if record or len(schema.fields) != 1:
+        dtype: DataType = Struct(schema.fields)
+        nullable = False
+    else:
+        dtype, nullable = schema.fields[0].type, schema.fields[0].nullable
+    return Field(name=KEY_FIELD, type=dtype, nullable=nullable, is_key=True, description="the message key")
+
+
+def _message_count(source: KafkaSource, topic: str, partitions: list[int]) -> int | None:
+    """Messages the topic holds (high minus low watermark, summed): exact but for compacted topics."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer({**source._client_config(), "group.id": "lumos", "enable.auto.commit": False})
+    try:
+        total = 0
+        for p in partitions:
+            low, high = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=source.config.timeout)
+            total += high - low
+        return total
+    finally:
+        consumer.close()
+
+
+class _Sample:
+    """The newest `sample_size` messages of a topic (spread over its partitions), decoded."""
+
+    def __init__(self, source: KafkaSource, topic: str, partitions: list[int]):
+        self.source, self.topic = source, topic
+        self.messages = self._read(partitions)
+
+    def _read(self, partitions: list[int]) -> list:
+        from confluent_kafka import Consumer, KafkaError, TopicPartition
+
+        size, timeout = self.source.config.sample_size, self.source.config.timeout
+        per_partition = -(-size // len(partitions))
+        consumer = Consumer(
+            {**self.source._client_config(), "group.id": "lumos", "enable.auto.commit": False,
+             "enable.partition.eof": True}
+        )  # fmt: skip
+        try:
+            assigned = []
+            for p in partitions:
+                low, high = consumer.get_watermark_offsets(TopicPartition(self.topic, p), timeout=timeout)
+                if high > low:
+                    assigned.append(TopicPartition(self.topic, p, max(low, high - per_partition)))
+            if not assigned:
+                return []
+            consumer.assign(assigned)
+            out, done, deadline = [], set(), time.monotonic() + timeout
+            while len(done) < len(assigned) and len(out) < size and time.monotonic() < deadline:
+                message = consumer.poll(min(1.0, max(0.0, deadline - time.monotonic())))
+                if message is None:
+                    continue
+                if message.error():
+                    if message.error().code() == KafkaError._PARTITION_EOF:
+                        done.add(message.partition())
+                        continue
+                    raise ConnectionError(f"topic {self.topic}: {message.error().str()}")
+                out.append(message)
+            return sorted(out, key=lambda m: m.timestamp()[1])
+        finally:
+            consumer.close()
+
+    def _decode(self, data: bytes, message, part: str) -> tuple[Any, RegisteredSchema | None]:
+        """The payload as a value (JSON, Avro) and the registered schema it was framed with, if any."""
+        where = f"topic {self.topic}: the {part} at partition {message.partition()} offset {message.offset()}"
+        if len(data) >= 5 and data[0] == MAGIC:
+            schema_id = int.from_bytes(data[1:5], "big")
+            registry = self.source.registry()
+            if registry is None:
+                raise ValueError(f"{where} is framed with schema id {schema_id}, but no schema_registry_url is set")
+            registered = registry.by_id(schema_id)
+            try:
+                if registered.schema_type == "AVRO":
+                    parsed = fastavro.parse_schema(json.loads(registered.text))
+                    return fastavro.schemaless_reader(BytesIO(data[5:]), parsed, None), registered
+                if registered.schema_type == "JSON":
+                    return json.loads(data[5:]), registered
+            except Exception as exc:
+                raise ValueError(
+                    f"{where} does not decode with its {registered.schema_type} schema {schema_id}: {exc}"
+                ) from None
+            raise ValueError(f"{where}: schema {schema_id} is {registered.schema_type}; Lumos reads Avro and JSON")
+        try:
+            return json.loads(data), None
+        except ValueError:
+            if part == "key":  # plain keys (ids, names) are common: their type is text or bytes
+                try:
+                    return data.decode(), None
+                except UnicodeDecodeError:
+                    return data, None
+            raise ValueError(f"{where} is neither JSON nor framed by a schema registry") from None
+
+    def _decoded(self, part: str) -> list[tuple[Any, RegisteredSchema | None]]:
+        out = []
+        for m in self.messages:
+            data = m.value() if part == "value" else m.key()
+            if data is not None:
+                out.append(self._decode(data, m, part))
+        return out
+
+    def value_schema(self) -> Schema:
+        decoded = self._decoded("value")
+        if decoded and decoded[-1][1] is not None:  # framed: the newest message's registered schema
+            return to_schema(decoded[-1][1])
+        documents = [v for v, _ in decoded]
+        if documents and all(isinstance(d, dict) for d in documents):
+            return Schema(infer_fields(documents))
+        if documents:
+            return Schema((Field("value", merge_types([value_type(d) for d in documents]), nullable=False),))
+        return Schema()
+
+    def key_field(self) -> Field | None:
+        decoded = self._decoded("key")
+        if not decoded:
+            return None
+        if decoded[-1][1] is not None:
+            registered = decoded[-1][1]
+            return _key_field(to_schema(registered), json.loads(registered.text))
+        keys = [k for k, _ in decoded]
+        if all(isinstance(k, dict) for k in keys):
+            return _key_field(Schema(infer_fields(keys)), {"type": "object"})
+        dtype = merge_types([value_type(k) for k in keys])
+        return Field(KEY_FIELD, dtype, nullable=False, is_key=True, description="the message key")
