@@ -1,5 +1,5 @@
-"""Table change sensors: one per table source with a cheap fingerprint listing (the warehouses).
-Each tick reads every table's fingerprint in one pass over INFORMATION_SCHEMA and requests the
+"""Table change sensors: one per table source with a cheap fingerprint listing (warehouses, Kafka).
+Each tick reads every table's fingerprint in one listing (a warehouse's INFORMATION_SCHEMA) and requests the
 current partition of exactly the datasets whose tables changed (lumos_dagster.scan.table_watch)."""
 
 import json
@@ -10,7 +10,7 @@ from lumos_dagster.scan.report import ScanReport
 from lumos_dagster.scan.table_watch import look_tables
 from lumos_dagster.sources.base import TableSource
 from lumos_dagster.store import SnapshotStore
-from sensors.storage import plan
+from sensors.storage import is_preview, plan
 from sensors.triggers import Targets
 
 
@@ -28,8 +28,10 @@ def table_sensor(source: TableSource, store_url: str, targets: Targets, interval
         cursor = json.loads(context.cursor) if context.cursor else {}
         report = ScanReport()
         store = SnapshotStore(store_url)
+        preview = is_preview(context)
         try:
-            seen = look_tables(source, store, cursor.get("generation"), report, cursor.get("state"))
+            # a preview shows what a tick would request, and writes nothing
+            seen = look_tables(source, store, cursor.get("generation"), report, cursor.get("state"), save=not preview)
         finally:
             store.close()
         if seen is None:  # keep the cursor: the next tick compares with the same state

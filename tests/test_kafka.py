@@ -11,6 +11,7 @@ request (so the tests see the basic-auth header Lumos sends).
 """
 
 import json
+import struct
 import time
 import uuid
 
@@ -239,6 +240,38 @@ def test_undecodable_samples_fail_that_topic_only_and_name_it(kafka_broker, regi
         source.describe(truncated)
     with pytest.raises(ValueError, match=f"^topic {unframed}: .* framed with schema id 9, but no schema_registry_url"):
         kafka_source(kafka_broker).describe(unframed)
+
+
+@pytest.mark.parametrize("with_registry", [False, True])
+def test_binary_keys_starting_with_a_zero_byte_are_plain_keys_not_framed_ones(kafka_broker, registry, with_registry):
+    """A big-endian number key (Kafka's LongSerializer) starts with byte 0, as a framed one does: with
+    no registry, or no schema of that id in it, it is a binary key, not a failure of the topic."""
+    t = unique("longkeys")
+    create_topics(kafka_broker, {t: 1})
+    produce(kafka_broker, t, [(struct.pack(">q", 5), b'{"a": 1}'), (struct.pack(">q", 7), b'{"a": 2}')])
+    source = kafka_source(kafka_broker, **({"schema_registry_url": registry.url} if with_registry else {}))
+    key = source.describe(t).schema.fields[0]
+    assert (key.name, key.type, key.is_key) == (KEY_FIELD, Primitive("binary"), True)
+
+
+def test_a_value_framed_with_an_id_the_registry_lacks_names_the_topic_and_the_id(kafka_broker, registry):
+    t = unique("unknownid")
+    create_topics(kafka_broker, {t: 1})
+    produce(kafka_broker, t, [(None, framed(42, b"{}"))])
+    lacks = f"^topic {t}: the value .* framed with schema id 42, but the schema registry {registry.url} has none$"
+    with pytest.raises(ValueError, match=lacks):
+        kafka_source(kafka_broker, schema_registry_url=registry.url).describe(t)
+
+
+def test_a_registry_variable_not_set_fails_the_source_not_the_sensor(kafka_broker, monkeypatch):
+    monkeypatch.delenv("LUMOS_TEST_UNSET_REGISTRY", raising=False)
+    report = ScanReport()
+    source = kafka_source(kafka_broker, schema_registry_url="${LUMOS_TEST_UNSET_REGISTRY}")
+    assert source.fingerprints(report) is None
+    ((what, why),) = report.failures
+    assert what == "source events"
+    assert why.endswith("schema_registry_url: environment variable LUMOS_TEST_UNSET_REGISTRY is not set (set it, "
+                        "or write ${LUMOS_TEST_UNSET_REGISTRY:-default})")  # fmt: skip
 
 
 def test_registry_subjects_give_key_and_value_and_their_versions(kafka_broker, registry):

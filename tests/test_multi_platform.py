@@ -72,7 +72,7 @@ sources:
     user: LUMOS
     password: ${SNOWFLAKE_PASSWORD}
     database: ANALYTICS
-    schemas: [CRM]                    # as Snowflake spells it (names are lowercased in the catalog)
+    schemas: [crm]
     warehouse: METADATA_XS
   - type: kafka
     name: events

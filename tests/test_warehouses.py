@@ -304,6 +304,62 @@ def test_snapshots_versions_checks_and_the_change_sensor_through_dagster(warehou
     assert {f.name: f.type for f in snap.schema.fields}[widened] == wide
 
 
+def test_a_table_sensor_preview_shows_what_a_tick_would_request_and_writes_nothing(tmp_path):
+    """As the storage sensor's (tests/test_sensors.py): the UI's "Preview tick" does not consume a change."""
+    from lumos_dagster.definitions import build_definitions
+    from lumos_dagster.store import SnapshotStore
+    from tests.test_sensors import Ticks
+
+    with duckdb_warehouse(tmp_path) as w:
+        config = parse_config({"sources": [w.entry], "store": {"path": "store.db"}, "catalog": {"path": "lite.db"},
+                               "partitions": {"start": "2026-11-01"}}, base_dir=str(tmp_path))  # fmt: skip
+        with SnapshotStore(config.store_url) as store:
+            reconcile(store, discover(build_sources(config), ScanReport()), 0.75, list, ScanReport())
+        defs = build_definitions(config)
+        latest = defs.resolve_implicit_global_asset_job_def().partitions_def.get_last_partition_key()
+        ticks = Ticks(defs, "lumos_tables_wh")
+        ticks.tick()  # the baseline: generation 1
+        w.run(f"ALTER TABLE {w.schema}.orders ADD COLUMN note VARCHAR(20)")
+        with SnapshotStore(config.store_url) as store:
+            before = store.file_state("wh", 1)
+        preview = ticks.tick(preview=True)
+        assert Ticks.wanted(preview) == [f"{w.name('orders')}@{latest}"]
+        with SnapshotStore(config.store_url) as store:
+            assert store.file_state("wh", 1) == before
+            assert not store.file_state("wh", 2)  # the preview's look was not kept
+        real = ticks.tick()  # the same change, now taken and recorded
+        assert [r.run_key for r in real.run_requests] == [r.run_key for r in preview.run_requests]
+        with SnapshotStore(config.store_url) as store:
+            assert store.file_state("wh", 2) != before
+        assert not ticks.tick().run_requests
+
+
+@pytest.mark.parametrize(
+    "platform, schemas, exclude, schema, table, wanted",
+    [
+        # Snowflake's names fold (shown lowercase in the catalog): its globs match in any case
+        ("snowflake", ["crm"], [], "CRM", "CUSTOMERS", True),
+        ("snowflake", ["CRM"], [], "CRM", "CUSTOMERS", True),
+        ("snowflake", ["Cr?"], [], "CRM", "CUSTOMERS", True),
+        ("snowflake", ["crm"], [], "SALES", "CUSTOMERS", False),
+        ("snowflake", ["*"], ["crm.cust*"], "CRM", "CUSTOMERS", False),
+        ("snowflake", ["*"], ["CRM.ORDERS"], "CRM", "CUSTOMERS", True),
+        # DuckDB keeps names as written: case counts
+        ("duckdb", ["crm"], [], "CRM", "customers", False),
+        ("duckdb", ["CRM"], [], "CRM", "customers", True),
+        ("duckdb", ["*"], ["crm.Cust*"], "crm", "customers", True),
+        ("duckdb", ["*"], ["crm.cust*"], "crm", "customers", False),
+    ],
+)  # fmt: skip
+def test_schema_and_exclude_globs_ignore_case_where_the_platform_folds_names(
+    platform, schemas, exclude, schema, table, wanted
+):
+    entry = {"snowflake": {"database": "SHOP", "account": "acme", "user": "lumos"}, "duckdb": {"path": "w.duckdb"}}
+    config = parse_config({"sources": [{"type": platform, "name": "wh", "schemas": schemas, "exclude": exclude,
+                                        **entry[platform]}]})  # fmt: skip
+    assert build_sources(config)["wh"]._wanted(schema, table) is wanted
+
+
 # --------------------------------------------------------------- types, binding
 
 

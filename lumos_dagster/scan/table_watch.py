@@ -13,10 +13,16 @@ from lumos_dagster.store import SnapshotStore
 
 
 def look_tables(
-    source: TableSource, store: SnapshotStore, generation: int | None, report: ScanReport, state: str | None = None
+    source: TableSource,
+    store: SnapshotStore,
+    generation: int | None,
+    report: ScanReport,
+    state: str | None = None,
+    save: bool = True,
 ) -> Look | None:
     """List the source's fingerprints and compare with `generation` (None: no earlier look); None when
-    the source cannot be read. When the whole listing's digest equals `state`, the store is not read."""
+    the source cannot be read. When the whole listing's digest equals `state`, the store is not read.
+    `save=False` (a preview) writes nothing: the look's generation is not kept."""
     current = source.fingerprints(report)
     if current is None:
         return None
@@ -33,5 +39,7 @@ def look_tables(
         for location, (_, name, _) in before.items():
             if location not in current:
                 out.changes.append(FileChange(location, "deleted", name, None, "deleted"))
-    store.save_file_state(source.name, out.generation, ((loc, fp, name, None) for loc, (name, fp) in current.items()))
+    if save:
+        rows = ((loc, fp, name, None) for loc, (name, fp) in current.items())
+        store.save_file_state(source.name, out.generation, rows)
     return out

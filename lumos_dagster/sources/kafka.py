@@ -10,8 +10,9 @@ topic's newest messages: JSON, or Avro and JSON Schema framed as the registry's 
 them (magic byte 0, a 4-byte schema id), the schema of the newest message's id.
 
 Change detection is a digest per topic of its partition count and its subjects' latest versions:
-one metadata request and one registry listing per tick. A sampled topic's shape is not in it
-(that costs a sample); its next scheduled snapshot sees it.
+one metadata request per tick, and with a registry its subject listing and a versions request
+per subject of a wanted topic. A sampled topic's shape is not in it (that costs a sample); its
+next scheduled snapshot sees it.
 """
 
 from __future__ import annotations
@@ -162,8 +163,8 @@ class KafkaSource(TableSource):
         if topics is None:
             return None
         latest: dict[str, int] = {}
-        registry = self.registry()
         try:
+            registry = self.registry()  # a ${VAR} not set fails this source, as the brokers' do
             if registry is not None:
                 for subject in registry.subjects():
                     topic, _, part = subject.rpartition("-")
@@ -251,29 +252,37 @@ class _Sample:
         if len(data) >= 5 and data[0] == MAGIC:
             schema_id = int.from_bytes(data[1:5], "big")
             registry = self.source.registry()
-            if registry is None:
-                raise ValueError(f"{where} is framed with schema id {schema_id}, but no schema_registry_url is set")
-            registered = registry.by_id(schema_id)
-            try:
-                if registered.schema_type == "AVRO":
-                    parsed = fastavro.parse_schema(json.loads(registered.text))
-                    return fastavro.schemaless_reader(BytesIO(data[5:]), parsed, None), registered
-                if registered.schema_type == "JSON":
-                    return json.loads(data[5:]), registered
-            except Exception as exc:
-                raise ValueError(
-                    f"{where} does not decode with its {registered.schema_type} schema {schema_id}: {exc}"
-                ) from None
-            raise ValueError(f"{where}: schema {schema_id} is {registered.schema_type}; Lumos reads Avro and JSON")
+            registered = registry.by_id(schema_id) if registry is not None else None
+            if registered is not None:
+                return self._framed(data, registered, where)
+            if part == "value":
+                why = f"the schema registry {registry.shown} has none" if registry else "no schema_registry_url is set"
+                raise ValueError(f"{where} is framed with schema id {schema_id}, but {why}")
+            # a key no registered schema frames is a plain one: a big-endian number starts with 0 too
         try:
             return json.loads(data), None
         except ValueError:
             if part == "key":  # plain keys (ids, names) are common: their type is text or bytes
                 try:
-                    return data.decode(), None
+                    text = data.decode()
                 except UnicodeDecodeError:
                     return data, None
+                return (text if text.isprintable() else data), None
             raise ValueError(f"{where} is neither JSON nor framed by a schema registry") from None
+
+    @staticmethod
+    def _framed(data: bytes, registered: RegisteredSchema, where: str) -> tuple[Any, RegisteredSchema]:
+        try:
+            if registered.schema_type == "AVRO":
+                parsed = fastavro.parse_schema(json.loads(registered.text))
+                return fastavro.schemaless_reader(BytesIO(data[5:]), parsed, None), registered
+            if registered.schema_type == "JSON":
+                return json.loads(data[5:]), registered
+        except Exception as exc:
+            raise ValueError(
+                f"{where} does not decode with its {registered.schema_type} schema {registered.id}: {exc}"
+            ) from None
+        raise ValueError(f"{where}: schema {registered.id} is {registered.schema_type}; Lumos reads Avro and JSON")
 
     def _decoded(self, part: str) -> list[tuple[Any, RegisteredSchema | None]]:
         out = []

@@ -85,8 +85,9 @@ class SchemaRegistry:
             return None
         return RegisteredSchema(got["id"], got.get("schemaType", "AVRO"), got["schema"], got["subject"], got["version"])
 
-    def _by_id(self, schema_id: int) -> RegisteredSchema:
+    def _by_id(self, schema_id: int) -> RegisteredSchema | None:
+        """The schema of that id; None when the registry has none."""
         got = self._get(f"/schemas/ids/{schema_id}", missing_ok=True)
         if got is None:
-            raise RegistryError(f"schema registry {self.shown} has no schema with id {schema_id}")
+            return None
         return RegisteredSchema(schema_id, got.get("schemaType", "AVRO"), got["schema"])

@@ -478,8 +478,10 @@ class WarehouseSource(TableSource):
         return "/".join(name_part(self._fold(p)) for p in (self.database, schema, table))
 
     def _wanted(self, schema: str, table: str) -> bool:
-        return any(fnmatchcase(schema, p) for p in self.config.schemas) and not any(
-            fnmatchcase(f"{schema}.{table}", p) for p in self.config.exclude
+        # where names fold, globs do too: `schemas: [crm]` is Snowflake's CRM, shown as `crm`
+        f = self._fold
+        return any(fnmatchcase(f(schema), f(p)) for p in self.config.schemas) and not any(
+            fnmatchcase(f(f"{schema}.{table}"), f(p)) for p in self.config.exclude
         )
 
     def _failed(self, report: ScanReport, what: str, exc: Exception) -> None:
