@@ -36,6 +36,7 @@ from dagster import (
 )
 from dagster._core.definitions.data_version import DATA_VERSION_IS_USER_PROVIDED_TAG, DATA_VERSION_TAG
 
+from assets import dagster_speedups
 from assets.checks import check_specs, evaluation
 from assets.keys import dagster_owners, dagster_tags, group_name
 from assets.metadata import newest, snapshot_metadata
@@ -214,13 +215,14 @@ def _multi_asset(
             for w in (partitions.time_window_for_partition_key(pk),)
         ]
         context.log.info(f"snapshotting {len(selected)} datasets × {len(windows)} partitions")
+        # first: its delivery worker builds the catalogs while the pipeline reads
+        recorder = lumos_catalogs.recorder(lumos_store.store_url, context.log.warning)
         with lumos_store.open() as store:
             services = _services(context, spark, store, config, specs, bills)
             run = run_pipeline(config, catalogue, sources, selected, windows, services)
             for warning in run.warnings:
                 context.log.warning(warning)
             context.log.info("scan report:\n" + run.report.render())
-            recorder = lumos_catalogs.recorder(lumos_store.store_url, context.log.warning)
             yield from _events(context, run, keys, recorder, blocking)
             release = context.run.tags.get(RELEASE_TAG)
             if release:  # a refresh after a release: the versions it brought (as the store numbered them) are its
@@ -243,6 +245,7 @@ def build_dataset_assets(
     config: LumosConfig, catalogue: Catalogue, sources: Mapping[str, Source], keys: Mapping[str, AssetKey]
 ) -> tuple[dict[str, list[AssetsDefinition]], list[AssetSpec]]:
     """(cadence → the multi_assets of its datasets, external specs for missing upstreams)."""
+    dagster_speedups.apply()
     bills = Bills(config, catalogue)  # one per code location: the bills are read once
     specs = catalogue.by_name()
     by_cadence: dict[str, list[AssetsDefinition]] = {}

@@ -15,6 +15,7 @@ from dagster import Definitions, definitions, in_process_executor
 from assets.datasets import build_dataset_assets
 from assets.keys import dataset_keys
 from assets.reports import report_assets
+from lumos_dagster.collector import paused, skip_final_collection
 from lumos_dagster.config import LumosConfig, load_config
 from lumos_dagster.scan.catalogue import load_catalogue
 from lumos_dagster.sources import FileSource, TableSource, build_sources
@@ -38,7 +39,11 @@ class Assembly:
 
 
 def build_definitions(config: LumosConfig) -> Definitions:
-    return assemble(config).definitions
+    """The definitions, their asset graph resolved (Dagster asks for it next, and caches it)."""
+    with paused():
+        definitions = assemble(config).definitions
+        definitions.resolve_asset_graph()
+    return definitions
 
 
 def assemble(config: LumosConfig) -> Assembly:
@@ -89,6 +94,9 @@ def assemble(config: LumosConfig) -> Assembly:
 @functools.cache
 def _load(path: str) -> Definitions:
     return build_definitions(load_config(path))
+
+
+skip_final_collection()  # every process that loads the code location: CLI runs, run workers, the UI
 
 
 @definitions

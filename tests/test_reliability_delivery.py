@@ -8,11 +8,13 @@ import multiprocessing
 import os
 import time
 
+import pytest
 from click.testing import CliRunner
 
 from lumos_dagster.catalog.datahub_lite import DataHubLiteCatalog
 from lumos_dagster.catalog.delivery import deliver
 from lumos_dagster.cli import main
+from lumos_dagster.errors import ConfigError
 from lumos_dagster.scan.record import Recorder
 from lumos_dagster.store import SnapshotStore
 from tests.test_store import snap, store_url  # noqa: F401  (store_url: SQLite and PostgreSQL)
@@ -90,6 +92,27 @@ def test_a_run_of_other_datasets_is_not_held_back_by_a_quarantined_entry(store_u
     assert lite_datasets(path) == {"r0", "r1", "r2", "r3"}
     with SnapshotStore(store_url) as store:
         assert store.outbox_counts(DataHubLiteCatalog(path).name) == {"delivered": 4, "quarantined": 1}
+
+
+def test_the_delivery_worker_builds_the_catalogs_and_the_run_only_learns_their_names(store_url, tmp_path):  # noqa: F811
+    path = str(tmp_path / "lite.db")
+    recorder = Recorder(store_url, lambda: [DataHubLiteCatalog(path)], print)
+    try:
+        assert recorder.names == [DataHubLiteCatalog(path).name]
+        assert recorder.catalogs == []  # none built in the run's process: the worker has them
+    finally:
+        recorder.finish()
+
+
+def test_a_catalog_that_cannot_be_built_fails_the_recording_with_its_own_error(store_url):  # noqa: F811
+    def unbuildable():
+        raise ConfigError("catalog[0].token_env: LUMOS_GMS_TOKEN is not set")
+
+    for background in (True, False):  # built by the delivery worker, or here
+        with pytest.raises(ConfigError, match="LUMOS_GMS_TOKEN is not set"):
+            Recorder(store_url, unbuildable, print, background=background).record([snap("a", "2026-11-25")])
+    with SnapshotStore(store_url) as store:
+        assert [d.name for d in store.datasets()] == []  # nothing stored under no catalog
 
 
 # ---------------------------------------------------------- claims and leases

@@ -50,6 +50,9 @@ class _Commands(click.Group):
 @click.version_option(package_name="lumos", prog_name="lumos")
 def main() -> None:
     """Lumos keeps your catalog true: snapshots of your datasets' metadata, versioned."""
+    from lumos_dagster.collector import skip_final_collection
+
+    skip_final_collection()
 
 
 if __name__ == "__main__":

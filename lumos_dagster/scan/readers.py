@@ -28,8 +28,8 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, replace
 from typing import Callable, Iterable, Sequence
 
+from lumos_dagster.collector import frozen
 from lumos_dagster.formats import FileResult, FsSpec, read_file_result
-from lumos_dagster.scan.forking import frozen
 
 log = logging.getLogger(__name__)
 

@@ -7,6 +7,8 @@ batch). Delivery runs in a forked worker process beside the caller, which goes o
 run meanwhile (in Dagster, its events): building DataHub's aspects is pure Python, so a thread
 would only take turns with it. The first batch is delivered before the caller goes on, so a
 catalog that is down is known from the start; later batches are delivered while the caller works.
+The worker starts with the recorder and builds the catalog adapters itself: importing their
+clients (DataHub's, ~0.7 s) happens on the other core while the caller lists and reads.
 """
 
 from __future__ import annotations
@@ -17,8 +19,8 @@ from typing import Callable, Sequence
 
 from lumos_dagster.catalog.base import CatalogAdapter
 from lumos_dagster.catalog.delivery import deliver
+from lumos_dagster.collector import frozen
 from lumos_dagster.model import Snapshot
-from lumos_dagster.scan.forking import frozen
 from lumos_dagster.store import SnapshotStore
 
 #: (catalog → its first error in the run): a delivery round's outcome
@@ -40,11 +42,17 @@ def deliver_all(store: SnapshotStore, catalogs: Sequence[CatalogAdapter], down: 
 
 def _worker(store_url: str, make_catalogs: Callable[[], list[CatalogAdapter]], inbox: Connection,
             parent_end: Connection) -> None:  # fmt: skip
-    """Deliver after each request; answer each with the catalogs that are down so far. The run going
-    away (even `kill -9`) ends the pipe, and the worker with it."""
+    """Build the catalogs and say their names (or why they cannot be built); then deliver after each
+    request and answer each with the catalogs that are down so far. The run going away (even
+    `kill -9`) ends the pipe, and the worker with it."""
     parent_end.close()  # else this process holds the pipe open itself and never sees the run go
     down: Down = {}
-    catalogs = make_catalogs()
+    try:
+        catalogs = make_catalogs()
+    except Exception as exc:  # a missing credential, say: the run reports it, as if built there
+        inbox.send(exc)
+        return
+    inbox.send([c.name for c in catalogs])
     try:
         with SnapshotStore(store_url) as store:
             while True:
@@ -62,19 +70,39 @@ def _worker(store_url: str, make_catalogs: Callable[[], list[CatalogAdapter]], i
 
 class Recorder:
     """`record` each batch of a run, `finish` at its end: one recorder, one delivery worker a run.
-    `make_catalogs` builds the catalog adapters: once here for their names, once in the delivery
-    worker (which must not share this process's connections)."""
+    `make_catalogs` builds the catalog adapters: in the delivery worker (which must not share this
+    process's connections), and here only when delivering here."""
 
     def __init__(self, store_url: str, make_catalogs: Callable[[], list[CatalogAdapter]],
                  warn: Callable[[str], None], background: bool = True):  # fmt: skip
         self.store, self.make_catalogs, self.warn = SnapshotStore(store_url), make_catalogs, warn
-        self.catalogs: list[CatalogAdapter] = make_catalogs()  # used here unless a worker delivers
-        self.names = [c.name for c in self.catalogs]
+        self.catalogs: list[CatalogAdapter] = []  # built here only when delivering here
+        self._names: list[str] | None = None
         self.down: Down = {}
-        self._background = background and "fork" in multiprocessing.get_all_start_methods()
         self._worker: multiprocessing.Process | None = None
         self._pipe: Connection | None = None
         self._sent = 0
+        self._first = True
+        if background and "fork" in multiprocessing.get_all_start_methods():
+            self._start()
+        else:
+            self._deliver_here_from_now()
+
+    @property
+    def names(self) -> list[str]:
+        """The catalogs' names, as the worker built them (waiting for it the first time)."""
+        if self._names is None:
+            try:
+                answer = self._receive()
+            except (EOFError, OSError) as exc:
+                self._lost(exc)
+            else:
+                if isinstance(answer, Exception):
+                    self._worker.join(timeout=60)
+                    self._worker = None
+                    raise answer
+                self._names = answer
+        return self._names
 
     def record(self, snapshots: Sequence[Snapshot]) -> tuple[list[Snapshot], dict[str, int]]:
         """Store, queue and deliver; returns the snapshots as stored (the store versions them in
@@ -82,12 +110,10 @@ class Recorder:
         catalog known to be down still has queued."""
         stored = self.store.put_versioned(snapshots, catalogs=self.names)
         if self._worker is not None:
-            self._request(wait=0)
-        elif self._background:
-            self._start()
-            self._request(wait=FIRST_WAIT)
+            self._request(wait=FIRST_WAIT if self._first else 0)
         else:
             self._deliver_here()
+        self._first = False
         return stored, self._pending()
 
     def finish(self) -> dict[str, int]:
@@ -111,9 +137,12 @@ class Recorder:
         deliver_all(self.store, self.catalogs, down)
         self._update(down)
 
+    def _deliver_here_from_now(self) -> None:
+        self._worker = None
+        self.catalogs = self.make_catalogs()
+        self._names = [c.name for c in self.catalogs]
+
     def _start(self) -> None:
-        for catalog in self.catalogs:  # the worker opens its own
-            catalog.close()
         parent, child = multiprocessing.Pipe()
         self._worker = multiprocessing.get_context("fork").Process(
             target=_worker, args=(self.store.url, self.make_catalogs, child, parent), name="lumos-delivery", daemon=True
@@ -123,6 +152,20 @@ class Recorder:
         child.close()
         self._pipe = parent
 
+    def _receive(self, wait: float | None = None):
+        """The worker's next answer, waiting `wait` seconds at most (None: as long as it lives);
+        None when none came in time."""
+        waited = 0.0
+        while not self._pipe.poll(0 if wait == 0 else CHECK_EVERY):
+            if wait == 0:
+                return None
+            if not self._worker.is_alive():
+                raise EOFError("the delivery process is gone")
+            waited += CHECK_EVERY
+            if wait is not None and waited >= wait:
+                return None
+        return self._pipe.recv()
+
     def _request(self, wait: float | None, last: bool = False) -> None:
         """Ask the worker for a round; read its answers so far, and wait `wait` seconds at most (None:
         as long as the worker lives) for this round's."""
@@ -130,27 +173,24 @@ class Recorder:
         expected = None if last else self._sent
         try:
             self._pipe.send(expected)
-            waited = 0.0
             while True:
-                if not self._pipe.poll(0 if wait == 0 else CHECK_EVERY):
-                    if wait == 0:
-                        return
-                    if not self._worker.is_alive():
-                        raise EOFError("the delivery process is gone")
-                    waited += CHECK_EVERY
-                    if wait is not None and waited >= wait:
+                answer = self._receive(wait)
+                if answer is None:
+                    if wait:
                         self.warn(f"delivery has taken over {wait:.0f} s (a backlog, a slow catalog): the run goes on")
-                        return
-                    continue
-                answered, down = self._pipe.recv()
+                    return
+                answered, down = answer
                 self._update(down)
                 if wait != 0 and answered == expected:
                     return
-        except (EOFError, OSError) as exc:  # the worker died: deliver here from now on
-            self.warn(f"the delivery process stopped ({type(exc).__name__}); delivering in the run instead")
-            self._worker, self._background = None, False
-            self.catalogs = self.make_catalogs()
+        except (EOFError, OSError) as exc:
+            self._lost(exc)
             self._deliver_here()
+
+    def _lost(self, exc: BaseException) -> None:
+        """The worker died: deliver here from now on."""
+        self.warn(f"the delivery process stopped ({type(exc).__name__}); delivering in the run instead")
+        self._deliver_here_from_now()
 
     def _update(self, down: Down) -> None:
         for name, error in down.items():
