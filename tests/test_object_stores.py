@@ -45,12 +45,16 @@ def azure(tmp_path_factory):
     os.environ["AZURE_STORAGE_CONNECTION_STRING"] = azurite_connection_string(proxy.url)
     writer = AzureBlobFileSystem(connection_string=azurite_connection_string(server.url), skip_instance_cache=True)
     writer.mkdir("lake")
+    # adlfs instances are cached by their arguments, not the connection string they read from the
+    # environment: one left by another module's Azurite would point at a server that is gone
+    AzureBlobFileSystem.clear_instance_cache()
     fsspec_filesystem.cache_clear()
     yield {"source": {"type": "azure", "account_name": AZURITE_ACCOUNT, "container": "lake"},
            "fs": writer, "proxy": proxy, "platform": "abs"}  # fmt: skip
     os.environ.pop("AZURE_STORAGE_CONNECTION_STRING")
     if before is not None:
         os.environ["AZURE_STORAGE_CONNECTION_STRING"] = before
+    AzureBlobFileSystem.clear_instance_cache()
     fsspec_filesystem.cache_clear()
     proxy.stop()
     server.stop()

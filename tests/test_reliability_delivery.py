@@ -16,7 +16,7 @@ from lumos_dagster.catalog.delivery import deliver
 from lumos_dagster.cli import main
 from lumos_dagster.errors import ConfigError
 from lumos_dagster.scan.record import Recorder
-from lumos_dagster.store import SnapshotStore
+from lumos_dagster.store import SnapshotStore, claim_owner
 from tests.test_store import snap, store_url  # noqa: F401  (store_url: SQLite and PostgreSQL)
 
 POISON = "urn:lumos:dataset:file:"  # a dataset declared with an empty name: DataHub has no URN for it
@@ -102,6 +102,12 @@ def test_the_delivery_worker_builds_the_catalogs_and_the_run_only_learns_their_n
         assert recorder.catalogs == []  # none built in the run's process: the worker has them
     finally:
         recorder.finish()
+
+
+def test_a_run_that_recorded_nothing_finishes_its_delivery_worker(store_url, tmp_path):  # noqa: F811
+    recorder = Recorder(store_url, lambda: [DataHubLiteCatalog(str(tmp_path / "lite.db"))], print)
+    assert recorder.finish() == {}  # every dataset held back, say: the names come first, then the last round
+    assert not recorder._worker.is_alive()
 
 
 def test_a_catalog_that_cannot_be_built_fails_the_recording_with_its_own_error(store_url):  # noqa: F811
@@ -198,17 +204,31 @@ def test_a_sync_during_a_run_delivers_each_entry_once_and_loses_nothing(store_ur
         assert store.outbox_counts(DataHubLiteCatalog(path).name) == {"delivered": 30}
 
 
-def test_the_claims_of_a_sync_that_crashed_are_taken_over_when_they_run_out(store_url, tmp_path):  # noqa: F811
+def test_the_claims_of_a_sync_that_crashed_are_taken_over_at_once_on_its_host(store_url, tmp_path):  # noqa: F811
     path, log = str(tmp_path / "lite.db"), tmp_path / "sent.log"
     with SnapshotStore(store_url) as store:
         store.put([snap(f"d{i}", "2026-11-25") for i in range(3)], catalogs=[DataHubLiteCatalog(path).name])
-    crashed = _fork(_sync, store_url, path, str(log), None, True, 2.0)
+    crashed = _fork(_sync, store_url, path, str(log), None, True, 300.0)  # a lease far longer than the test
     crashed.join(60)
     assert crashed.exitcode == 1
     with SnapshotStore(store_url) as store:
         catalog = RecordingLite(path, str(log))
-        assert deliver(store, catalog).delivered == 0  # still claimed: the crashed sync might be sending
-        time.sleep(2.5)
-        assert deliver(store, catalog).delivered == 3  # its lease ran out: taken over
+        assert deliver(store, catalog).delivered == 3  # its process is gone: nobody can be sending them
         catalog.close()
     assert sent(log) == ["d0@2026-11-25", "d1@2026-11-25", "d2@2026-11-25"]
+
+
+def test_the_claims_of_a_live_process_or_another_host_are_taken_over_when_they_run_out(store_url, tmp_path):  # noqa: F811
+    path, log = str(tmp_path / "lite.db"), tmp_path / "sent.log"
+    here = claim_owner()  # this process: alive
+    elsewhere = f"{int(here[:8], 16) ^ 1:08x}{here[8:]}"  # the same pid on another host: unknown
+    for owner in (here, elsewhere):
+        name = DataHubLiteCatalog(path).name
+        with SnapshotStore(store_url) as store:
+            store.put([snap(f"{owner[:9]}-{i}", "2026-11-25") for i in range(3)], catalogs=[name])
+            assert len(store.claim(name, owner, 2.0)) == 3
+            catalog = RecordingLite(path, str(log))
+            assert deliver(store, catalog).delivered == 0  # still claimed: its owner might be sending
+            time.sleep(2.5)
+            assert deliver(store, catalog).delivered == 3  # its lease ran out: taken over
+            catalog.close()

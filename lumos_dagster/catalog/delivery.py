@@ -13,7 +13,8 @@ deliveries so it holds back no other, listed by `lumos sync`, queued again by
 
 A delivery first claims what it sends (a lease, renewed each batch): two at once — two
 `lumos sync`, a sync beside a run's delivery worker — share the outbox and never send an entry
-twice; the claims of a delivery that crashed run out and are taken over.
+twice; the claims of a delivery that crashed run out and are taken over (at once, by a delivery on
+the same host, when the process that claimed them is gone).
 
 The bookkeeping is per batch, never per dataset: the catalog's state is read once (for
 the datasets queued), the superseded and unchanged entries are marked together, and each
@@ -22,12 +23,11 @@ batch sent is recorded in one transaction with the hashes of what it carried.
 
 from __future__ import annotations
 
-import uuid
 from dataclasses import dataclass, field
 from typing import Callable
 
 from lumos_dagster.catalog.base import CatalogAdapter, Undeliverable
-from lumos_dagster.store import Delivery, SnapshotStore
+from lumos_dagster.store import Delivery, SnapshotStore, claim_owner
 
 # Snapshots per emit call. A batch is one DataHub Lite transaction (or a few GMS requests) and one
 # store transaction, whose fixed costs (the commit and its fsync, one lookup of the batch's current
@@ -74,7 +74,7 @@ def deliver(
     progress: Callable[[str], None] = lambda _: None,
     lease: float = LEASE,
 ) -> DeliveryReport:
-    owner = uuid.uuid4().hex
+    owner = claim_owner()
     try:
         return _deliver(store, catalog, progress, owner, lease)  # marks every entry it claimed
     except BaseException:

@@ -169,6 +169,10 @@ class Recorder:
     def _request(self, wait: float | None, last: bool = False) -> None:
         """Ask the worker for a round; read its answers so far, and wait `wait` seconds at most (None:
         as long as the worker lives) for this round's."""
+        self.names  # noqa: B018  the worker's first answer is its catalogs' names: read it first
+        if self._worker is None:  # it could not start them, and delivery moved here
+            self._deliver_here()
+            return
         self._sent += 1
         expected = None if last else self._sent
         try:

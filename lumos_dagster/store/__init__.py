@@ -1,5 +1,5 @@
 """The snapshot store: dataset registry, snapshot history and the catalog outbox."""
 
-from lumos_dagster.store.store import Delivery, Release, SnapshotStore
+from lumos_dagster.store.store import Delivery, Release, SnapshotStore, claim_owner
 
-__all__ = ["Delivery", "Release", "SnapshotStore"]
+__all__ = ["Delivery", "Release", "SnapshotStore", "claim_owner"]
