@@ -8,7 +8,7 @@ from collections import defaultdict
 
 from dagster import DefaultSensorStatus, RunRequest, SensorDefinition, SensorResult, SkipReason, sensor
 
-from lumos_dagster.naming import TRIGGER_TAG
+from lumos_dagster.naming import TRIGGER_TAG, segment
 from lumos_dagster.scan.report import ScanReport
 from lumos_dagster.scan.watch import FileChange, digest, look
 from lumos_dagster.sources import file_records
@@ -42,10 +42,10 @@ def is_preview(context) -> bool:
 
 
 def storage_sensor(source: FileSource, store_url: str, targets: Targets, interval: int = 60) -> SensorDefinition:
-    selection = [targets.keys[n] for n, s in targets.specs.items() if s.source == source.name]
+    selection = targets.of_source(source.name)
 
     @sensor(
-        name=f"lumos_storage_{''.join(c if c.isalnum() else '_' for c in source.name)}",
+        name=f"lumos_storage_{segment(source.name)}",
         description=f"Re-snapshots the datasets of {source.root} whose files were created, modified or deleted.",
         minimum_interval_seconds=interval,
         default_status=DefaultSensorStatus.STOPPED,

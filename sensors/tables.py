@@ -6,6 +6,7 @@ import json
 
 from dagster import DefaultSensorStatus, SensorDefinition, SensorResult, SkipReason, sensor
 
+from lumos_dagster.naming import segment
 from lumos_dagster.scan.report import ScanReport
 from lumos_dagster.scan.table_watch import look_tables
 from lumos_dagster.sources.base import TableSource
@@ -15,10 +16,10 @@ from sensors.triggers import Targets
 
 
 def table_sensor(source: TableSource, store_url: str, targets: Targets, interval: int = 60) -> SensorDefinition:
-    selection = [targets.keys[n] for n, s in targets.specs.items() if s.source == source.name]
+    selection = targets.of_source(source.name)
 
     @sensor(
-        name=f"lumos_tables_{''.join(c if c.isalnum() else '_' for c in source.name)}",
+        name=f"lumos_tables_{segment(source.name)}",
         description=f"Re-snapshots the tables and views of {source.root} whose columns or state changed.",
         minimum_interval_seconds=interval,
         default_status=DefaultSensorStatus.STOPPED,

@@ -22,6 +22,10 @@ class Targets:
     def known(self, name: str | None) -> bool:
         return name in self.specs
 
+    def of_source(self, source: str) -> list[AssetKey]:
+        """The asset keys of a source's datasets: what its change sensor may request."""
+        return [self.keys[n] for n, s in self.specs.items() if s.source == source]
+
     def partitions(self, name: str):
         return self.assets[self.specs[name].cadence][0].partitions_def
 

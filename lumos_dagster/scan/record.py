@@ -81,8 +81,7 @@ class Recorder:
         self.down: Down = {}
         self._worker: multiprocessing.Process | None = None
         self._pipe: Connection | None = None
-        self._sent = 0
-        self._first = True
+        self._sent = 0  # rounds asked for
         if background and "fork" in multiprocessing.get_all_start_methods():
             self._start()
         else:
@@ -110,10 +109,9 @@ class Recorder:
         catalog known to be down still has queued."""
         stored = self.store.put_versioned(snapshots, catalogs=self.names)
         if self._worker is not None:
-            self._request(wait=FIRST_WAIT if self._first else 0)
+            self._request(wait=0 if self._sent else FIRST_WAIT)
         else:
             self._deliver_here()
-        self._first = False
         return stored, self._pending()
 
     def finish(self) -> dict[str, int]:

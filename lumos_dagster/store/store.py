@@ -199,6 +199,9 @@ def _on_conflict_retry(write: Callable[[], T], attempts: int = 3) -> T:
     return write()
 
 
+_HOST = zlib.crc32(socket.gethostname().encode())
+
+
 def claim_owner() -> str:
     """A delivery's name on its claims (32 characters, the column's width): this host, this process
     and a random part. A later delivery on the same host takes over the claims of a process that is
@@ -217,9 +220,6 @@ def _gone(owner: str) -> bool:
     except (OSError, ValueError):
         return False
     return False
-
-
-_HOST = zlib.crc32(socket.gethostname().encode())
 
 
 class SnapshotStore:
