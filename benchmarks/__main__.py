@@ -107,7 +107,12 @@ def _definitions(sizes: list[int]) -> list[str]:
             f"| {n:,} | {r['import']:.2f} | {r['build']:.2f} | {r['graph']:.2f} | {total:.2f} | {r['validate']:.2f} |"
         )
         _log(f"definitions {n}: {total:.1f} s in process, validate {r['validate']:.1f} s")
-    return lines + ["", "Target: a code location with 5,000 datasets loads in ≤ 3 s."]
+    return lines + [
+        "",
+        "The build resolves the asset graph itself (with the cycle collector paused, "
+        "lumos_dagster/definitions.py): the graph column is Dagster's cached answer.",
+        "Target: a code location with 5,000 datasets loads in ≤ 3 s.",
+    ]
 
 
 def readers(large: bool = False) -> list[str]:
