@@ -10,7 +10,6 @@ DEMO_FIRST = $(shell $(BIN)/python -c "import datetime as d; from lumos_dagster.
 	print(d.datetime.now(d.timezone.utc).date() - d.timedelta(days=DAYS - 1))")
 CODE := lumos_dagster assets resources sensors spark tests benchmarks
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
-QUIET_LOGS := '{"loggers": {"console": {"config": {"log_level": "INFO"}}}}'
 
 .PHONY: install browser node demo test ui lite bench clean
 
@@ -34,7 +33,7 @@ node:
 		$(SUDO) apt-get update -qq && \
 		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends nodejs npm >/dev/null; }
 
-## the Dagster instance Lumos ships (dagster.yaml: a fast SQLite event log), unless one is there
+## the Dagster instance Lumos ships (dagster.yaml: a fast SQLite event log, console at INFO), unless one is there
 $(DAGSTER_HOME)/dagster.yaml:
 	@mkdir -p $(DAGSTER_HOME)
 	cp dagster.yaml $@
@@ -44,7 +43,7 @@ demo: $(STAMP) $(DAGSTER_HOME)/dagster.yaml
 	$(BIN)/lumos demo-lake
 	$(BIN)/lumos discover
 	$(BIN)/dagster asset materialize -m lumos_dagster.definitions --select '*' \
-		--partition-range $(DEMO_FIRST)...$(TODAY) --config-json $(QUIET_LOGS)
+		--partition-range $(DEMO_FIRST)...$(TODAY)
 	$(BIN)/lumos summary
 
 ## lint, then the whole test suite

@@ -4,7 +4,8 @@ The datasets of one cadence live in subsettable `multi_asset`s, one per group of
 datasets (a group is never split; unlinked groups are packed up to `CHUNK` datasets an op), so no
 op depends on another. A run of many datasets × partitions is one Spark session (resources live
 for the run) and one step per op. Each op runs the core pipeline (`lumos_dagster.scan.pipeline`)
-and turns the finished run into materializations and check evaluations, nothing more.
+over batches of `READ_AHEAD` datasets, the next batch read while this one is recorded, and turns
+each finished batch into materializations and check evaluations, nothing more.
 
 Why not one op for every dataset, and why events rather than outputs: in Dagster 1.13 each
 output an op yields costs a walk over all of the op's outputs (so an op of N datasets costs N²),
@@ -48,18 +49,21 @@ from lumos_dagster.governance.alerts import alert_run
 from lumos_dagster.naming import RELEASE_TAG, URN_METADATA_KEY
 from lumos_dagster.scan.catalogue import Catalogue, DatasetSpec, chunks
 from lumos_dagster.scan.judge import READABLE_CHECK, blocking_checks, failure_message, has_data
-from lumos_dagster.scan.pipeline import Run, Services, run_pipeline
+from lumos_dagster.scan.pipeline import Run, Services, run_pipelines
 from lumos_dagster.scan.record import Recorder
 from lumos_dagster.sources import Source
 from resources.spark import LumosSparkResource, schema_reader
 from resources.store import CatalogsResource, SnapshotStoreResource
 
 IO_MANAGER_KEY = "lumos_io_manager"
-#: unlinked datasets packed per op: bounds Dagster's per-output walk where outputs are yielded
-#: (docs/performance.md); a lineage group larger than this is one op of its own
-CHUNK = 200
+#: unlinked datasets packed per op (a lineage group larger than this is one op of its own): few ops,
+#: so a run pays few steps, delivery workers and first batches read without anything to overlap
+CHUNK = 1000
 #: datasets stored, delivered and yielded at a time: progress shows, memory stays small
 FIRST_BATCH, BATCH = 50, 500
+#: datasets an op takes through the pipeline at a time (whole lineage groups): the next batch's files
+#: are read while this one's events are recorded, and a run's memory is bounded by a batch
+READ_AHEAD = 200
 
 _PARTITIONS = {
     "hourly": HourlyPartitionsDefinition,
@@ -217,24 +221,27 @@ def _multi_asset(
         context.log.info(f"snapshotting {len(selected)} datasets × {len(windows)} partitions")
         # first: its delivery worker builds the catalogs while the pipeline reads
         recorder = lumos_catalogs.recorder(lumos_store.store_url, context.log.warning)
+        judgements = {}
         with lumos_store.open() as store:
             services = _services(context, spark, store, config, specs, bills)
-            run = run_pipeline(config, catalogue, sources, selected, windows, services)
-            for warning in run.warnings:
-                context.log.warning(warning)
-            context.log.info("scan report:\n" + run.report.render())
-            yield from _events(context, run, keys, recorder, blocking)
-            release = context.run.tags.get(RELEASE_TAG)
-            if release:  # a refresh after a release: the versions it brought (as the store numbered them) are its
-                store.record_release_versions(
-                    release, {d.name: v for d in selected if (v := newest(run.snapshots[d.name]).version)}
-                )
-            # here, not in the gate: a change failing the gate is still recorded, and its owners told once
-            recorded = [s for d in selected if run.judgements[d.name].held_back is None
-                        for s in run.snapshots[d.name].values()]  # fmt: skip
-            alert_run(store, config, catalogue, recorded, context.log.warning)
+            batches = chunks(selected, READ_AHEAD)
+            for run in run_pipelines(config, catalogue, sources, batches, windows, services):
+                for warning in run.warnings:
+                    context.log.warning(warning)
+                context.log.info("scan report:\n" + run.report.render())
+                yield from _events(context, run, keys, recorder, blocking)
+                release = context.run.tags.get(RELEASE_TAG)
+                if release:  # a refresh after a release: the versions it brought (as the store numbered them)
+                    store.record_release_versions(
+                        release, {d.name: v for d in run.datasets if (v := newest(run.snapshots[d.name]).version)}
+                    )
+                # here, not in the gate: a change failing the gate is still recorded, and its owners told once
+                recorded = [s for d in run.datasets if run.judgements[d.name].held_back is None
+                            for s in run.snapshots[d.name].values()]  # fmt: skip
+                alert_run(store, config, catalogue, recorded, context.log.warning)
+                judgements.update(run.judgements)
         # instead of Dagster's own error for a failed blocking check, which names only the check
-        stopped = failure_message(run.judgements, blocking)
+        stopped = failure_message(judgements, blocking)
         if stopped is not None:
             raise Failure(description=stopped)
 

@@ -79,7 +79,8 @@ GROUPED = frozenset(
     }
 )
 
-_MIRROR = SqlEventLogStorageTable.insert()
+#: the index's copies of asset and check events, their new ids in the order given (SQLite ≥ 3.35)
+_MIRROR = SqlEventLogStorageTable.insert().returning(SqlEventLogStorageTable.c.id, sort_by_parameter_order=True)
 INDEXED = ASSET_EVENTS | ASSET_CHECK_EVENTS
 _CHECK_PLANNED = AssetCheckExecutionsTable.insert()
 _C = AssetCheckExecutionsTable.c
@@ -394,7 +395,7 @@ class LumosSqliteEventLogStorage(GroupedEventWrites, SqliteEventLogStorage):
         indexed = [(e, r) for e, r in zip(events, rows, strict=True) if e.dagster_event_type in INDEXED]
         if indexed:
             with self._engine(INDEX_SHARD_NAME).begin() as conn:
-                ids = [conn.execute(_MIRROR, row).inserted_primary_key[0] for _, row in indexed]
+                ids = conn.execute(_MIRROR, [row for _, row in indexed]).scalars().all()
                 self._index(conn, [(e, r, i) for (e, r), i in zip(indexed, ids, strict=True)])
 
     # ------------------------------------------------------------------ lifecycle

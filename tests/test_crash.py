@@ -18,7 +18,7 @@ from lumos_dagster.store import SnapshotStore
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
-DATASETS = 600
+DATASETS = 1500  # enough that the kill lands mid-run: a run records ~400 datasets a second
 
 
 def _materialize(env) -> subprocess.Popen:

@@ -296,3 +296,18 @@ def test_a_fork_waits_for_a_write_in_progress(tmp_path):
     thread.join()
     assert waited >= 0.4 and os.waitstatus_to_exitcode(status) == 0
     storage.dispose()
+
+
+def test_the_shipped_instance_prints_progress_not_a_line_per_event_and_keeps_every_event(home, capfd):
+    """dagster.yaml's `python_logs` level: the console of a run without loggers is INFO (Dagster's
+    default for it is DEBUG, a line per event), while the event log still gets every event."""
+    with dg.DagsterInstance.get() as instance:
+        result = _job(3).execute_in_process(instance=instance, partition_key="2026-11-02")
+        stored = instance.all_logs(result.run_id)
+    printed = capfd.readouterr().err
+    assert "dataset a1" in printed  # the op's own INFO lines
+    assert "ASSET_MATERIALIZATION" not in printed and "STEP_START" not in printed
+    kinds = [e.dagster_event_type for e in stored if e.is_dagster_event]
+    assert kinds.count(dg.DagsterEventType.ASSET_MATERIALIZATION) == 3
+    assert kinds.count(dg.DagsterEventType.ASSET_CHECK_EVALUATION) == 6
+    assert dg.DagsterEventType.STEP_START in kinds

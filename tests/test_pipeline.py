@@ -123,3 +123,100 @@ def test_the_pool_and_spark_give_identical_snapshots_of_the_same_lake(tmp_path, 
     assert len(fast) == 50 and fast == slow
     torn = fast["d0/ds_0", str(FIRST_DAY)]
     assert [e.path.endswith("part-9.parquet") for e in torn.errors] == [True] and torn.readable
+
+
+def _generated(tmp_path, datasets: int):
+    """A generated lake of `datasets` datasets × 6 files over 2 days, one torn file, and its two partitions."""
+    from datetime import datetime, timedelta, timezone
+
+    from benchmarks.lake import FIRST_DAY, generate_lake
+    from lumos_dagster.scan.report import ScanReport
+    from lumos_dagster.sources import build_sources, discover
+
+    generate_lake(tmp_path / "lake", datasets, 6, 2)
+    (tmp_path / "lake" / "d1" / "ds_1" / f"dt={FIRST_DAY}" / "part-1.orc").write_bytes(b"ORC torn")
+    config = parse_config({"sources": [{"root": str(tmp_path / "lake"), "name": "lake"}]})
+    sources = build_sources(config)
+    catalogue = resolve_datasets(config, discover(sources, ScanReport()).records, {"lake": str(tmp_path / "lake")})
+    day = datetime(FIRST_DAY.year, FIRST_DAY.month, FIRST_DAY.day, tzinfo=timezone.utc)
+    partitions = [(str((day + timedelta(days=d)).date()), day + timedelta(days=d), day + timedelta(days=d + 1))
+                  for d in range(2)]  # fmt: skip
+    return config, sources, catalogue, partitions, day
+
+
+def test_reading_ahead_in_batches_gives_the_snapshots_of_one_run(tmp_path):
+    """The op's path (batches, the next one read while this one is recorded) and one run over every
+    dataset: the same snapshots, checks and report counts, a torn file included."""
+    from lumos_dagster.scan.pipeline import Services, run_pipeline, run_pipelines
+    from lumos_dagster.scan.readers import PoolReader
+
+    config, sources, catalogue, partitions, day = _generated(tmp_path, 23)
+    services = Services(read=PoolReader(), history=lambda *_: {}, stored=lambda *_: None, now=lambda: day)
+    whole = run_pipeline(config, catalogue, sources, catalogue.datasets, partitions, services)
+    batches = chunks(catalogue.datasets, 5)
+    runs = list(run_pipelines(config, catalogue, sources, batches, partitions, services))
+    assert [[d.name for d in r.datasets] for r in runs] == [[d.name for d in b] for b in batches]
+    assert {n: s for r in runs for n, s in r.snapshots.items()} == whole.snapshots
+    assert {n: j.checks for r in runs for n, j in r.judgements.items()} == {
+        n: j.checks for n, j in whole.judgements.items()
+    }
+    assert sum(r.report.files_read for r in runs) == whole.report.files_read >= 23 * 6  # each file read once
+    torn = whole.snapshots["d1/ds_1"][partitions[0][0]]
+    assert [e.path.endswith("part-1.orc") for e in torn.errors] == [True]
+
+
+def test_the_next_batch_is_read_while_the_caller_holds_this_one(tmp_path):
+    """Read-ahead for real: when batch 1 is handed over, batch 2's files are being read without the
+    caller asking (a sequential pipeline would only read them once the caller comes back)."""
+    import threading
+
+    from lumos_dagster.scan.pipeline import Services, run_pipelines
+    from lumos_dagster.scan.readers import read_in_process
+
+    config, sources, catalogue, partitions, day = _generated(tmp_path, 6)
+    batches = chunks(catalogue.datasets, 3)
+    asked: list[set[str]] = []
+    second = threading.Event()
+
+    def read(items):
+        asked.append({path.split("/lake/")[1].split("/dt=")[0] for path, *_ in items})
+        if len(asked) == 2:
+            second.set()
+        return read_in_process(items)
+
+    services = Services(read=read, history=lambda *_: {}, stored=lambda *_: None, now=lambda: day)
+    runs = run_pipelines(config, catalogue, sources, batches, partitions, services)
+    first = next(runs)
+    assert second.wait(timeout=30), "the second batch was not read ahead"
+    assert asked[1] == {d.name for d in batches[1]} and first.datasets == batches[0]
+    assert [r.datasets for r in runs] == [batches[1]]
+
+
+def test_a_failed_read_ahead_fails_its_batch_after_the_ones_before_it_and_leaves_no_thread(tmp_path):
+    import threading
+
+    from lumos_dagster.scan.pipeline import Services, run_pipelines
+    from lumos_dagster.scan.readers import read_in_process
+
+    config, sources, catalogue, partitions, day = _generated(tmp_path, 9)
+    batches = chunks(catalogue.datasets, 3)
+    calls = []
+
+    def read(items):
+        calls.append(len(items))
+        if len(calls) == 2:
+            raise OSError("the file system went away")
+        return read_in_process(items)
+
+    threads = threading.active_count()
+    services = Services(read=read, history=lambda *_: {}, stored=lambda *_: None, now=lambda: day)
+    got = []
+    try:
+        for run in run_pipelines(config, catalogue, sources, batches, partitions, services):
+            got.append(run.datasets)
+    except OSError as error:
+        assert "went away" in str(error)
+    else:
+        raise AssertionError("the read's error was swallowed")
+    assert got == [batches[0]]
+    assert threading.active_count() == threads

@@ -3,13 +3,23 @@ Dagster functions replaced for code-location scale (assets/dagster_speedups.py),
 the code location imports."""
 
 import gc
+import inspect
 import os
 import subprocess
 import sys
 import typing
 
 import pytest
-from dagster import AssetCheckSpec, AssetKey, AssetSpec, DagsterInvalidDefinitionError, Nothing, multi_asset
+from dagster import (
+    AssetCheckKey,
+    AssetCheckSpec,
+    AssetKey,
+    AssetsDefinition,
+    AssetSpec,
+    DagsterInvalidDefinitionError,
+    Nothing,
+    multi_asset,
+)
 from dagster._core.types.dagster_type import Any as AnyType
 from dagster._core.types.dagster_type import DagsterType, Int
 
@@ -119,3 +129,37 @@ def test_a_check_on_an_asset_outside_the_multi_asset_is_still_refused():
         pass
 
     assert {k.asset_key for k in good.check_keys} == {AssetKey("b")}
+
+
+def test_asset_and_check_keys_are_dagsters_frozen_once_per_definition():
+    dagster_speedups.apply()
+
+    @multi_asset(
+        specs=[AssetSpec("a"), AssetSpec("b"), AssetSpec("c")],
+        check_specs=[AssetCheckSpec("a_ok", asset="a"), AssetCheckSpec("b_ok", asset="b")],
+        can_subset=True,
+    )
+    def full():
+        pass
+
+    # the full definition is read first: a cache shared between instances would then answer the subset
+    whole = full.asset_and_check_keys
+    subset = full.subset_for(
+        selected_asset_keys={AssetKey("a")}, selected_asset_check_keys={AssetCheckKey(AssetKey("a"), "a_ok")}
+    )
+    part = subset.asset_and_check_keys
+    for d, keys in ((full, whole), (subset, part)):
+        assert keys == set(d.keys) | set(d.check_keys)  # what Dagster's own property builds
+        assert isinstance(keys, frozenset) and d.asset_and_check_keys is keys  # built once, unchangeable
+    assert part == {AssetKey("a"), AssetCheckKey(AssetKey("a"), "a_ok")} and part != whole
+    assert len(whole) == 5
+
+
+def test_applying_twice_caches_the_keys_through_one_wrapper():
+    dagster_speedups.apply()
+    dagster_speedups.apply()
+    getter = AssetsDefinition.__dict__["asset_and_check_keys"].fget
+    assert getter.__qualname__ == "lumos.asset_and_check_keys"
+    # the property the wrapper calls is Dagster's own, not a first wrapper
+    wrapped = inspect.getclosurevars(getter).nonlocals["original"].fget
+    assert wrapped.__qualname__ == "AssetsDefinition.asset_and_check_keys"

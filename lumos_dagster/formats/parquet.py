@@ -7,7 +7,7 @@ import json
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
-from lumos_dagster.formats.arrow import from_arrow_schema
+from lumos_dagster.formats.arrow import converted_schema
 from lumos_dagster.formats.base import FileSchema, open_random
 
 # flags Arrow adds to a logical type's description that are not part of the file's type
@@ -36,6 +36,8 @@ def _native_types(parquet_schema: pq.ParquetSchema) -> dict[str, str]:
 def read_parquet(path: str, fs: pafs.FileSystem | None = None) -> FileSchema:
     with open_random(path, fs) as fh:
         pf = pq.ParquetFile(fh)
-        natives = _native_types(pf.schema)
-        schema = from_arrow_schema(pf.schema_arrow, natives.get)
+        # Parquet's schema printed holds every physical and logical type the native spellings show
+        # (after a first line naming the Python object, at its address)
+        spelling = str(pf.schema).partition("\n")[2]
+        schema = converted_schema(pf.schema_arrow, spelling, lambda: _native_types(pf.schema).get)
         return FileSchema(schema=schema, row_count=pf.metadata.num_rows)

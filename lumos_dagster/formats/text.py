@@ -13,7 +13,7 @@ import pyarrow.csv as pcsv
 import pyarrow.fs as pafs
 import pyarrow.json as pjson
 
-from lumos_dagster.formats.arrow import from_arrow_schema
+from lumos_dagster.formats.arrow import converted_schema, from_arrow_schema
 from lumos_dagster.formats.base import MAX_NESTING, FileSchema, open_stream, too_deep
 
 BLOCK_SIZE = 1 << 20
@@ -34,7 +34,7 @@ def _csv_schema(source: pa.NativeFile, block: int, delimiter: str) -> pa.Schema:
         source,
         pcsv.open_csv(
             source,
-            read_options=pcsv.ReadOptions(block_size=block),
+            read_options=pcsv.ReadOptions(block_size=block, use_threads=False),  # one block: threads only cost
             # quoted line breaks are common (spreadsheet exports): the chunker must not split on them
             parse_options=pcsv.ParseOptions(delimiter=delimiter, newlines_in_values=True),
         ) as reader,
@@ -43,7 +43,7 @@ def _csv_schema(source: pa.NativeFile, block: int, delimiter: str) -> pa.Schema:
 
 
 def read_csv(path: str, fs: pafs.FileSystem | None = None, delimiter: str = ",") -> FileSchema:
-    return FileSchema(schema=from_arrow_schema(_csv_first_block(path, fs, delimiter)))
+    return FileSchema(schema=converted_schema(_csv_first_block(path, fs, delimiter)))
 
 
 def _csv_first_block(path: str, fs: pafs.FileSystem | None, delimiter: str) -> pa.Schema:
@@ -97,8 +97,10 @@ def read_json(path: str, fs: pafs.FileSystem | None = None) -> FileSchema:
         block *= 8
     head = head[:end]
     _check_nesting(path, head)
-    with pjson.open_json(pa.BufferReader(head), read_options=pjson.ReadOptions(block_size=end + 1)) as reader:
-        return FileSchema(schema=from_arrow_schema(reader.schema))
+    with pjson.open_json(
+        pa.BufferReader(head), read_options=pjson.ReadOptions(block_size=end + 1, use_threads=False)
+    ) as reader:
+        return FileSchema(schema=converted_schema(reader.schema))
 
 
 # a JSON string, closed by its quote or, in broken text, by the end of the line

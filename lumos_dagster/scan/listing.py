@@ -11,6 +11,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import TYPE_CHECKING, Sequence
 
+from lumos_dagster.formats import FileResult
 from lumos_dagster.model import FileError
 from lumos_dagster.scan.assemble import Contents, file_contents, files_in_window
 from lumos_dagster.scan.catalogue import DatasetSpec
@@ -85,22 +86,32 @@ def list_files(run: Run, services: Services) -> None:
             services.progress(f"listed {i}/{len(run.datasets)} datasets ({run.report.files_listed} files)")
 
 
-def read_files(run: Run, services: Services) -> None:
+def files_to_read(run: Run, services: Services) -> list[tuple]:
+    """The distinct (path, format, file system) items the listed datasets' partitions need."""
     specs = {d.name: d for d in run.datasets}
-    sources = {name: run.sources[specs[name].source] for name in run.listed if run.listed[name] is not None}
     items = list(
         dict.fromkeys(
-            (path, run.listed[name].format, sources[name].fs_spec)
+            (path, run.listed[name].format, run.sources[specs[name].source].fs_spec)
             for (name, _), files in run.files.items()
-            if name in sources
+            if run.listed[name] is not None
             for path, _ in files
         )
     )
     if items:
         services.progress(f"reading the schemas of {len(items)} files")
-    results = services.read(items) if items else {}
+    return items
+
+
+def take_results(run: Run, results: dict[str, FileResult]) -> None:
+    """Each partition's contents from the files' read `results`."""
+    specs = {d.name: d for d in run.datasets}
     run.report.files_read = len(results)
     for (name, pk), files in run.files.items():
         missing = () if run.listed[name] is not None else (not_found(specs[name]),)
         run.contents[name, pk] = file_contents(files, results, missing)
         run.readable[name, pk] = [path for path, _ in files if results[path].error is None]
+
+
+def read_files(run: Run, services: Services) -> None:
+    items = files_to_read(run, services)
+    take_results(run, services.read(items) if items else {})

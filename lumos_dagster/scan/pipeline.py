@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import logging
 import time
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Callable, Mapping, Sequence
+from typing import Callable, Iterator, Mapping, Sequence
 
 from lumos_dagster.config import LumosConfig
 from lumos_dagster.cost.billing import Allocation
@@ -25,7 +26,7 @@ from lumos_dagster.scan.assemble import Contents, assemble
 from lumos_dagster.scan.catalogue import Catalogue, DatasetSpec
 from lumos_dagster.scan.discovery import DatasetFile, DiscoveredDataset
 from lumos_dagster.scan.judge import judge
-from lumos_dagster.scan.listing import list_files, read_files
+from lumos_dagster.scan.listing import files_to_read, list_files, read_files, take_results
 from lumos_dagster.scan.report import ScanReport
 from lumos_dagster.schema.acceptances import Acceptance
 from lumos_dagster.sources import Source
@@ -103,6 +104,12 @@ STEPS: tuple[tuple[str, Callable[[Run, Services], None]], ...] = (
 )
 
 
+def _timed(name: str, step: Callable[[Run, Services], None], run: Run, services: Services) -> None:
+    start = time.perf_counter()
+    step(run, services)
+    services.progress(f"{name}: {time.perf_counter() - start:.2f} s")
+
+
 def run_pipeline(
     config: LumosConfig,
     catalogue: Catalogue,
@@ -113,7 +120,41 @@ def run_pipeline(
 ) -> Run:
     run = Run(config, catalogue, sources, datasets, partitions, services.now())
     for name, step in STEPS:
-        start = time.perf_counter()
-        step(run, services)
-        services.progress(f"{name}: {time.perf_counter() - start:.2f} s")
+        _timed(name, step, run, services)
     return run
+
+
+def run_pipelines(
+    config: LumosConfig,
+    catalogue: Catalogue,
+    sources: Mapping[str, Source],
+    batches: Sequence[Sequence[DatasetSpec]],
+    partitions: Sequence[Partition],
+    services: Services,
+) -> Iterator[Run]:
+    """`run_pipeline` over each batch in turn, reading ahead: the next batch is listed and its files'
+    reads started (in a thread that waits on the reader's processes) before a run is handed over,
+    so the files are read while the caller records the run before them. No step looks across
+    batches: each must hold whole lineage groups (`catalogue.chunks`)."""
+    now = services.now()
+
+    def start(batch: Sequence[DatasetSpec]) -> tuple[Run, Future | None]:
+        run = Run(config, catalogue, sources, batch, partitions, now)
+        _timed("list", list_files, run, services)
+        items = files_to_read(run, services)
+        return run, (ahead.submit(services.read, items) if items else None)
+
+    with ThreadPoolExecutor(1, thread_name_prefix="lumos-read-ahead") as ahead:
+        try:
+            following = start(batches[0]) if batches else None
+            for i in range(len(batches)):
+                run, reading = following
+                following = start(batches[i + 1]) if i + 1 < len(batches) else None
+                waited = time.perf_counter()
+                take_results(run, reading.result() if reading else {})
+                services.progress(f"read: {time.perf_counter() - waited:.2f} s waited (read ahead)")
+                for name, step in STEPS[2:]:
+                    _timed(name, step, run, services)
+                yield run
+        finally:  # the caller stopped early or a step failed: reads not started yet are dropped
+            ahead.shutdown(wait=True, cancel_futures=True)
