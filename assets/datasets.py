@@ -51,6 +51,7 @@ from lumos_dagster.scan.catalogue import Catalogue, DatasetSpec, chunks
 from lumos_dagster.scan.judge import READABLE_CHECK, blocking_checks, failure_message, has_data
 from lumos_dagster.scan.pipeline import Run, Services, run_pipelines
 from lumos_dagster.scan.record import Recorder
+from lumos_dagster.scan.report import ScanReport
 from lumos_dagster.sources import Source
 from resources.spark import LumosSparkResource, schema_reader
 from resources.store import CatalogsResource, SnapshotStoreResource
@@ -221,14 +222,14 @@ def _multi_asset(
         context.log.info(f"snapshotting {len(selected)} datasets × {len(windows)} partitions")
         # first: its delivery worker builds the catalogs while the pipeline reads
         recorder = lumos_catalogs.recorder(lumos_store.store_url, context.log.warning)
-        judgements = {}
+        judgements, report = {}, ScanReport()
         with lumos_store.open() as store:
             services = _services(context, spark, store, config, specs, bills)
             batches = chunks(selected, READ_AHEAD)
             for run in run_pipelines(config, catalogue, sources, batches, windows, services):
                 for warning in run.warnings:
                     context.log.warning(warning)
-                context.log.info("scan report:\n" + run.report.render())
+                report.add(run.report)  # one report for the op, said once its batches are recorded
                 yield from _events(context, run, keys, recorder, blocking)
                 release = context.run.tags.get(RELEASE_TAG)
                 if release:  # a refresh after a release: the versions it brought (as the store numbered them)
@@ -240,6 +241,7 @@ def _multi_asset(
                             for s in run.snapshots[d.name].values()]  # fmt: skip
                 alert_run(store, config, catalogue, recorded, context.log.warning)
                 judgements.update(run.judgements)
+        context.log.info("scan report:\n" + report.render())
         # instead of Dagster's own error for a failed blocking check, which names only the check
         stopped = failure_message(judgements, blocking)
         if stopped is not None:

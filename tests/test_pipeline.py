@@ -220,3 +220,27 @@ def test_a_failed_read_ahead_fails_its_batch_after_the_ones_before_it_and_leaves
         raise AssertionError("the read's error was swallowed")
     assert got == [batches[0]]
     assert threading.active_count() == threads
+
+
+def test_the_batches_reports_add_up_to_the_report_of_one_run(tmp_path):
+    """The op says one scan report for its batches: their sum is what one run over all would say."""
+    from lumos_dagster.scan.pipeline import Services, run_pipeline, run_pipelines
+    from lumos_dagster.scan.readers import read_in_process
+    from lumos_dagster.scan.report import SAMPLES, ScanReport
+
+    config, sources, catalogue, partitions, day = _generated(tmp_path, 12)
+    for i in (2, 7):  # an unsupported file in two datasets of different batches: skipped, with samples
+        (tmp_path / "lake" / f"d{i}" / f"ds_{i}" / "notes.txt").write_text("x")
+    services = Services(read=read_in_process, history=lambda *_: {}, stored=lambda *_: None, now=lambda: day)
+    whole = run_pipeline(config, catalogue, sources, catalogue.datasets, partitions, services)
+    total = ScanReport()
+    for run in run_pipelines(config, catalogue, sources, chunks(catalogue.datasets, 4), partitions, services):
+        total.add(run.report)
+    assert total.render() == whole.report.render()
+    assert total.failures and total.files_read == whole.report.files_read
+    many = ScanReport()
+    for n in range(SAMPLES + 3):  # samples stay bounded however many batches add theirs
+        one = ScanReport()
+        one.skip(f"f{n}", "unsupported")
+        many.add(one)
+    assert many.skipped["unsupported"] == SAMPLES + 3 and len(many.skipped_samples["unsupported"]) == SAMPLES

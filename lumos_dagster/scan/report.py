@@ -35,6 +35,20 @@ class ScanReport:
     def fail(self, where: str, reason: str) -> None:
         self.failures.append((where, reason))
 
+    def add(self, other: ScanReport) -> None:
+        """Count `other` in too (an op's batches make one report)."""
+        for name in ("files_listed", "files_read", "datasets_found", "datasets_failed"):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+        for counts, samples, theirs, their_samples in (
+            (self.skipped, self.skipped_samples, other.skipped, other.skipped_samples),
+            (self.notes, self.note_samples, other.notes, other.note_samples),
+        ):
+            counts.update(theirs)
+            for key, paths in their_samples.items():
+                kept = samples.setdefault(key, [])
+                kept.extend(paths[: SAMPLES - len(kept)])
+        self.failures.extend(other.failures)
+
     @property
     def ok(self) -> bool:
         return not self.failures
