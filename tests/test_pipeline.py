@@ -92,26 +92,35 @@ def test_chunks_keep_lineage_groups_whole_and_pack_the_rest(tmp_path):
     assert sorted(len(p) for p in chunks(catalogue.datasets, 4)) == [3, 4]  # a alone; b, c and d packed
 
 
-def test_the_pool_and_spark_give_identical_snapshots_of_the_same_lake(tmp_path, spark):
-    """The fast path (a process pool, no JVM) and the slow one (Spark executors) on one lake:
-    the same snapshots, field for field, file errors included."""
+def _generated(tmp_path, datasets: int, files: int = 6, torn: str = "d1/ds_1/dt={day}/part-1.orc"):
+    """A generated lake of `datasets` datasets × `files` files over 2 days with one torn file (`torn`,
+    its first day as `{day}`), and its two partitions."""
     from datetime import datetime, timedelta, timezone
 
     from benchmarks.lake import FIRST_DAY, generate_lake
-    from lumos_dagster.scan.pipeline import Services, run_pipeline
-    from lumos_dagster.scan.readers import PoolReader
     from lumos_dagster.scan.report import ScanReport
     from lumos_dagster.sources import build_sources, discover
-    from spark.schemas import SparkReader
 
-    generate_lake(tmp_path / "lake", 25, 4, 2)
-    (tmp_path / "lake" / "d0" / "ds_0" / f"dt={FIRST_DAY}" / "part-9.parquet").write_bytes(b"PAR1 torn")
+    generate_lake(tmp_path / "lake", datasets, files, 2)
+    (tmp_path / "lake" / torn.format(day=FIRST_DAY)).write_bytes(b"torn: neither footer nor magic")
     config = parse_config({"sources": [{"root": str(tmp_path / "lake"), "name": "lake"}]})
     sources = build_sources(config)
     catalogue = resolve_datasets(config, discover(sources, ScanReport()).records, {"lake": str(tmp_path / "lake")})
     day = datetime(FIRST_DAY.year, FIRST_DAY.month, FIRST_DAY.day, tzinfo=timezone.utc)
     partitions = [(str((day + timedelta(days=d)).date()), day + timedelta(days=d), day + timedelta(days=d + 1))
                   for d in range(2)]  # fmt: skip
+    return config, sources, catalogue, partitions, day
+
+
+def test_the_pool_and_spark_give_identical_snapshots_of_the_same_lake(tmp_path, spark):
+    """The fast path (a process pool, no JVM) and the slow one (Spark executors) on one lake:
+    the same snapshots, field for field, file errors included."""
+    from benchmarks.lake import FIRST_DAY
+    from lumos_dagster.scan.pipeline import Services, run_pipeline
+    from lumos_dagster.scan.readers import PoolReader
+    from spark.schemas import SparkReader
+
+    config, sources, catalogue, partitions, day = _generated(tmp_path, 25, 4, "d0/ds_0/dt={day}/part-9.parquet")
     now = lambda: day  # noqa: E731  (one capture time for both runs)
 
     def snapshots(read):
@@ -123,25 +132,6 @@ def test_the_pool_and_spark_give_identical_snapshots_of_the_same_lake(tmp_path, 
     assert len(fast) == 50 and fast == slow
     torn = fast["d0/ds_0", str(FIRST_DAY)]
     assert [e.path.endswith("part-9.parquet") for e in torn.errors] == [True] and torn.readable
-
-
-def _generated(tmp_path, datasets: int):
-    """A generated lake of `datasets` datasets × 6 files over 2 days, one torn file, and its two partitions."""
-    from datetime import datetime, timedelta, timezone
-
-    from benchmarks.lake import FIRST_DAY, generate_lake
-    from lumos_dagster.scan.report import ScanReport
-    from lumos_dagster.sources import build_sources, discover
-
-    generate_lake(tmp_path / "lake", datasets, 6, 2)
-    (tmp_path / "lake" / "d1" / "ds_1" / f"dt={FIRST_DAY}" / "part-1.orc").write_bytes(b"ORC torn")
-    config = parse_config({"sources": [{"root": str(tmp_path / "lake"), "name": "lake"}]})
-    sources = build_sources(config)
-    catalogue = resolve_datasets(config, discover(sources, ScanReport()).records, {"lake": str(tmp_path / "lake")})
-    day = datetime(FIRST_DAY.year, FIRST_DAY.month, FIRST_DAY.day, tzinfo=timezone.utc)
-    partitions = [(str((day + timedelta(days=d)).date()), day + timedelta(days=d), day + timedelta(days=d + 1))
-                  for d in range(2)]  # fmt: skip
-    return config, sources, catalogue, partitions, day
 
 
 def test_reading_ahead_in_batches_gives_the_snapshots_of_one_run(tmp_path):
