@@ -223,6 +223,7 @@ def _multi_asset(
         # first: its delivery worker builds the catalogs while the pipeline reads
         recorder = lumos_catalogs.recorder(lumos_store.store_url, context.log.warning)
         judgements, report = {}, ScanReport()
+        release = context.run.tags.get(RELEASE_TAG)
         with lumos_store.open() as store:
             services = _services(context, spark, store, config, specs, bills)
             batches = chunks(selected, READ_AHEAD)
@@ -231,7 +232,6 @@ def _multi_asset(
                     context.log.warning(warning)
                 report.add(run.report)  # one report for the op, said once its batches are recorded
                 yield from _events(context, run, keys, recorder, blocking)
-                release = context.run.tags.get(RELEASE_TAG)
                 if release:  # a refresh after a release: the versions it brought (as the store numbered them)
                     store.record_release_versions(
                         release, {d.name: v for d in run.datasets if (v := newest(run.snapshots[d.name]).version)}

@@ -55,6 +55,18 @@ class Ticks:
             self.cursor = result.cursor
         return result
 
+    def run_request(self, result, instance) -> dict:
+        """Run the tick's one run request in process, as the daemon would launch it: the check
+        evaluations of that run, by check name."""
+        (request,) = result.run_requests
+        run = self.defs.resolve_implicit_global_asset_job_def().execute_in_process(
+            instance=instance,
+            partition_key=request.partition_key,
+            asset_selection=request.asset_selection,
+            raise_on_error=False,
+        )
+        return {e.check_name: e for e in run.get_asset_check_evaluations()}
+
     @staticmethod
     def wanted(result):
         return sorted("/".join(k.path) + "@" + r.partition_key for r in result.run_requests for k in r.asset_selection)

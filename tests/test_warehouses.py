@@ -289,15 +289,9 @@ def test_snapshots_versions_checks_and_the_change_sensor_through_dagster(warehou
     for change, version, compatible in steps:
         w.run(change)
         result = ticks.tick()
-        (request,) = result.run_requests  # the current partition of exactly the changed table
+        # one request: the current partition of exactly the changed table
         assert Ticks.wanted(result) == [f"{w.name('orders')}@{latest}"]
-        run = defs.resolve_implicit_global_asset_job_def().execute_in_process(
-            instance=instance,
-            partition_key=request.partition_key,
-            asset_selection=request.asset_selection,
-            raise_on_error=False,
-        )
-        check = {e.check_name: e for e in run.get_asset_check_evaluations()}["schema_compatible"]
+        check = ticks.run_request(result, instance)["schema_compatible"]
         assert check.passed == compatible, change
         snap = {s.dataset.name: s for s in lite.read_all()}[w.name("orders")]
         assert snap.version == version, change

@@ -13,7 +13,7 @@ import pyarrow.csv as pcsv
 import pyarrow.fs as pafs
 import pyarrow.json as pjson
 
-from lumos_dagster.formats.arrow import converted_schema, from_arrow_schema
+from lumos_dagster.formats.arrow import converted_schema
 from lumos_dagster.formats.base import MAX_NESTING, FileSchema, open_stream, too_deep
 
 BLOCK_SIZE = 1 << 20
@@ -87,7 +87,7 @@ def read_json(path: str, fs: pafs.FileSystem | None = None) -> FileSchema:
         if head.lstrip()[:1] == b"[":
             head = head[:block]
             _check_nesting(path, head)
-            return FileSchema(schema=from_arrow_schema(_array_sample_schema(head.decode("utf-8", "replace"), whole)))
+            return FileSchema(schema=converted_schema(_array_sample_schema(head.decode("utf-8", "replace"), whole)))
         # whole lines only: in NDJSON a line break always ends a record (JSON strings cannot hold one)
         end = len(head) if whole else head.rfind(b"\n", 0, block) + 1
         if end:

@@ -93,15 +93,16 @@ class Run:
         return sorted((pk for pk, _, _ in self.partitions), key=lambda k: k or "")
 
 
-#: the pipeline, in order
-STEPS: tuple[tuple[str, Callable[[Run, Services], None]], ...] = (
-    ("list", list_files),
-    ("read", read_files),
+Step = tuple[str, Callable[[Run, Services], None]]
+#: what follows reading, in order: what `run_pipelines` runs on a batch once its reads are in
+AFTER_READING: tuple[Step, ...] = (
     ("assemble", assemble),
     ("price", price),
     ("govern", govern),
     ("judge", judge),
 )
+#: the pipeline, in order
+STEPS: tuple[Step, ...] = (("list", list_files), ("read", read_files), *AFTER_READING)
 
 
 def _timed(name: str, step: Callable[[Run, Services], None], run: Run, services: Services) -> None:
@@ -144,17 +145,17 @@ def run_pipelines(
         items = files_to_read(run, services)
         return run, (ahead.submit(services.read, items) if items else None)
 
-    with ThreadPoolExecutor(1, thread_name_prefix="lumos-read-ahead") as ahead:
-        try:
-            following = start(batches[0]) if batches else None
-            for i in range(len(batches)):
-                run, reading = following
-                following = start(batches[i + 1]) if i + 1 < len(batches) else None
-                waited = time.perf_counter()
-                take_results(run, reading.result() if reading else {})
-                services.progress(f"read: {time.perf_counter() - waited:.2f} s waited (read ahead)")
-                for name, step in STEPS[2:]:
-                    _timed(name, step, run, services)
-                yield run
-        finally:  # the caller stopped early or a step failed: reads not started yet are dropped
-            ahead.shutdown(wait=True, cancel_futures=True)
+    ahead = ThreadPoolExecutor(1, thread_name_prefix="lumos-read-ahead")
+    try:
+        following = start(batches[0]) if batches else None
+        for i in range(len(batches)):
+            run, reading = following
+            following = start(batches[i + 1]) if i + 1 < len(batches) else None
+            waited = time.perf_counter()
+            take_results(run, reading.result() if reading else {})
+            services.progress(f"read: {time.perf_counter() - waited:.2f} s waited (read ahead)")
+            for name, step in AFTER_READING:
+                _timed(name, step, run, services)
+            yield run
+    finally:  # done, or the caller stopped early, or a step failed: reads not started yet are dropped
+        ahead.shutdown(wait=True, cancel_futures=True)
