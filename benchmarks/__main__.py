@@ -18,7 +18,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchmarks import delta, instance, micro, scale, scan
+from benchmarks import dagster_floor, delta, instance, micro, scale, scan
 from benchmarks.lake import generate_lake
 from benchmarks.load_definitions import measure as load_definitions
 from benchmarks.measure import machine
@@ -92,6 +92,21 @@ def _side_by_side(datasets: int, files: int, partitions: int) -> tuple[list[str]
     return lines, {"lumos": lumos, "floor": floor, "datahub": datahub, "rescan": rescan}
 
 
+def _dagster_floor(datasets: int, lumos: dict, datahub: dict | None) -> list[str]:
+    """What Dagster alone takes to record the side-by-side run's events (benchmarks/dagster_floor.py):
+    the least Lumos' run can take while every dataset is a checked, partitioned asset."""
+    rows = dagster_floor.measure([datasets], ("metadata", "no_checks", "load"), _log)
+    lines = dagster_floor.render(rows)
+    floor = rows[0]["wall_s"]
+    lines += ["", f"Lumos' whole run (discover included) ÷ Dagster's floor: **{lumos['wall_s'] / floor:.2f}×**."]
+    if datahub:
+        lines.append(
+            f"DataHub's source ÷ Dagster's floor: **{datahub['wall_s'] / floor:.2f}×**, the most any Lumos run "
+            "of this lake could be faster than DataHub's source while Dagster records these events."
+        )
+    return lines
+
+
 def _definitions(sizes: list[int]) -> list[str]:
     lines = [
         "### Code location load",
@@ -137,7 +152,8 @@ def main(argv: list[str] | None = None) -> None:
         + ", ".join(f"{k} {info[k]}" for k in ("dagster", "pyspark", "acryl-datahub", "pyarrow")),
         "",
     ]
-    side, _ = _side_by_side(*LAKE)
+    side, runs = _side_by_side(*LAKE)
+    floor = _dagster_floor(LAKE[0], runs["lumos"], runs["datahub"])
     growth = scale.render(scale.measure([100, 1_000, 10_000] if args.large else [100, 1_000], _log))
     storages = instance.measure(500, _log)
     definitions = _definitions([1_000, 5_000, 10_000] if args.large else [1_000, 5_000])
@@ -147,7 +163,16 @@ def main(argv: list[str] | None = None) -> None:
     tables = delta.render(delta.measure(*DELTA_LAKE))
     _log("micro benchmarks…")
     rows = micro.run_all(args.large)
-    sections = [side, growth, storages, definitions, reading, tables, ["### Micro benchmarks", "", micro.render(rows)]]
+    sections = [
+        side,
+        floor,
+        growth,
+        storages,
+        definitions,
+        reading,
+        tables,
+        ["### Micro benchmarks", "", micro.render(rows)],
+    ]
     report = "\n".join(header + [line for section in sections for line in [*section, ""]])
     output = Path(args.output)
     earlier = output.read_text() if output.exists() else ""

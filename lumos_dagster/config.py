@@ -14,6 +14,7 @@ from __future__ import annotations
 import difflib
 import os
 import zoneinfo
+from collections import Counter
 from datetime import date
 from functools import cached_property
 from graphlib import CycleError, TopologicalSorter
@@ -258,7 +259,7 @@ RequiredField = Literal["description", "owner", "domain", "tags", "sla", "column
 
 
 class RequiredConfig(ConfigModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True, defer_build=True)
 
     fields: list[RequiredField] = Field(default_factory=list, description="What every dataset must have.")
     mode: Literal["warn", "block"] = Field("warn", description="block: downstream assets wait until it is filled.")
@@ -420,7 +421,7 @@ class LumosConfig(ConfigModel):
     @model_validator(mode="after")
     def _unique_names(self) -> "LumosConfig":
         for what, names in (("sources", [s.name for s in self.sources]), ("datasets", [d.name for d in self.datasets])):
-            dupes = sorted({n for n in names if names.count(n) > 1})
+            dupes = sorted(n for n, count in Counter(names).items() if count > 1)  # names.count: O(n²)
             if dupes:
                 raise ValueError(f"{what}: names must be unique, repeated: {', '.join(dupes)}")
         return self

@@ -2,6 +2,7 @@ import pytest
 
 from lumos_dagster.errors import ConfigError
 from lumos_dagster.scan.discovery import FileEntry, PathTemplate, group_files
+from lumos_dagster.sources.local import list_files
 from tests.cases import load_cases
 
 
@@ -43,3 +44,29 @@ def test_file_dates_follow_the_time_partition_format():
 def test_a_template_must_name_the_dataset(template):
     with pytest.raises(ConfigError, match="names no dataset"):
         PathTemplate(template)
+
+
+@pytest.mark.parametrize("subpath", ["", "sales", "sales/", "sales/orders", "sales/orders/dt=2026-11-01/part-0.csv"])
+def test_listing_gives_root_relative_paths_of_every_walked_file(tmp_path, subpath):
+    """Paths are joined while walking, not computed from absolute ones: they must equal what
+    os.walk and relpath say, hidden folders skipped but for a table's own."""
+    files = [
+        "top.csv",
+        "sales/orders/dt=2026-11-01/part-0.csv",
+        "sales/orders/dt=2026-11-02/part-0.csv",
+        "sales/orders/_temporary/part-9.csv",
+        "sales/orders/.git/HEAD",
+        "sales/events/_delta_log/00000000000000000000.json",
+    ]
+    for rel in files:
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text("a\n1\n")
+    listed = sorted(e.path for e in list_files(str(tmp_path), subpath))
+    hidden = ("/_temporary/", "/.git/")
+    start = subpath.rstrip("/")
+    expected = sorted(
+        f
+        for f in files
+        if not any(h in f"/{f}" for h in hidden) and (not start or f == start or f.startswith(start + "/"))
+    )
+    assert listed == expected

@@ -234,3 +234,19 @@ def test_the_batches_reports_add_up_to_the_report_of_one_run(tmp_path):
         one.skip(f"f{n}", "unsupported")
         many.add(one)
     assert many.skipped["unsupported"] == SAMPLES + 3 and len(many.skipped_samples["unsupported"]) == SAMPLES
+
+
+def test_a_file_failing_in_several_partitions_or_batches_is_one_failure():
+    """A range run reads an undated dataset's torn file for each partition: the report names it once."""
+    from lumos_dagster.scan.report import ScanReport
+
+    first, second = ScanReport(), ScanReport()
+    for report in (first, first, second):
+        report.fail("raw/feed/part-0.parquet", "not a Parquet file (torn footer)")
+    second.fail("raw/feed/part-1.parquet", "not a Parquet file (torn footer)")
+    first.add(second)
+    assert first.failures == [
+        ("raw/feed/part-0.parquet", "not a Parquet file (torn footer)"),
+        ("raw/feed/part-1.parquet", "not a Parquet file (torn footer)"),
+    ]
+    assert first.render().count("FAILED  raw/feed/part-0.parquet") == 1

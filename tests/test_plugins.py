@@ -277,3 +277,18 @@ def test_sources_read_their_credentials_when_they_connect(monkeypatch):
         assert list(client.topology_description.server_descriptions()) == [("mongo.invalid", 27017)]
     finally:
         client.close()
+
+
+def test_entry_points_are_read_once_per_sys_path_and_again_when_it_changes(tmp_path, monkeypatch):
+    """Registries share one read of the installed packages' metadata, yet a package put on the
+    path later (a notebook's sys.path.append) is still found."""
+    from lumos_dagster import plugins
+
+    group = f"lumos.test_{uuid.uuid4().hex[:8]}"
+    first = Registry(group, Plugin)
+    assert first.names() == ()
+    site = install(tmp_path, "lumos-late", MEMO_CATALOG, {group: {"memo": "lumos_late:plugin"}})
+    assert Registry(group, Plugin).names() == ()  # the same path: the read is reused
+    monkeypatch.syspath_prepend(str(site))
+    assert Registry(group, Plugin).names() == ("memo",)
+    assert plugins._entry_points.cache_info().hits >= 1

@@ -19,6 +19,7 @@ class ScanReport:
     failures: list[tuple[str, str]] = field(default_factory=list)  # (path or source, reason)
     notes: Counter = field(default_factory=Counter)  # what is worth knowing but not a failure → count
     note_samples: dict[str, list[str]] = field(default_factory=dict)
+    _failed: set[tuple[str, str]] = field(default_factory=set, repr=False, compare=False)
 
     def skip(self, path: str, reason: str) -> None:
         self.skipped[reason] += 1
@@ -33,7 +34,10 @@ class ScanReport:
             samples.append(path)
 
     def fail(self, where: str, reason: str) -> None:
-        self.failures.append((where, reason))
+        # a file read for several partitions of one run fails once, not once per partition
+        if (where, reason) not in self._failed:
+            self._failed.add((where, reason))
+            self.failures.append((where, reason))
 
     def add(self, other: ScanReport) -> None:
         """Count `other` in too (an op's batches make one report)."""
@@ -47,7 +51,8 @@ class ScanReport:
             for key, paths in their_samples.items():
                 kept = samples.setdefault(key, [])
                 kept.extend(paths[: SAMPLES - len(kept)])
-        self.failures.extend(other.failures)
+        for where, reason in other.failures:
+            self.fail(where, reason)
 
     @property
     def ok(self) -> bool:

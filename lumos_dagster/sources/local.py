@@ -26,10 +26,12 @@ def list_files(root: str, subpath: str = "", report: ScanReport | None = None) -
         return
     if not os.path.isdir(start):
         return
-    stack = [start]
+    # (folder, its path relative to root with a trailing "/"): relative paths are joined, not
+    # computed by os.path.relpath (a third of the listing's time)
+    stack = [(start, subpath.strip("/") + "/" if subpath.strip("/") else "")]
     walked = hidden_folders()
     while stack:
-        folder = stack.pop()
+        folder, prefix = stack.pop()
         try:
             with os.scandir(folder) as it:
                 entries = sorted(it, key=lambda e: e.name)
@@ -40,11 +42,10 @@ def list_files(root: str, subpath: str = "", report: ScanReport | None = None) -
         for e in reversed(entries):
             if e.is_dir(follow_symlinks=False):
                 if e.name[:1] not in (".", "_") or e.name in walked:
-                    stack.append(e.path)
+                    stack.append((e.path, f"{prefix}{e.name}/"))
             elif e.is_file():
                 st = e.stat()
-                rel = os.path.relpath(e.path, root).replace(os.sep, "/")
-                yield FileEntry(rel, st.st_size, st.st_mtime_ns / 1e9, str(st.st_mtime_ns))
+                yield FileEntry(prefix + e.name, st.st_size, st.st_mtime_ns / 1e9, str(st.st_mtime_ns))
 
 
 class LocalSource(FileSource):
