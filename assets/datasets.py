@@ -148,14 +148,14 @@ def held_changes(run: Run, d: DatasetSpec) -> str:
 
 
 def _events(context: AssetExecutionContext, run: Run, keys: Mapping[str, AssetKey], recorder: Recorder,
-            blocking: frozenset[str]):  # fmt: skip
+            blocking: frozenset[str], progress: Progress):  # fmt: skip
     kept = [d for d in run.datasets if run.judgements[d.name].held_back is None]
     for d in run.datasets:
         held = run.judgements[d.name].held_back
         if held is not None:
             why = f"upstream {held[1]} failed {held[0]}"
             context.log.warning(f"{d.name}: not materialized: {why}{held_changes(run, d)}")
-    progress = Progress(context.log.info, len(kept))
+            progress.step()  # through, if not recorded: the count still reaches the op's total
     # the first batch is delivered before its events go out (a catalog that is down shows from the
     # first materialization on): it is small; later ones are delivered while Dagster records events
     starts = [0, *range(FIRST_BATCH, len(kept), BATCH)] if kept else []
@@ -181,7 +181,7 @@ def _events(context: AssetExecutionContext, run: Run, keys: Mapping[str, AssetKe
             for outcome in outcomes:
                 yield evaluation(key, outcome, blocking)
             progress.step()
-        progress.done(end)
+        progress.done()
 
 
 def _multi_asset(
@@ -227,11 +227,12 @@ def _multi_asset(
         with lumos_store.open() as store:
             services = _services(context, spark, store, config, specs, bills)
             batches = chunks(selected, READ_AHEAD)
+            progress = Progress(context.log.info, len(selected))  # one count for the op's batches
             for run in run_pipelines(config, catalogue, sources, batches, windows, services):
                 for warning in run.warnings:
                     context.log.warning(warning)
                 report.add(run.report)  # one report for the op, said once its batches are recorded
-                yield from _events(context, run, keys, recorder, blocking)
+                yield from _events(context, run, keys, recorder, blocking, progress)
                 if release:  # a refresh after a release: the versions it brought (as the store numbered them)
                     store.record_release_versions(
                         release, {d.name: v for d in run.datasets if (v := newest(run.snapshots[d.name]).version)}

@@ -21,10 +21,11 @@ class Progress:
         if self.clock() - self.last >= self.every:
             self._line()
 
-    def done(self, upto: int) -> None:
-        """A batch finished: always a line, so short runs say what they recorded too."""
-        self.count = upto
-        self._line()
+    def done(self) -> None:
+        """A batch finished: a line when it is the last (short runs say what they recorded too), or
+        when `every` seconds passed."""
+        if self.count >= self.total or self.clock() - self.last >= self.every:
+            self._line()
 
     def _line(self) -> None:
         self.log(f"recorded {self.count}/{self.total} datasets")

@@ -101,7 +101,10 @@ def test_progress_says_how_far_recording_is_every_few_seconds():
         progress.step()
     now[0] += 5
     progress.step()  # 150th, 5 s after the last line
-    progress.done(300)
+    progress.done()  # a batch of the op's several: not the last, and too soon for a line
+    for _ in range(150):
+        progress.step()
+    progress.done()
     assert lines == ["recorded 150/300 datasets", "recorded 300/300 datasets"]
 
 
