@@ -70,7 +70,7 @@ def lumos(root: Path, versions: int) -> tuple[dict[str, tuple], dict[str, float]
     """One discovery and one pipeline run over `versions` daily partitions; step times too."""
     from lumos_dagster.config import parse_config
     from lumos_dagster.scan.catalogue import resolve_datasets
-    from lumos_dagster.scan.pipeline import Services, run_pipeline
+    from lumos_dagster.scan.pipeline import Services, read_timings, run_pipeline
     from lumos_dagster.scan.readers import read_in_process
     from lumos_dagster.scan.report import ScanReport
     from lumos_dagster.sources import build_sources, discover
@@ -78,9 +78,7 @@ def lumos(root: Path, versions: int) -> tuple[dict[str, tuple], dict[str, float]
     steps: dict[str, float] = {}
 
     def progress(line: str) -> None:
-        name, _, took = line.partition(": ")
-        if took.endswith(" s") and " " not in name:
-            steps[name] = float(took[:-2])
+        steps.update(read_timings(line))
 
     start = time.perf_counter()
     config = parse_config({"sources": [{"root": str(root), "name": "lake"}]})

@@ -14,7 +14,6 @@ events, from the last step to the step's success). The cost of a dataset-partiti
 from __future__ import annotations
 
 import os
-import re
 import sys
 import tempfile
 import time
@@ -23,13 +22,10 @@ from pathlib import Path
 from benchmarks.lake import FIRST_DAY, generate_lake
 from benchmarks.measure import run_measured
 from benchmarks.scan import BIN, ROOT, lumos_fields, lumos_project
+from lumos_dagster.scan.pipeline import read_timings
 
 REPEATS = 3
 PIPELINE = ("list", "read", "assemble", "price", "govern", "judge")
-#: "batch 2/5 (200 datasets, 1000 files read): list 0.13 s, read 0.05 s, …" (scan/pipeline.py `timings`);
-#: a batch's read is what it waited: its files were read while the batch before was recorded
-BATCH_LINE = re.compile(r"^batch \d+/\d+ \([^)]*\): ")
-STEP_TIME = re.compile(rf"\b({'|'.join(PIPELINE)}) ([0-9.]+) s\b")
 
 
 def _phases(dagster_home: Path, started: float) -> dict[str, float]:
@@ -52,9 +48,9 @@ def _phases(dagster_home: Path, started: float) -> dict[str, float]:
             begun = e.timestamp
         elif kind in ("STEP_SUCCESS", "STEP_FAILURE") and begun is not None:
             phases["steps"] += e.timestamp - begun
-        elif kind is None and BATCH_LINE.match(e.user_message):
-            for name, seconds in STEP_TIME.findall(e.user_message):
-                phases[name] = phases.get(name, 0.0) + float(seconds)
+        elif kind is None:  # a batch's read is what it waited: its files were read while the one before was recorded
+            for name, seconds in read_timings(e.user_message).items():
+                phases[name] = phases.get(name, 0.0) + seconds
     pipeline = sum(phases.get(name, 0.0) for name in PIPELINE)
     phases["recording"] = phases["steps"] - pipeline  # store, catalogs and Dagster's events
     phases["run"] = first["RUN_SUCCESS"] - first["RUN_START"]

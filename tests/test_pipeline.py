@@ -21,7 +21,7 @@ import json, sys
 from datetime import datetime, timedelta, timezone
 from lumos_dagster.config import parse_config
 from lumos_dagster.scan.catalogue import resolve_datasets
-from lumos_dagster.scan.pipeline import Services, run_pipeline
+from lumos_dagster.scan.pipeline import Services, read_timings, run_pipeline
 from lumos_dagster.scan.readers import read_in_process
 from lumos_dagster.scan.report import ScanReport
 from lumos_dagster.sources import build_sources, discover
@@ -38,7 +38,7 @@ services = Services(read=read_in_process, history=lambda *_: {}, stored=lambda *
 run = run_pipeline(config, catalogue, sources, catalogue.datasets, partitions, services)
 print(json.dumps({
     "modules": sorted(m for m in sys.modules if m.split(".")[0] in ("dagster", "pyspark", "dagster_pyspark")),
-    "steps": [t.split()[0] for s in steps if s.startswith("steps: ") for t in s[len("steps: "):].split(", ")],
+    "steps": [name for line in steps for name in read_timings(line)],
     "versions": {n: [s.version for _, s in sorted(p.items())] for n, p in run.snapshots.items()},
     "fields": {n: [f.name for f in p["2026-11-25"].schema.fields] for n, p in run.snapshots.items()},
     "costs": {n: p["2026-11-25"].cost.method for n, p in run.snapshots.items()},
@@ -255,8 +255,8 @@ def test_a_file_failing_in_several_partitions_or_batches_is_one_failure():
 def test_each_batch_says_one_line_of_its_step_times_as_the_benchmark_reads_them(tmp_path):
     """One progress line per batch (not one per step): what it holds, and each step's seconds,
     which benchmarks/scale.py sums into the run's phases."""
-    from benchmarks.scale import BATCH_LINE, PIPELINE, STEP_TIME
-    from lumos_dagster.scan.pipeline import Services, run_pipelines
+    from benchmarks.scale import PIPELINE
+    from lumos_dagster.scan.pipeline import Services, read_timings, run_pipelines
     from lumos_dagster.scan.readers import read_in_process
 
     config, sources, catalogue, partitions, day = _generated(tmp_path, 6)
@@ -268,4 +268,5 @@ def test_each_batch_says_one_line_of_its_step_times_as_the_benchmark_reads_them(
     assert len(lines) == len(runs) == 2
     for i, (line, run) in enumerate(zip(lines, runs, strict=True), 1):
         assert line.startswith(f"batch {i}/2 ({len(run.datasets)} datasets, {run.report.files_read} files read): ")
-        assert BATCH_LINE.match(line) and [name for name, _ in STEP_TIME.findall(line)] == list(PIPELINE)
+        assert list(read_timings(line)) == list(PIPELINE) and all(s >= 0 for s in read_timings(line).values())
+    assert read_timings("scan report:\nfiles listed 3") == {} and read_timings("recorded 3/6 datasets") == {}

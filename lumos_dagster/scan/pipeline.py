@@ -116,6 +116,15 @@ def timings(seconds: Mapping[str, float]) -> str:
     return ", ".join(f"{name} {s:.2f} s" for name, s in seconds.items())
 
 
+def read_timings(line: str) -> dict[str, float]:
+    """The step seconds of a run's (`steps: …`) or batch's (`batch 2/5 (…): …`) progress line; {} for
+    any other line (what benchmarks sum into phases)."""
+    head, sep, tail = line.partition(": ")
+    if not sep or not (head == "steps" or head.startswith("batch ")):
+        return {}
+    return {name: float(value) for name, value, _ in (timing.split(" ") for timing in tail.split(", "))}
+
+
 def run_pipeline(
     config: LumosConfig,
     catalogue: Catalogue,
