@@ -111,25 +111,20 @@ def _metadata(i: int, fingerprint: str) -> dict:
 
 
 def _evaluations(key: dg.AssetKey, metadata: bool):
-    """assets/checks.py `evaluation` for a readable, compatible dataset."""
-    yield dg.AssetCheckEvaluation(
-        asset_key=key,
-        check_name=READABLE,
-        passed=True,
-        severity=dg.AssetCheckSeverity.WARN,
-        description="every file was read",
-        metadata={},
-        blocking=False,
-    )
-    yield dg.AssetCheckEvaluation(
-        asset_key=key,
-        check_name=COMPATIBLE,
-        passed=True,
-        severity=dg.AssetCheckSeverity.ERROR,
-        description="compatible under FULL",
-        metadata={"lumos/breaking": dg.MetadataValue.int(0)} if metadata else {},
-        blocking=True,
-    )
+    """assets/checks.py `evaluation` for a readable, compatible dataset (only the gate is blocking)."""
+    for name, severity, description, extra in (
+        (READABLE, dg.AssetCheckSeverity.WARN, "every file was read", {}),
+        (COMPATIBLE, dg.AssetCheckSeverity.ERROR, "compatible under FULL", {"lumos/breaking": dg.MetadataValue.int(0)}),
+    ):
+        yield dg.AssetCheckEvaluation(
+            asset_key=key,
+            check_name=name,
+            passed=True,
+            severity=severity,
+            description=description,
+            metadata=extra if metadata else {},
+            blocking=name == COMPATIBLE,
+        )
 
 
 def _assets(n: int, metadata: bool, checks: bool) -> dg.AssetsDefinition:
