@@ -19,7 +19,7 @@ class ScanReport:
     failures: list[tuple[str, str]] = field(default_factory=list)  # (path or source, reason)
     notes: Counter = field(default_factory=Counter)  # what is worth knowing but not a failure → count
     note_samples: dict[str, list[str]] = field(default_factory=dict)
-    _failed: set[tuple[str, str]] = field(default_factory=set, repr=False, compare=False)
+    _failed: set[tuple[str, str]] = field(default_factory=set, init=False, repr=False, compare=False)
 
     def skip(self, path: str, reason: str) -> None:
         self.skipped[reason] += 1
