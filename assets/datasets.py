@@ -155,7 +155,6 @@ def _events(context: AssetExecutionContext, run: Run, keys: Mapping[str, AssetKe
         if held is not None:
             why = f"upstream {held[1]} failed {held[0]}"
             context.log.warning(f"{d.name}: not materialized: {why}{held_changes(run, d)}")
-            progress.step()  # through, if not recorded: the count still reaches the op's total
     # the first batch is delivered before its events go out (a catalog that is down shows from the
     # first materialization on): it is small; later ones are delivered while Dagster records events
     starts = [0, *range(FIRST_BATCH, len(kept), BATCH)] if kept else []
@@ -181,6 +180,9 @@ def _events(context: AssetExecutionContext, run: Run, keys: Mapping[str, AssetKe
             for outcome in outcomes:
                 yield evaluation(key, outcome, blocking)
             progress.step()
+        progress.done()
+    if len(kept) < len(run.datasets):  # held back: through, if not recorded; the count reaches the op's total
+        progress.step(len(run.datasets) - len(kept))
         progress.done()
 
 

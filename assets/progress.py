@@ -15,9 +15,9 @@ class Progress:
         self.log, self.total, self.every, self.clock = log, total, every, clock
         self.count, self.last = 0, clock()
 
-    def step(self) -> None:
-        """One dataset's events recorded: a line when `every` seconds passed since the last."""
-        self.count += 1
+    def step(self, datasets: int = 1) -> None:
+        """A dataset's events recorded (or `datasets`): a line when `every` seconds passed since the last."""
+        self.count += datasets
         if self.clock() - self.last >= self.every:
             self._line()
 

@@ -259,7 +259,7 @@ RequiredField = Literal["description", "owner", "domain", "tags", "sla", "column
 
 
 class RequiredConfig(ConfigModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True, defer_build=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
     fields: list[RequiredField] = Field(default_factory=list, description="What every dataset must have.")
     mode: Literal["warn", "block"] = Field("warn", description="block: downstream assets wait until it is filled.")

@@ -27,10 +27,15 @@ from lumos_dagster.errors import ConfigError
 log = logging.getLogger(__name__)
 
 
+def _installed() -> tuple[tuple[str, int], ...]:
+    """`sys.path` with each folder's modification time: what changes when a package is installed."""
+    return tuple((p, os.stat(p).st_mtime_ns if os.path.isdir(p) else 0) for p in sys.path)
+
+
 @functools.lru_cache(maxsize=4)
-def _entry_points(path: tuple[str, ...]) -> EntryPoints:
-    """Every installed package's entry points, read once per `sys.path`: each registry asking for
-    its group would otherwise read the metadata of every installed package again (~20 ms)."""
+def _entry_points(installed: tuple[tuple[str, int], ...]) -> EntryPoints:
+    """Every installed package's entry points, read once per state of `sys.path` (`_installed`): each
+    registry asking for its group would otherwise read the metadata of every installed package (~20 ms)."""
     return entry_points()
 
 
@@ -160,7 +165,7 @@ class Registry(Generic[P]):
         if self._loaded:
             return
         self._loaded = True
-        for ep in _entry_points(tuple(sys.path)).select(group=self.group):
+        for ep in _entry_points(_installed()).select(group=self.group):
             try:
                 self.register(ep.load())
             except Exception as exc:  # whatever a third-party package does wrong, Lumos runs without it

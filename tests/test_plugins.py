@@ -279,16 +279,22 @@ def test_sources_read_their_credentials_when_they_connect(monkeypatch):
         client.close()
 
 
-def test_entry_points_are_read_once_per_sys_path_and_again_when_it_changes(tmp_path, monkeypatch):
-    """Registries share one read of the installed packages' metadata, yet a package put on the
-    path later (a notebook's sys.path.append) is still found."""
+def test_entry_points_are_read_once_and_again_when_a_package_is_installed(tmp_path, monkeypatch):
+    """Registries share one read of the installed packages' metadata, yet a package installed later
+    (into a folder on the path, or put on the path: a notebook's pip install, sys.path.append) is found."""
     from lumos_dagster import plugins
 
     group = f"lumos.test_{uuid.uuid4().hex[:8]}"
-    first = Registry(group, Plugin)
-    assert first.names() == ()
-    site = install(tmp_path, "lumos-late", MEMO_CATALOG, {group: {"memo": "lumos_late:plugin"}})
-    assert Registry(group, Plugin).names() == ()  # the same path: the read is reused
+    site = tmp_path / "site"
+    site.mkdir()
     monkeypatch.syspath_prepend(str(site))
+    assert Registry(group, Plugin).names() == ()
+    hits = plugins._entry_points.cache_info().hits
+    assert Registry(group, Plugin).names() == () and plugins._entry_points.cache_info().hits == hits + 1
+    install(tmp_path, "lumos-late", MEMO_CATALOG, {group: {"memo": "lumos_late:plugin"}})  # into `site`
     assert Registry(group, Plugin).names() == ("memo",)
-    assert plugins._entry_points.cache_info().hits >= 1
+    other = f"{group}_b"
+    elsewhere = install(tmp_path / "b", "lumos-later", MEMO_CATALOG, {other: {"memo": "lumos_later:plugin"}})
+    assert Registry(other, Plugin).names() == ()
+    monkeypatch.syspath_prepend(str(elsewhere))
+    assert Registry(other, Plugin).names() == ("memo",)

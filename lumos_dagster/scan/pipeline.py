@@ -10,6 +10,7 @@ Spark (a test checks `sys.modules`); the Dagster op turns a finished run into ma
 from __future__ import annotations
 
 import logging
+import re
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -93,6 +94,9 @@ class Run:
         return sorted((pk for pk, _, _ in self.partitions), key=lambda k: k or "")
 
 
+#: a batch reading at least this many files says so when it starts (a few seconds on 2 cores)
+MANY_FILES = 10_000
+
 Step = tuple[str, Callable[[Run, Services], None]]
 #: what follows reading, in order: what `run_pipelines` runs on a batch once its reads are in
 AFTER_READING: tuple[Step, ...] = (
@@ -116,13 +120,16 @@ def timings(seconds: Mapping[str, float]) -> str:
     return ", ".join(f"{name} {s:.2f} s" for name, s in seconds.items())
 
 
+_HEAD = re.compile(r"steps|batch \d+/\d+ \([^)]*\)")
+_TIMING = re.compile(r"(\w+) ([0-9]+\.[0-9]+) s")
+
+
 def read_timings(line: str) -> dict[str, float]:
     """The step seconds of a run's (`steps: …`) or batch's (`batch 2/5 (…): …`) progress line; {} for
-    any other line (what benchmarks sum into phases)."""
+    any other line, a warning about a dataset named `steps` included (what benchmarks sum into phases)."""
     head, sep, tail = line.partition(": ")
-    if not sep or not (head == "steps" or head.startswith("batch ")):
-        return {}
-    return {name: float(value) for name, value, _ in (timing.split(" ") for timing in tail.split(", "))}
+    timings = [_TIMING.fullmatch(t) for t in tail.split(", ")] if sep and _HEAD.fullmatch(head) else [None]
+    return {m[1]: float(m[2]) for m in timings} if all(timings) else {}
 
 
 def run_pipeline(
@@ -156,6 +163,8 @@ def run_pipelines(
         run = Run(config, catalogue, sources, batch, partitions, now)
         listing = _timed(list_files, run, services)
         items = files_to_read(run)
+        if len(items) >= MANY_FILES:  # the batch line comes once they are read: say a long read has begun
+            services.progress(f"reading the schemas of {len(items)} files")
         return run, listing, (ahead.submit(services.read, items) if items else None)
 
     ahead = ThreadPoolExecutor(1, thread_name_prefix="lumos-read-ahead")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import posixpath
 from typing import Iterator
 
 from lumos_dagster.formats import HEAD_BYTES
@@ -28,7 +29,8 @@ def list_files(root: str, subpath: str = "", report: ScanReport | None = None) -
         return
     # (folder, its path relative to root with a trailing "/"): relative paths are joined, not
     # computed by os.path.relpath (a third of the listing's time)
-    stack = [(start, subpath.strip("/") + "/" if subpath.strip("/") else "")]
+    relative = posixpath.normpath(subpath).strip("/") if subpath else ""
+    stack = [(start, f"{relative}/" if relative not in ("", ".") else "")]
     walked = hidden_folders()
     while stack:
         folder, prefix = stack.pop()
