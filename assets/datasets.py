@@ -41,7 +41,6 @@ from assets import dagster_speedups
 from assets.checks import check_specs, evaluation
 from assets.keys import dagster_owners, dagster_tags, group_name
 from assets.metadata import newest, snapshot_metadata
-from assets.progress import Progress
 from assets.runtime import hours_from_runs
 from lumos_dagster.config import LumosConfig, PartitionsConfig
 from lumos_dagster.cost.pricing import Bills
@@ -50,6 +49,7 @@ from lumos_dagster.naming import RELEASE_TAG, URN_METADATA_KEY
 from lumos_dagster.scan.catalogue import Catalogue, DatasetSpec, chunks
 from lumos_dagster.scan.judge import READABLE_CHECK, blocking_checks, failure_message, has_data
 from lumos_dagster.scan.pipeline import Run, Services, run_pipelines
+from lumos_dagster.scan.progress import Progress
 from lumos_dagster.scan.record import Recorder
 from lumos_dagster.scan.report import ScanReport
 from lumos_dagster.sources import Source

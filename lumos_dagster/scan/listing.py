@@ -8,7 +8,6 @@ end of its window; any other as it is now.
 
 from __future__ import annotations
 
-import time
 from datetime import datetime
 from typing import TYPE_CHECKING, Sequence
 
@@ -16,16 +15,13 @@ from lumos_dagster.formats import FileResult
 from lumos_dagster.model import FileError
 from lumos_dagster.scan.assemble import Contents, file_contents, files_in_window
 from lumos_dagster.scan.catalogue import DatasetSpec
+from lumos_dagster.scan.progress import Progress
 from lumos_dagster.scan.tables import table_contents
 from lumos_dagster.sources import TableDescription, TableSource
 from lumos_dagster.tables import table_format
 
 if TYPE_CHECKING:
     from lumos_dagster.scan.pipeline import Run, Services
-
-#: seconds between progress lines while a source lists (a local folder of 1,000 datasets lists in a
-#: fraction of one: no line; an object store paging through a large prefix says how far it got)
-PROGRESS_EVERY = 5.0
 
 
 def not_found(spec: DatasetSpec) -> FileError:
@@ -63,8 +59,13 @@ def _describe(source: TableSource, spec: DatasetSpec, ends: Sequence[datetime | 
 
 
 def list_files(run: Run, services: Services) -> None:
-    last = time.monotonic()
-    for i, spec in enumerate(run.datasets, 1):
+    # a local folder of 1,000 datasets lists in a fraction of a second: no line; an object store
+    # paging through a large prefix says how far it got
+    def say(count: int, total: int) -> str:
+        return f"listed {count}/{total} datasets ({run.report.files_listed} files)"
+
+    progress = Progress(services.progress, len(run.datasets), say=say)
+    for spec in run.datasets:
         source = run.sources.get(spec.source) if spec.source else None
         if isinstance(source, TableSource):
             size, described = _describe(source, spec, [end for _, _, end in run.partitions])
@@ -85,9 +86,7 @@ def list_files(run: Run, services: Services) -> None:
                 for pk, start, end in run.partitions:
                     files = files_in_window(found, start, end) if found else []
                     run.files[spec.name, pk] = [(source.uri(f.entry.path), f) for f in files]
-        if time.monotonic() - last >= PROGRESS_EVERY:
-            services.progress(f"listed {i}/{len(run.datasets)} datasets ({run.report.files_listed} files)")
-            last = time.monotonic()
+        progress.step()
 
 
 def files_to_read(run: Run) -> list[tuple]:

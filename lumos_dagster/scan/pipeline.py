@@ -128,8 +128,10 @@ def read_timings(line: str) -> dict[str, float]:
     """The step seconds of a run's (`steps: …`) or batch's (`batch 2/5 (…): …`) progress line; {} for
     any other line, a warning about a dataset named `steps` included (what benchmarks sum into phases)."""
     head, sep, tail = line.partition(": ")
-    timings = [_TIMING.fullmatch(t) for t in tail.split(", ")] if sep and _HEAD.fullmatch(head) else [None]
-    return {m[1]: float(m[2]) for m in timings} if all(timings) else {}
+    if not (sep and _HEAD.fullmatch(head)):
+        return {}
+    steps = [_TIMING.fullmatch(timing) for timing in tail.split(", ")]
+    return {m[1]: float(m[2]) for m in steps} if all(steps) else {}
 
 
 def run_pipeline(

@@ -29,8 +29,8 @@ def list_files(root: str, subpath: str = "", report: ScanReport | None = None) -
         return
     # (folder, its path relative to root with a trailing "/"): relative paths are joined, not
     # computed by os.path.relpath (a third of the listing's time)
-    relative = posixpath.normpath(subpath).strip("/") if subpath else ""
-    stack = [(start, f"{relative}/" if relative not in ("", ".") else "")]
+    relative = posixpath.normpath(subpath or ".").strip("/")
+    stack = [(start, "" if relative == "." else f"{relative}/")]
     walked = hidden_folders()
     while stack:
         folder, prefix = stack.pop()
