@@ -6,8 +6,8 @@ from dagster import AssetCheckEvaluation, AssetCheckSeverity, AssetCheckSpec, As
 
 from assets.metadata import md_table
 from lumos_dagster.config import LumosConfig
-from lumos_dagster.scan.catalogue import DatasetSpec
-from lumos_dagster.scan.judge import (
+from lumos_dagster.datasets import DatasetSpec
+from lumos_dagster.governance.checks import (
     COMPATIBLE_CHECK,
     COMPLETE_CHECK,
     QUALITY_CHECK,
@@ -42,9 +42,11 @@ def _value(value) -> MetadataValue:
     return MetadataValue.int(value) if isinstance(value, int) else MetadataValue.float(value)
 
 
-def evaluation(key: AssetKey, outcome: CheckOutcome, blocking: frozenset[str]) -> AssetCheckEvaluation:
+def evaluation(key: AssetKey, outcome: CheckOutcome) -> AssetCheckEvaluation:
     """Yielded as an event: a check result through an op output costs Dagster 1.13 a database query
-    and a walk over every output of the step (docs/performance.md)."""
+    and a walk over every output of the step (docs/performance.md). Never `blocking` as Dagster means
+    it (a failed blocking evaluation fails the step, and with it the run of every other dataset of
+    the op): the snapshot run holds back the datasets downstream of a failed blocking check itself."""
     return AssetCheckEvaluation(
         asset_key=key,
         check_name=outcome.name,
@@ -52,5 +54,4 @@ def evaluation(key: AssetKey, outcome: CheckOutcome, blocking: frozenset[str]) -
         severity=AssetCheckSeverity.ERROR if outcome.severity == "ERROR" else AssetCheckSeverity.WARN,
         description=outcome.description,
         metadata={k: _value(v) for k, v in outcome.metadata.items()},
-        blocking=outcome.name in blocking,
     )

@@ -12,8 +12,8 @@ from dagster import (
     TableSchema,
 )
 
+from lumos_dagster.governance.checks import CHANGE_HEADER, change_rows, error_rows
 from lumos_dagster.model import SchemaChange, Snapshot, type_str
-from lumos_dagster.scan.judge import CHANGE_HEADER, change_rows, error_rows
 
 MAX_ROWS = 20
 

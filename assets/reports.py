@@ -21,10 +21,10 @@ from dagster import (
 )
 
 from lumos_dagster.config import LumosConfig
+from lumos_dagster.datasets import Catalogue
 from lumos_dagster.errors import LumosError
 from lumos_dagster.governance.rules import post_webhook, todo_json, todo_markdown
 from lumos_dagster.reports import cost as cost_report
-from lumos_dagster.scan.catalogue import Catalogue
 from lumos_dagster.store import SnapshotStore
 from resources.store import SnapshotStoreResource
 

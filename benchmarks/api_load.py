@@ -2,11 +2,11 @@
 
     .venv/bin/python -m benchmarks.api_load [--datasets 10000] [--seconds 30] [--clients 8] [--postgres]
 
-Builds an estate of N datasets through the store's own write API (`upsert_datasets`,
-`put_versioned`), starts `lumos serve` on 127.0.0.1, and for `--seconds` runs `--clients` threads of
-reads and checks against it (dataset detail, the dataset list, history, search, a proposed-schema
-check) while another process stores new captures as a materialization does (`put_versioned`
-batches of 200, some of them schema changes). Then prints requests, req/s, p50/p99 latency and
+Builds an estate of N datasets through the store's own write API (`upsert_datasets`, and captures
+versioned as a run stores them: `run.record.store_versioned`), starts `lumos serve` on 127.0.0.1, and
+for `--seconds` runs `--clients` threads of reads and checks against it (dataset detail, the dataset
+list, history, search, a proposed-schema check) while another process stores new captures as a
+materialization does (batches of 200, some of them schema changes). Then prints requests, req/s, p50/p99 latency and
 errors per endpoint, and checks the store: every capture written is there once, every document
 parses and matches its columns. Loopback only; bounded by `--seconds`.
 """
@@ -35,6 +35,7 @@ import yaml
 
 from lumos_dagster.api.auth import hash_token, new_token
 from lumos_dagster.model import DatasetRecord, DatasetRef, Field, Owner, Primitive, Schema, Snapshot, snapshot_loads
+from lumos_dagster.run.record import store_versioned
 from lumos_dagster.store import SnapshotStore
 from lumos_dagster.store.tables import snapshots_table
 
@@ -71,14 +72,14 @@ def build_store(url: str, n: int) -> None:
             DatasetRecord(_name(i), "file", "lake", _name(i), "parquet", f"domain{i % 20:02d}") for i in range(n)
         )
         for start in range(0, n, 1000):
-            store.put_versioned([_snapshot(i, 0) for i in range(start, min(n, start + 1000))])
+            store_versioned(store, [_snapshot(i, 0) for i in range(start, min(n, start + 1000))])
     finally:
         store.close()
 
 
 def writer(url: str, n: int, stop_at: float, out: str, rate: float) -> None:
     """A materialization: batches of 200 new captures (a new day's partition), one in ten with an added
-    column, each batch in one put_versioned transaction as scan/record does, `rate` captures a second
+    column, each batch in one transaction as the snapshot run stores it (run/record.py), `rate` captures a second
     (a run stores about 100 a second on 2 cores: docs/benchmarks.md)."""
     store = SnapshotStore(url)
     written, batches, took = [], 0, []
@@ -89,7 +90,7 @@ def writer(url: str, n: int, stop_at: float, out: str, rate: float) -> None:
             ids = rng.sample(range(n), 200)
             snaps = [_snapshot(i, day, extra=1 if rng.random() < 0.1 else 0) for i in ids]
             start = time.perf_counter()
-            stored = store.put_versioned(snaps, catalogs=["bench"])
+            stored = store_versioned(store, snaps, catalogs=["bench"])
             took.append(time.perf_counter() - start)
             written += [(s.dataset.urn, s.partition_key, s.version, s.fingerprint) for s in stored]
             batches += 1

@@ -67,31 +67,32 @@ def floor(paths: list[Path], versions: int) -> dict[str, tuple]:
 
 
 def lumos(root: Path, versions: int) -> tuple[dict[str, tuple], dict[str, float]]:
-    """One discovery and one pipeline run over `versions` daily partitions; step times too."""
+    """One discovery and one snapshot run over `versions` daily partitions (into an in-memory store);
+    step times too."""
     from lumos_dagster.config import parse_config
-    from lumos_dagster.scan.catalogue import resolve_datasets
-    from lumos_dagster.scan.pipeline import Services, read_timings, run_pipeline
-    from lumos_dagster.scan.readers import read_in_process
-    from lumos_dagster.scan.report import ScanReport
+    from lumos_dagster.formats.readers import read_in_process
+    from lumos_dagster.lineage.catalogue import resolve_datasets
+    from lumos_dagster.report import ScanReport
+    from lumos_dagster.run.snapshot import Services, SnapshotRun
     from lumos_dagster.sources import build_sources, discover
+    from lumos_dagster.store import SnapshotStore
+    from lumos_dagster.windows import Window
 
     steps: dict[str, float] = {}
-
-    def progress(line: str) -> None:
-        steps.update(read_timings(line))
-
     start = time.perf_counter()
     config = parse_config({"sources": [{"root": str(root), "name": "lake"}]})
     sources = build_sources(config)
     catalogue = resolve_datasets(config, discover(sources, ScanReport()).records, {"lake": str(root)})
     steps["discover"] = time.perf_counter() - start
-    partitions = [(str((DAY0 + timedelta(days=d)).date()), DAY0 + timedelta(days=d), DAY0 + timedelta(days=d + 1))
-                  for d in range(versions)]  # fmt: skip
-    services = Services(read=read_in_process, history=lambda *_: {}, stored=lambda *_: None, progress=progress)
-    run = run_pipeline(config, catalogue, sources, catalogue.datasets, partitions, services)
+    windows = [Window(str((DAY0 + timedelta(days=d)).date()), DAY0 + timedelta(days=d), DAY0 + timedelta(days=d + 1))
+               for d in range(versions)]  # fmt: skip
+    with SnapshotStore("sqlite:///:memory:") as store:
+        run = SnapshotRun(config, catalogue, sources, store, None, Services(read=read_in_process, say=lambda _: None))
+        done = run.complete(catalogue.datasets, windows)
+    steps.update(run.seconds)
     out = {
         f"{name}@{s.table.version}": ([f.name for f in s.schema.fields], s.stats.row_count)
-        for name, per_day in run.snapshots.items()
+        for name, per_day in done.snapshots.items()
         for s in per_day.values()
     }
     return out, steps

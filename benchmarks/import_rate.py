@@ -16,7 +16,7 @@ import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-from lumos_dagster.catalog import portable
+from lumos_dagster.estate import portable
 from lumos_dagster.model import DatasetRef, Field, Primitive, Schema, Snapshot
 from lumos_dagster.store import SnapshotStore
 

@@ -370,7 +370,7 @@ def _delivery_run(snapshots: list[Snapshot], folder: str, per_output: bool) -> d
     """Seconds to put + deliver `snapshots` into a fresh SQLite store and DataHub Lite file, then the
     same content again (a re-run where nothing changed); `per_output`: one put + deliver each."""
     from lumos_dagster.catalog.datahub_lite import DataHubLiteCatalog
-    from lumos_dagster.catalog.delivery import deliver
+    from lumos_dagster.delivery.outbox import deliver
     from lumos_dagster.store import SnapshotStore
 
     out: dict[str, float] = {}
@@ -487,7 +487,7 @@ def _project(folder: Path, lake: Path, start: date):
     import yaml
 
     from lumos_dagster.config import load_config
-    from lumos_dagster.scan.report import ScanReport
+    from lumos_dagster.report import ScanReport
     from lumos_dagster.sources import build_sources, discover
     from lumos_dagster.store import SnapshotStore
 

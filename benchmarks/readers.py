@@ -28,7 +28,7 @@ from typing import Callable
 from benchmarks.lake import generate_lake
 from benchmarks.measure import machine
 from lumos_dagster.formats import FileResult, format_of
-from lumos_dagster.scan.readers import Item, PoolReader, read_in_process, start_method
+from lumos_dagster.formats.readers import Item, PoolReader, read_in_process, start_method
 
 SIZES = {False: (100, 300, 1_000, 3_000, 10_000), True: (100, 300, 1_000, 3_000, 10_000, 30_000)}
 FILES_PER_DATASET = 10

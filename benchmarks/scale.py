@@ -5,14 +5,15 @@ and JSON lines in turn, nested columns) taken the README's way on the embedded d
 discover`, then one `dagster asset materialize` of every dataset for one partition, into the SQLite
 store and DataHub Lite, on the Dagster instance Lumos ships (dagster.yaml).
 
-The run's phases come from its own event log: start-up (interpreter, code location, run creation),
-each pipeline step (the `<step>: <s>` lines the op logs), and recording (store, catalog and Dagster
-events, from the last step to the step's success). The cost of a dataset-partition is
-(run(N) − run(1)) / (N − 1): what one more dataset adds to a run, its fixed costs left out.
+The run's phases come from its own records: start-up (interpreter, code location, run creation) from
+its event log, each step of the snapshot run from the `lumos/step_seconds` tag the op leaves on its
+run (step seconds as data), and recording Dagster's events: the rest of the op's time. The cost of a
+dataset-partition is (run(N) − run(1)) / (N − 1): what one more dataset adds to a run, its fixed costs left out.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import tempfile
@@ -22,10 +23,10 @@ from pathlib import Path
 from benchmarks.lake import FIRST_DAY, generate_lake
 from benchmarks.measure import run_measured
 from benchmarks.scan import BIN, ROOT, lumos_fields, lumos_project
-from lumos_dagster.scan.pipeline import read_timings
+from lumos_dagster.run.snapshot import STEPS
 
 REPEATS = 3
-PIPELINE = ("list", "read", "assemble", "price", "govern", "judge")
+SECONDS_TAG = "lumos/step_seconds"  # assets/snapshots.py: what the op's steps took, JSON
 
 
 def _phases(dagster_home: Path, started: float) -> dict[str, float]:
@@ -36,6 +37,7 @@ def _phases(dagster_home: Path, started: float) -> dict[str, float]:
     with DagsterInstance.get() as instance:
         (run,) = instance.get_runs()
         logs = instance.all_logs(run.run_id)
+    steps = json.loads(run.tags[SECONDS_TAG])
     first = {}
     for e in logs:
         if e.is_dagster_event:
@@ -48,11 +50,8 @@ def _phases(dagster_home: Path, started: float) -> dict[str, float]:
             begun = e.timestamp
         elif kind in ("STEP_SUCCESS", "STEP_FAILURE") and begun is not None:
             phases["steps"] += e.timestamp - begun
-        elif kind is None:  # a batch's read is what it waited: its files were read while the one before was recorded
-            for name, seconds in read_timings(e.user_message).items():
-                phases[name] = phases.get(name, 0.0) + seconds
-    pipeline = sum(phases.get(name, 0.0) for name in PIPELINE)
-    phases["recording"] = phases["steps"] - pipeline  # store, catalogs and Dagster's events
+    phases.update(steps)  # a batch's read is what it waited: its files were read while the one before was recorded
+    phases["recording"] = phases["steps"] - sum(steps.values())  # Dagster's events
     phases["run"] = first["RUN_SUCCESS"] - first["RUN_START"]
     return phases
 
@@ -102,7 +101,7 @@ def measure(sizes: list[int], log=lambda text: print(text, file=sys.stderr, flus
 
 def render(rows: list[dict]) -> list[str]:
     base = rows[0]
-    phases = ["start-up", *PIPELINE, "recording", "run"]
+    phases = ["start-up", *STEPS, "recording", "run"]
     lines = [
         "### Cost per dataset-partition (one partition, one file per dataset)",
         "",
@@ -122,10 +121,10 @@ def render(rows: list[dict]) -> list[str]:
         "",
         f"A 1-dataset run takes {base['materialize_s']:.1f} s (`dagster asset materialize`) and "
         f"{base['discover_s']:.1f} s (`lumos discover`): the fixed cost left out of the per-dataset figure. "
-        "Phases in seconds, from the run's event log: start-up (interpreter, code location load, run creation), "
-        "the pipeline's steps and recording (store, catalog, Dagster's events) summed over the run's steps, "
-        "and the run from its start to its end. Read is the time the run waited for files it read ahead, "
-        "while it recorded the batch before.",
+        "Phases in seconds: start-up (interpreter, code location load, run creation, from the run's event log), "
+        "the snapshot run's steps (its `lumos/step_seconds` tag) and recording Dagster's events, summed over "
+        "the run's ops, and the run from its start to its end. Read is the time the run waited for files it read "
+        "ahead, while it recorded the batch before.",
         "Targets: ≤ 10 ms per dataset-partition; 10,000 datasets ≤ 1.3× the per-dataset cost of 1,000.",
     ]
     return lines

@@ -113,8 +113,8 @@ def run_floor(lake: Path, truth: dict) -> dict:
 def rescan(lake: Path, work: Path) -> dict:
     """An unchanged re-scan (the storage sensor's `look`) against pure listing of the same files."""
     from lumos_dagster.config import load_config
-    from lumos_dagster.scan.report import ScanReport
-    from lumos_dagster.scan.watch import look
+    from lumos_dagster.inventory.watch import look
+    from lumos_dagster.report import ScanReport
     from lumos_dagster.sources import build_sources
     from lumos_dagster.sources.local import list_files
     from lumos_dagster.store import SnapshotStore

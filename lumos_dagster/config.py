@@ -24,13 +24,20 @@ from typing import Annotated, Any, Iterator, Literal, Union
 import yaml
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError, field_validator, model_validator
 
-from lumos_dagster.api.settings import ApiConfig
-from lumos_dagster.catalog.registry import CATALOGS
+from lumos_dagster.api_config import ApiConfig
 from lumos_dagster.errors import ConfigError
-from lumos_dagster.model import OWNERSHIP_TYPES
-from lumos_dagster.plugins import ConfigModel, Plugin, Registry, Secret, expand_secrets, resolve_path, secret_fields
-from lumos_dagster.schema.versioning import DEFAULT_POLICY, POLICIES
-from lumos_dagster.sources.registry import SOURCES
+from lumos_dagster.model import DEFAULT_POLICY, OWNERSHIP_TYPES, POLICIES
+from lumos_dagster.plugins import (
+    CATALOGS,
+    SOURCES,
+    ConfigModel,
+    Plugin,
+    Registry,
+    Secret,
+    expand_secrets,
+    resolve_path,
+    secret_fields,
+)
 
 DEFAULT_CONFIG = "lumos.yaml"
 CONFIG_ENV = "LUMOS_CONFIG"
@@ -105,7 +112,7 @@ class ScheduleDecl(ConfigModel):
     @field_validator("lag")
     @classmethod
     def _lag(cls, value: str) -> str:
-        from lumos_dagster.scan.windows import parse_lag
+        from lumos_dagster.windows import parse_lag
 
         parse_lag(value)
         return value
@@ -169,7 +176,7 @@ class DatasetDecl(ConfigModel):
     @field_validator("sla")
     @classmethod
     def _sla(cls, value: str | None) -> str | None:
-        from lumos_dagster.scan.windows import canonical_duration
+        from lumos_dagster.windows import canonical_duration
 
         return None if value is None else canonical_duration(value)
 

@@ -17,7 +17,7 @@ from assets.keys import dataset_keys
 from assets.reports import report_assets
 from lumos_dagster.collector import paused, skip_final_collection
 from lumos_dagster.config import LumosConfig, load_config
-from lumos_dagster.scan.catalogue import load_catalogue
+from lumos_dagster.lineage.catalogue import load_catalogue
 from lumos_dagster.sources import FileSource, TableSource, build_sources
 from lumos_dagster.store import SnapshotStore
 from resources.io_manager import LumosIOManager

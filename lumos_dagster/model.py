@@ -13,6 +13,7 @@ import hashlib
 import json
 from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime
+from fnmatch import fnmatchcase
 from typing import Any, Callable, Iterator, Sequence, Union
 
 SNAPSHOT_FORMAT = "lumos.snapshot/1"
@@ -525,6 +526,12 @@ class SchemaConflict:
 
 
 BREAKING, NON_BREAKING, INFORMATIONAL = "BREAKING", "NON_BREAKING", "INFORMATIONAL"
+#: a dataset's first version, and the compatibility policies its later ones are judged under
+#: (lumos_dagster.schema.versioning applies them)
+FIRST_VERSION = "1.0.0"
+DEFAULT_POLICY = "FULL"
+BASE_POLICIES = ("NONE", "BACKWARD", "FORWARD", "FULL")
+POLICIES = BASE_POLICIES + tuple(f"{p}_TRANSITIVE" for p in BASE_POLICIES[1:])
 
 
 class DirectCost:
@@ -640,6 +647,31 @@ class Snapshot:
     def readable(self) -> bool:
         """At least one file gave a schema (a dataset can be partly unreadable)."""
         return bool(self.schema.fields)
+
+
+#: dataset name → partition key → snapshot: what the steps of a snapshot run pass on
+Snapshots = dict[str, dict["str | None", Snapshot]]
+
+
+@dataclass(frozen=True)
+class Acceptance:
+    """A breaking change accepted for one version of a dataset (the API records them in the store)."""
+
+    dataset: str
+    version: str
+    path: str  # field path or glob; "*" for any
+    kind: str | None  # change kind, e.g. FIELD_REMOVED; None for any
+    reason: str
+    accepted_by: str
+    accepted_at: datetime
+
+    def matches(self, dataset: str, version: str | None, change: SchemaChange) -> bool:
+        return (
+            dataset == self.dataset
+            and version == self.version
+            and fnmatchcase(change.path, self.path)
+            and self.kind in (None, change.kind)
+        )
 
 
 def _dt_to_json(d: datetime | None) -> str | None:

@@ -1,8 +1,10 @@
 """Plug-ins: the contract sources, catalogs and formats share, and the registry that finds them.
 
-Built-ins register in code; an installed package adds its own through an entry point in
-the group `lumos.sources`, `lumos.catalogs` or `lumos.formats`, named after its type and
-pointing at the plug-in object, e.g. `[project.entry-points."lumos.catalogs"] acme =
+The registries of sources and catalogs live here, on the floor, so that lumos.yaml's models know
+the contract and not the implementations: their built-ins are registered by the module each
+registry names (`provider`), imported on first use, and an installed package adds its own
+through an entry point in the group `lumos.sources`, `lumos.catalogs` or `lumos.formats`, named
+after its type and pointing at the plug-in object, e.g. `[project.entry-points."lumos.catalogs"] acme =
 "acme_lumos:plugin"`. A plug-in that fails to load, or takes a type already taken, is
 skipped with a warning: someone else's broken package must not stop Lumos.
 """
@@ -10,6 +12,7 @@ skipped with a warning: someone else's broken package must not stop Lumos.
 from __future__ import annotations
 
 import functools
+import importlib
 import logging
 import os
 import re
@@ -145,9 +148,11 @@ class Registry(Generic[P]):
     """Plug-ins of one kind by their `type`: the built-ins in the order registered, then those
     of the entry point group, which are loaded on first use, once."""
 
-    def __init__(self, group: str, kind: type[P], builtins: Iterable[P] = ()):
+    def __init__(self, group: str, kind: type[P], builtins: Iterable[P] = (), provider: str | None = None):
+        """`provider`: a module that registers the built-ins when imported, before the entry points load."""
         self.group = group
         self.kind = kind
+        self.provider = provider
         self._plugins: dict[str, P] = {}
         self._loaded = False
         for plugin in builtins:
@@ -165,6 +170,8 @@ class Registry(Generic[P]):
         if self._loaded:
             return
         self._loaded = True
+        if self.provider is not None:
+            importlib.import_module(self.provider)
         for ep in _entry_points(_installed()).select(group=self.group):
             try:
                 self.register(ep.load())
@@ -185,3 +192,9 @@ class Registry(Generic[P]):
     def __iter__(self) -> Iterator[P]:
         self._load()
         return iter(tuple(self._plugins.values()))
+
+
+#: source types (lumos_dagster.sources.registry registers the built-ins)
+SOURCES: Registry[Plugin] = Registry("lumos.sources", Plugin, provider="lumos_dagster.sources.registry")
+#: catalog types (lumos_dagster.catalog.registry registers the built-ins)
+CATALOGS: Registry[Plugin] = Registry("lumos.catalogs", Plugin, provider="lumos_dagster.catalog.registry")

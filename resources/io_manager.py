@@ -1,7 +1,7 @@
 """The IO manager of dataset assets: downstream assets get an upstream's snapshots back from the store.
 
 Dataset ops write the store themselves, in batches, before Dagster records a materialization
-(`lumos_dagster.scan.record`), and yield no values: nothing reaches `handle_output`.
+(`lumos_dagster.delivery.worker`), and yield no values: nothing reaches `handle_output`.
 """
 
 from typing import Any

@@ -44,10 +44,10 @@ def spark_resource(config: SparkConfig) -> LumosSparkResource:
 
 def schema_reader(spark: LumosSparkResource, config: SparkConfig):
     """How a run reads file schemas: a process pool below a measured number of files, Spark above
-    it (the session starts only then; never for a local master, see lumos_dagster.scan.readers)."""
+    it (the session starts only then; never for a local master, see lumos_dagster.formats.readers)."""
     from dataclasses import replace
 
-    from lumos_dagster.scan.readers import THRESHOLDS
+    from lumos_dagster.formats.readers import THRESHOLDS
     from spark.schemas import spark_auto_reader
 
     thresholds = THRESHOLDS

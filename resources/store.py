@@ -9,11 +9,11 @@ from typing import Any, Callable
 from dagster import Config, ConfigurableResource, InitResourceContext
 from pydantic import PrivateAttr
 
-from lumos_dagster.catalog import catalogs_from_entries
 from lumos_dagster.catalog.base import CatalogAdapter
 from lumos_dagster.config import LumosConfig
+from lumos_dagster.delivery.catalogs import catalogs_from_entries
+from lumos_dagster.delivery.worker import Delivery
 from lumos_dagster.plugins import mask_secrets
-from lumos_dagster.scan.record import Recorder
 from lumos_dagster.store import SnapshotStore
 
 # Each store's URL by the one Dagster is shown, its password masked: Dagster keeps every resource's
@@ -52,11 +52,11 @@ class CatalogEntry(Config):
 
 
 class CatalogsResource(ConfigurableResource):
-    """The catalogs, and the run's delivery to them: one recorder (and its delivery worker) for all the
-    steps of a run, finished when the run ends."""
+    """The catalogs, and the run's delivery to them: one delivery worker for all the steps of a run,
+    finished when the run ends."""
 
     catalogs: list[CatalogEntry]
-    _recorder: Recorder | None = PrivateAttr(default=None)
+    _delivery: Delivery | None = PrivateAttr(default=None)
 
     @classmethod
     def from_config(cls, config: LumosConfig) -> "CatalogsResource":
@@ -71,16 +71,16 @@ class CatalogsResource(ConfigurableResource):
             )
         return cls(catalogs=entries)
 
-    def recorder(self, store_url: str, warn: Callable[[str], None]) -> Recorder:
-        if self._recorder is None:
-            self._recorder = Recorder(store_url, self.adapters, warn)
-        self._recorder.warn = warn  # the step now recording
-        return self._recorder
+    def delivery(self, store_url: str, warn: Callable[[str], None]) -> Delivery:
+        if self._delivery is None:
+            self._delivery = Delivery(store_url, self.adapters, warn)
+        self._delivery.warn = warn  # the step now delivering
+        return self._delivery
 
     def teardown_after_execution(self, context: InitResourceContext) -> None:
-        if self._recorder is not None:
-            self._recorder.warn = context.log.warning
-            self._recorder.finish()
+        if self._delivery is not None:
+            self._delivery.warn = context.log.warning
+            self._delivery.finish()
 
     def adapters(self) -> list[CatalogAdapter]:
         return catalogs_from_entries([{"type": c.type, **c.settings, **dict.fromkeys(c.nulls)} for c in self.catalogs])

@@ -6,7 +6,7 @@ then the run fails saying why), lineage re-read from code and view definitions."
 from dagster import DefaultScheduleStatus, Failure, OpExecutionContext, ScheduleDefinition, job, op
 
 from lumos_dagster.config import LumosConfig
-from lumos_dagster.scan.inventory import refresh_registry
+from lumos_dagster.inventory.refresh import refresh_registry
 from resources.store import SnapshotStoreResource
 
 # daily, an hour before the snapshot schedules' midnight tick (in the partitions' time zone): the

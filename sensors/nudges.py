@@ -7,7 +7,7 @@ from datetime import datetime, timezone
 from dagster import DefaultScheduleStatus, OpExecutionContext, ScheduleDefinition, job, op
 
 from lumos_dagster.config import LumosConfig
-from lumos_dagster.governance.nudges import run_nudge
+from lumos_dagster.reports.nudges import run_nudge
 from resources.store import SnapshotStoreResource
 
 

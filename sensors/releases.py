@@ -11,8 +11,8 @@ from datetime import UTC, datetime
 from dagster import DefaultSensorStatus, RunRequest, SensorDefinition, SensorResult, sensor
 
 from lumos_dagster.naming import RELEASE_TAG, TRIGGER_TAG
-from lumos_dagster.scan.windows import latest_due, next_window, parse_lag
 from lumos_dagster.schema.releases import read_manifests
+from lumos_dagster.windows import latest_due, next_window, parse_lag
 from sensors.triggers import Targets
 
 KEEP_DONE = 200  # names of fully requested releases kept in the cursor

@@ -1,5 +1,5 @@
 """Storage-change sensors: one per file source. Each tick lists the source, compares the
-files with the previous tick's fingerprints (kept in the store, see lumos_dagster.scan.watch),
+files with the previous tick's fingerprints (kept in the store, see lumos_dagster.inventory.watch),
 and requests exactly the dataset assets and partitions that changed. Run keys carry a
 digest of the changes, so a tick evaluated twice requests nothing new."""
 
@@ -8,9 +8,9 @@ from collections import defaultdict
 
 from dagster import DefaultSensorStatus, RunRequest, SensorDefinition, SensorResult, SkipReason, sensor
 
+from lumos_dagster.inventory.watch import FileChange, digest, look
 from lumos_dagster.naming import TRIGGER_TAG, segment
-from lumos_dagster.scan.report import ScanReport
-from lumos_dagster.scan.watch import FileChange, digest, look
+from lumos_dagster.report import ScanReport
 from lumos_dagster.sources import file_records
 from lumos_dagster.sources.base import FileSource
 from lumos_dagster.store import SnapshotStore

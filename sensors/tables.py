@@ -1,14 +1,14 @@
 """Table change sensors: one per table source with a cheap fingerprint listing (warehouses, Kafka).
 Each tick reads every table's fingerprint in one listing (a warehouse's INFORMATION_SCHEMA) and requests the
-current partition of exactly the datasets whose tables changed (lumos_dagster.scan.table_watch)."""
+current partition of exactly the datasets whose tables changed (lumos_dagster.inventory.table_watch)."""
 
 import json
 
 from dagster import DefaultSensorStatus, SensorDefinition, SensorResult, SkipReason, sensor
 
+from lumos_dagster.inventory.table_watch import look_tables
 from lumos_dagster.naming import segment
-from lumos_dagster.scan.report import ScanReport
-from lumos_dagster.scan.table_watch import look_tables
+from lumos_dagster.report import ScanReport
 from lumos_dagster.sources.base import TableSource
 from lumos_dagster.store import SnapshotStore
 from sensors.storage import is_preview, plan

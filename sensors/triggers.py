@@ -6,7 +6,7 @@ from zoneinfo import ZoneInfo
 
 from dagster import AssetKey, AssetsDefinition, TimeWindow
 
-from lumos_dagster.scan.catalogue import DatasetSpec
+from lumos_dagster.datasets import DatasetSpec
 
 #: the cron of each partition cadence, for datasets that declare no schedule of their own
 CADENCE_CRON = {"hourly": "0 * * * *", "daily": "0 0 * * *", "weekly": "0 0 * * 0", "monthly": "0 0 1 * *"}

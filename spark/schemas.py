@@ -3,7 +3,7 @@
 Each task reads footers/headers of a slice of the files (pyarrow, fastavro) and sends
 back small `FileResult`s; the driver only lists and merges. A reader that takes its
 Python worker down (a native crash on a corrupt file) fails one Spark job: the files of
-that job are then bisected (`lumos_dagster.scan.readers.isolate_crashes`, the same
+that job are then bisected (`lumos_dagster.formats.readers.isolate_crashes`, the same
 bisection the process pool uses) until the file is found, which is reported as that
 file's error while every other file still gets read.
 
@@ -18,7 +18,7 @@ import functools
 from typing import Any, Callable, Sequence
 
 from lumos_dagster.formats import FileResult, read_file_result
-from lumos_dagster.scan.readers import (
+from lumos_dagster.formats.readers import (
     THRESHOLDS,
     FileReader,
     Item,

@@ -8,7 +8,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import yaml
 
-from lumos_dagster.scan.report import ScanReport
+from lumos_dagster.report import ScanReport
 from lumos_dagster.sources import build_sources, discover
 from lumos_dagster.store import SnapshotStore
 
@@ -81,10 +81,29 @@ def demo_project(folder: Path, day: date, edit=None) -> Path:
     return path
 
 
+def run_in_process(config, catalogue, sources, partitions, read=None, store=None, datasets=None, now=None):
+    """The snapshot run over `partitions` ((key, start, end) each, or `Window`s) of `datasets` (default:
+    every dataset of `catalogue`), reading with `read` (default: in this process), into `store`
+    (default: a new in-memory one, so versions start from nothing), delivering to no catalog."""
+    from lumos_dagster.formats.readers import read_in_process
+    from lumos_dagster.run.snapshot import Services, SnapshotRun
+    from lumos_dagster.store import SnapshotStore
+    from lumos_dagster.windows import Window
+
+    windows = [p if isinstance(p, Window) else Window(*p) for p in partitions]
+    services = Services(read=read or read_in_process, say=lambda _: None, **({"now": now} if now else {}))
+    own = store is None
+    store = SnapshotStore("sqlite:///:memory:") if own else store
+    try:
+        run = SnapshotRun(config, catalogue, sources, store, None, services)
+        return run.complete(catalogue.datasets if datasets is None else datasets, windows)
+    finally:
+        if own:
+            store.close()
+
+
 def spark_run(spark, config, sources, catalogue, partitions):
-    """The snapshot pipeline over every dataset of `catalogue`, reading on Spark, with no history."""
-    from lumos_dagster.scan.pipeline import Services, run_pipeline
+    """The snapshot run over every dataset of `catalogue`, reading on Spark, with no history."""
     from spark.schemas import read_schemas
 
-    services = Services(read=lambda items: read_schemas(spark, items), history=lambda *_: {}, stored=lambda *_: None)
-    return run_pipeline(config, catalogue, sources, catalogue.datasets, partitions, services)
+    return run_in_process(config, catalogue, sources, partitions, read=lambda items: read_schemas(spark, items))

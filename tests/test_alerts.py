@@ -12,6 +12,7 @@ from lumos_dagster.cli import main
 from lumos_dagster.config import load_config
 from lumos_dagster.definitions import build_definitions
 from lumos_dagster.governance.alerts import alert_run
+from lumos_dagster.lineage.catalogue import load_catalogue
 from lumos_dagster.lineage.resolve import CodeDoc, CodeEdge, doc_to_json
 from lumos_dagster.model import (
     ColumnMapping,
@@ -24,7 +25,7 @@ from lumos_dagster.model import (
     Schema,
     Snapshot,
 )
-from lumos_dagster.scan.catalogue import load_catalogue
+from lumos_dagster.run.record import store_versioned
 from lumos_dagster.schema.versioning import assess
 from lumos_dagster.store import SnapshotStore
 from tests.fake_servers import WebhookReceiver, free_port
@@ -67,7 +68,7 @@ def run(store, config, previous, fields, day):
     """What a run does: record a snapshot of raw/orders, then alert."""
     snap = Snapshot(REF, f"2026-11-{day}", T0 + timedelta(days=day - 20), schema=Schema(fields),
                     owners=(Owner("ann@example.com"),))  # fmt: skip
-    stored = store.put_versioned([assess(previous, snap)], catalogs=[])
+    stored = store_versioned(store, [assess(previous, snap)])
     warnings = []
     alert_run(store, config, load_catalogue(config, store, {"lake": "/lake"}), stored, warnings.append)
     return stored[0], warnings
@@ -141,9 +142,11 @@ def test_the_snapshot_run_alerts_once_and_its_re_run_not_again(tmp_path, spark):
         instance = DagsterInstance.ephemeral()
         assert job.execute_in_process(partition_key="2026-11-24", instance=instance).success
         assert receiver.requests == []
-        for _ in range(2):  # the day id became a string: the gate fails the run, the owners hear of it once
-            result = job.execute_in_process(partition_key="2026-11-25", instance=instance, raise_on_error=False)
-            assert not result.success
+        for _ in range(2):  # the day id became a string: the gate fails its check, the owners hear of it once
+            result = job.execute_in_process(partition_key="2026-11-25", instance=instance)
+            assert result.success  # the run itself does not fail: the dataset that broke shows its check
+            (check,) = [e for e in result.get_asset_check_evaluations() if e.check_name == "schema_compatible"]
+            assert not check.passed
         ((_, _, body),) = receiver.requests
         assert body["text"] == "Breaking change: sales/orders 2.0.0 (from 1.0.0): 0 consumer(s) affected"
         assert "ann@example.com" in body["blocks"][1]["text"]["text"]

@@ -20,17 +20,14 @@ import yaml
 
 from lumos_dagster.api import audit
 from lumos_dagster.api.auth import TokenVerifier, hash_token, new_token, parse_hash, verify
-from lumos_dagster.api.settings import ApiToken
+from lumos_dagster.api_config import ApiToken
 from lumos_dagster.client import ApiError, LumosClient
 from lumos_dagster.config import load_config
-from lumos_dagster.scan.catalogue import load_catalogue
-from lumos_dagster.scan.pipeline import Services, run_pipeline
-from lumos_dagster.scan.readers import read_in_process
-from lumos_dagster.scan.record import Recorder
+from lumos_dagster.lineage.catalogue import load_catalogue
 from lumos_dagster.schema.proposed import ProposalError, parse_proposal
 from lumos_dagster.sources import build_sources
 from lumos_dagster.store import SnapshotStore
-from tests.lake import partitioned_lake, register, write_parquet
+from tests.lake import partitioned_lake, register, run_in_process, write_parquet
 from tests.test_store import PG
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -80,27 +77,18 @@ def write_config(path: Path, root: Path, url: str, writes: bool) -> Path:
 
 
 def materialize(config_path: Path) -> None:
-    """What a daily materialization does: the pipeline, then the store (put_versioned) in a Recorder."""
+    """What daily materializations do: the snapshot run, into the store, a run a day for each dataset
+    (a dataset is held back only by an upstream that fails in the same run: sales/orders gets its
+    day-3 column although raw/events breaks that day)."""
     config = load_config(str(config_path))
     register(config)
-    store = SnapshotStore(config.store_url)
     sources = build_sources(config)
-    try:
+    with SnapshotStore(config.store_url) as store:
         catalogue = load_catalogue(config, store, {n: s.root for n, s in sources.items()})
-    finally:
-        store.close()
-    for day in DAYS:
-        recorder = Recorder(config.store_url, lambda: [], warn=lambda _: None, background=False)
-        specs = catalogue.by_name()
-
-        def stored(name, pk, store=recorder.store, specs=specs):
-            return store.latest(specs[name].ref.urn, pk) or store.previous(specs[name].ref.urn, pk)
-
-        services = Services(read=read_in_process, history=recorder.store.version_histories, stored=stored)
-        run = run_pipeline(config, catalogue, sources, catalogue.datasets,
-                           [(str(day.date()), day, day + timedelta(days=1))], services)  # fmt: skip
-        recorder.record([s for d in run.datasets for s in run.snapshots[d.name].values()])
-        recorder.finish()
+        for day in DAYS:
+            for d in catalogue.datasets:
+                window = [(str(day.date()), day, day + timedelta(days=1))]
+                run_in_process(config, catalogue, sources, window, store=store, datasets=[d])
 
 
 class Server:

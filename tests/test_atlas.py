@@ -10,11 +10,11 @@ import requests
 import yaml
 from click.testing import CliRunner
 
-from lumos_dagster.catalog import catalogs_from_entries
 from lumos_dagster.catalog.atlas import AtlasCatalog
 from lumos_dagster.catalog.base import Undeliverable
-from lumos_dagster.catalog.delivery import deliver
 from lumos_dagster.cli import main
+from lumos_dagster.delivery.catalogs import catalogs_from_entries
+from lumos_dagster.delivery.outbox import deliver
 from lumos_dagster.errors import CatalogError
 from lumos_dagster.model import Field, LineageEdge, Primitive, Schema, snapshot_to_json
 from lumos_dagster.store import SnapshotStore

@@ -20,8 +20,6 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from lumos_dagster.catalog import carry
-from lumos_dagster.catalog import portable as portable
 from lumos_dagster.catalog.amundsen import AmundsenCatalog
 from lumos_dagster.catalog.atlas import AtlasCatalog
 from lumos_dagster.catalog.base import HISTORY, RELEASES
@@ -30,6 +28,7 @@ from lumos_dagster.catalog.datahub_lite import DataHubLiteCatalog
 from lumos_dagster.catalog.datahub_rest import DataHubRestCatalog
 from lumos_dagster.catalog.openmetadata import OpenMetadataCatalog
 from lumos_dagster.cli import main
+from lumos_dagster.estate import carry, portable
 from lumos_dagster.model import DatasetRecord, snapshot_to_json
 from lumos_dagster.store import SnapshotStore
 from tests.fake_atlas import FakeAtlas

@@ -17,16 +17,16 @@ import yaml
 from click.testing import CliRunner
 from datahub.testing.mce_helpers import check_golden_file
 
-from lumos_dagster.catalog import build_catalogs
 from lumos_dagster.catalog.datahub import snapshot_aspects
 from lumos_dagster.catalog.datahub_file import DataHubFileCatalog
 from lumos_dagster.catalog.datahub_lite import DataHubLiteCatalog, open_lite
 from lumos_dagster.catalog.datahub_rest import DataHubRestCatalog
-from lumos_dagster.catalog.delivery import deliver
 from lumos_dagster.catalog.openlineage import OpenLineageCatalog
 from lumos_dagster.catalog.openmetadata import OpenMetadataCatalog
 from lumos_dagster.cli import main
 from lumos_dagster.config import load_config, parse_config
+from lumos_dagster.delivery.catalogs import build_catalogs
+from lumos_dagster.delivery.outbox import deliver
 from lumos_dagster.errors import CatalogError
 from lumos_dagster.model import (
     ColumnMapping,

@@ -92,10 +92,10 @@ def test_a_run_killed_mid_way_loses_nothing_and_the_next_run_completes(tmp_path,
 RECORDER = """
 import sys, time
 from lumos_dagster.catalog.datahub_lite import DataHubLiteCatalog
-from lumos_dagster.scan.record import Recorder
-from tests.test_store import snap
-recorder = Recorder(sys.argv[1], lambda: [DataHubLiteCatalog(sys.argv[2])], print)
-recorder.record([snap("a", "2026-11-20")])
+from lumos_dagster.delivery.worker import Delivery
+from tests.test_store import record_batch, snap
+recorder = Delivery(sys.argv[1], lambda: [DataHubLiteCatalog(sys.argv[2])], print)
+record_batch(recorder, [snap("a", "2026-11-20")])
 print(recorder._worker.pid, flush=True)
 time.sleep(60)
 """

@@ -9,10 +9,10 @@ import sqlalchemy as sa
 
 from benchmarks import micro
 from benchmarks.micro import catalog_snapshots
-from lumos_dagster.catalog import delivery
 from lumos_dagster.catalog.datahub_lite import DataHubLiteCatalog
-from lumos_dagster.catalog.delivery import deliver
 from lumos_dagster.catalog.lite_batch import BatchedSqliteLite
+from lumos_dagster.delivery import outbox as delivery
+from lumos_dagster.delivery.outbox import deliver
 from lumos_dagster.store import SnapshotStore
 from tests.conftest import lite_aspect_versions
 

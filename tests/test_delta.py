@@ -22,11 +22,8 @@ from deltalake import DeltaTable, write_deltalake
 
 from lumos_dagster.catalog.datahub_lite import DataHubLiteCatalog, open_lite
 from lumos_dagster.config import parse_config
-from lumos_dagster.scan.catalogue import resolve_datasets
-from lumos_dagster.scan.discovery import FileEntry, group_files
-from lumos_dagster.scan.pipeline import Services, run_pipeline
-from lumos_dagster.scan.readers import read_in_process
-from lumos_dagster.scan.report import ScanReport
+from lumos_dagster.lineage.catalogue import resolve_datasets
+from lumos_dagster.report import ScanReport
 from lumos_dagster.schema.diff import (
     FIELD_ADDED,
     FIELD_MOVED,
@@ -37,7 +34,9 @@ from lumos_dagster.schema.diff import (
     TYPE_PROMOTED,
 )
 from lumos_dagster.sources import build_sources, discover
+from lumos_dagster.sources.discovery import FileEntry, group_files
 from lumos_dagster.tables import claim
+from tests.lake import run_in_process
 
 DAY0 = datetime(2026, 3, 1, tzinfo=timezone.utc)
 COLUMN_MAPPING = {"delta.columnMapping.mode": "name", "delta.minReaderVersion": "2", "delta.minWriterVersion": "5"}
@@ -90,8 +89,7 @@ def backfill(root: Path, partitions):
     sources = build_sources(config)
     report = ScanReport()
     catalogue = resolve_datasets(config, discover(sources, report).records, {"lake": str(root)})
-    services = Services(read=read_in_process, history=lambda *_: {}, stored=lambda *_: None, progress=lambda _: None)
-    return run_pipeline(config, catalogue, sources, catalogue.datasets, partitions, services)
+    return run_in_process(config, catalogue, sources, partitions)
 
 
 def history(run, name: str) -> list[tuple]:

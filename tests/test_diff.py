@@ -1,8 +1,8 @@
 import pytest
 
-from lumos_dagster.model import BREAKING, INFORMATIONAL, schema_from_json
+from lumos_dagster.model import BREAKING, INFORMATIONAL, POLICIES, schema_from_json
 from lumos_dagster.schema.diff import diff_schemas, diff_snapshots
-from lumos_dagster.schema.versioning import POLICIES, judge
+from lumos_dagster.schema.versioning import judge
 from tests.cases import load_cases
 from tests.test_versioning import snap
 

@@ -1,7 +1,7 @@
 import pytest
 
 from lumos_dagster.errors import ConfigError
-from lumos_dagster.scan.discovery import FileEntry, PathTemplate, group_files
+from lumos_dagster.sources.discovery import FileEntry, PathTemplate, group_files
 from lumos_dagster.sources.local import list_files
 from tests.cases import load_cases
 

@@ -28,11 +28,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from lumos_dagster.catalog import portable
 from lumos_dagster.config import load_config
 from lumos_dagster.errors import ConfigError
+from lumos_dagster.estate import portable
 from lumos_dagster.formats import FileResult
-from lumos_dagster.scan.readers import POOL_CRASH, PoolReader
+from lumos_dagster.formats.readers import POOL_CRASH, PoolReader
 from tests.test_store import snap
 
 ROOT = Path(__file__).resolve().parents[1]

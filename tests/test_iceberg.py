@@ -15,6 +15,7 @@ from pyiceberg.table.sorting import NullOrder
 from pyiceberg.transforms import DayTransform, IdentityTransform
 
 from lumos_dagster.config import parse_config
+from lumos_dagster.lineage.catalogue import resolve_datasets
 from lumos_dagster.model import (
     Array,
     Decimal,
@@ -27,16 +28,14 @@ from lumos_dagster.model import (
     Time,
     Timestamp,
 )
-from lumos_dagster.scan.catalogue import resolve_datasets
-from lumos_dagster.scan.listing import as_of
-from lumos_dagster.scan.pipeline import Services, run_pipeline
-from lumos_dagster.scan.readers import read_in_process
-from lumos_dagster.scan.report import ScanReport
+from lumos_dagster.report import ScanReport
+from lumos_dagster.run.listing import as_of
 from lumos_dagster.schema.diff import diff_schemas
 from lumos_dagster.sources import TableDescription, build_sources, discover
 from lumos_dagster.tables import claim
 from lumos_dagster.tables.iceberg import current_metadata, metadata_version
 from lumos_dagster.tables.iceberg_history import history, to_schema, to_type
+from tests.lake import run_in_process
 
 PG = "postgresql+psycopg://postgres@127.0.0.1:5432/test"
 CATALOG = "lumos_tests"
@@ -311,8 +310,7 @@ def test_the_source_reports_exactly_the_evolution_with_versions_and_commit_times
     # one window per commit, ending just after it, plus one before the table existed
     ends = [commits[0] - timedelta(milliseconds=1)] + [c + timedelta(microseconds=1) for c in commits]
     partitions = [(f"w{i:02d}", end - timedelta(hours=1), end) for i, end in enumerate(ends)]
-    services = Services(read=read_in_process, history=lambda *_: {}, stored=lambda *_: None, progress=lambda _: None)
-    run = run_pipeline(config, catalogue, sources, catalogue.datasets, partitions, services)
+    run = run_in_process(config, catalogue, sources, partitions)
     assert run.report.failures == []
     snaps = [run.snapshots[orders.name][pk] for pk, _, _ in partitions]
     assert not snaps[0].readable and snaps[0].errors == ()  # before the first commit: nothing, and no error
@@ -385,8 +383,7 @@ def _lake_run(root: Path, partitions):
     report = ScanReport()
     records = discover(sources, report).records
     catalogue = resolve_datasets(config, records, {"lake": str(root)})
-    services = Services(read=read_in_process, history=lambda *_: {}, stored=lambda *_: None, progress=lambda _: None)
-    return records, report, run_pipeline(config, catalogue, sources, catalogue.datasets, partitions, services)
+    return records, report, run_in_process(config, catalogue, sources, partitions)
 
 
 @pytest.fixture
@@ -466,8 +463,7 @@ def test_datahub_gets_the_iceberg_platform_partition_keys_and_table_version(buil
     config = _config(built)
     sources = build_sources(config)
     catalogue = resolve_datasets(config, discover(sources, ScanReport()).records, {"ice": sources["ice"].root})
-    services = Services(read=read_in_process, history=lambda *_: {}, stored=lambda *_: None, progress=lambda _: None)
-    run = run_pipeline(config, catalogue, sources, catalogue.datasets, [(None, None, None)], services)
+    run = run_in_process(config, catalogue, sources, [(None, None, None)])
     catalog = DataHubLiteCatalog(str(tmp_path / "lite.db"))
     catalog.emit(list(run.snapshots[f"{built.namespace}.orders"].values()))
     catalog.close()

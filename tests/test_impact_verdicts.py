@@ -10,6 +10,7 @@ from click.testing import CliRunner
 
 from lumos_dagster.cli import main
 from lumos_dagster.config import load_config, parse_config
+from lumos_dagster.lineage.catalogue import resolve_datasets
 from lumos_dagster.lineage.resolve import CodeDoc, CodeEdge, refresh_code
 from lumos_dagster.lineage.verdicts import (
     COMPATIBLE,
@@ -35,7 +36,6 @@ from lumos_dagster.model import (
     SchemaChange,
     Snapshot,
 )
-from lumos_dagster.scan.catalogue import resolve_datasets
 from lumos_dagster.schema.versioning import assess
 from lumos_dagster.store import SnapshotStore
 

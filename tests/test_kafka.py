@@ -19,6 +19,7 @@ import pytest
 
 from lumos_dagster.config import parse_config
 from lumos_dagster.formats.json_schema import from_json_schema
+from lumos_dagster.inventory.refresh import reconcile
 from lumos_dagster.model import (
     NO_DEFAULT,
     Array,
@@ -31,8 +32,7 @@ from lumos_dagster.model import (
     Timestamp,
     UnionType,
 )
-from lumos_dagster.scan.inventory import reconcile
-from lumos_dagster.scan.report import ScanReport
+from lumos_dagster.report import ScanReport
 from lumos_dagster.sources import build_sources, discover
 from lumos_dagster.sources.kafka import KEY_FIELD
 from lumos_dagster.sources.schema_registry import RegisteredSchema, to_schema

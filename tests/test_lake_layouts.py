@@ -20,8 +20,8 @@ from click.testing import CliRunner
 from lumos_dagster.cli import main
 from lumos_dagster.config import parse_config
 from lumos_dagster.formats import format_from
-from lumos_dagster.scan.assemble import files_in_window
-from lumos_dagster.scan.report import ScanReport
+from lumos_dagster.report import ScanReport
+from lumos_dagster.run.contents import files_in_window
 from lumos_dagster.sources import build_sources
 
 TABLE = pa.table({"id": pa.array([1, 2], pa.int64()), "name": ["a", "b"]})

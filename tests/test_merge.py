@@ -1,7 +1,7 @@
 import pytest
 
+from lumos_dagster.formats.merge import MAX_CONFLICT_FILES, merge_schemas, widen
 from lumos_dagster.model import Decimal, Field, Primitive, Schema, Timestamp, schema_from_json, schema_to_json
-from lumos_dagster.scan.merge import MAX_CONFLICT_FILES, merge_schemas, widen
 from tests.cases import load_cases
 
 

@@ -13,15 +13,13 @@ from lumos_dagster.catalog.datahub_lite import open_lite
 from lumos_dagster.config import EscalationRule, NudgeConfig, load_config
 from lumos_dagster.definitions import build_definitions
 from lumos_dagster.demo import build_demo_lake
-from lumos_dagster.governance.nudges import DEPRECATE, NOTIFY_DOMAIN_OWNER, decide, escalation, nudges_table
 from lumos_dagster.governance.rules import Todo, todo_markdown
-from lumos_dagster.scan.catalogue import load_catalogue
-from lumos_dagster.scan.pipeline import Services, run_pipeline
-from lumos_dagster.scan.readers import read_in_process
+from lumos_dagster.lineage.catalogue import load_catalogue
+from lumos_dagster.reports.nudges import DEPRECATE, NOTIFY_DOMAIN_OWNER, decide, escalation, nudges_table
 from lumos_dagster.sources import build_sources
 from lumos_dagster.store import SnapshotStore
 from tests.fake_servers import WebhookReceiver
-from tests.lake import demo_config, register
+from tests.lake import demo_config, register, run_in_process
 
 RULES = [EscalationRule(after_days=14, action=NOTIFY_DOMAIN_OWNER), EscalationRule(after_days=30, action=DEPRECATE)]
 
@@ -92,10 +90,7 @@ def test_the_nudge_schedule_runs_on_the_demo_project(tmp_path):
         with SnapshotStore(cfg.store_url) as store:  # a materialization of DAY, read in process
             catalogue = load_catalogue(cfg, store, {n: s.root for n, s in sources.items()})
             start = datetime(2026, 11, 25, tzinfo=UTC)
-            services = Services(read=read_in_process, history=lambda *_: {}, stored=lambda *_: None)
-            run = run_pipeline(cfg, catalogue, sources, catalogue.datasets, [(str(DAY), start, start + timedelta(1))],
-                               services)  # fmt: skip
-            store.put([s for by_pk in run.snapshots.values() for s in by_pk.values()])
+            run_in_process(cfg, catalogue, sources, [(str(DAY), start, start + timedelta(1))], store=store)
 
         defs = build_definitions(cfg)
         schedule = defs.resolve_schedule_def("lumos_nudge_schedule")

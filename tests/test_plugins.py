@@ -19,7 +19,7 @@ import yaml
 from lumos_dagster.config import parse_config
 from lumos_dagster.errors import ConfigError
 from lumos_dagster.plugins import Plugin, Registry, expand_secrets
-from lumos_dagster.scan.report import ScanReport
+from lumos_dagster.report import ScanReport
 from lumos_dagster.sources import build_sources, discover
 from tests.lake import write_parquet
 

@@ -19,7 +19,7 @@ from lumos_dagster.governance.quality import (
     read_dbt,
     read_great_expectations,
 )
-from lumos_dagster.scan.windows import canonical_duration, parse_duration
+from lumos_dagster.windows import canonical_duration, parse_duration
 
 DATA = Path(__file__).parent / "data" / "quality"
 MANIFEST, RUN_RESULTS = DATA / "manifest.json", DATA / "run_results.json"

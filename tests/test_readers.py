@@ -13,9 +13,8 @@ import pytest
 from pyspark import cloudpickle
 
 from benchmarks.lake import generate_lake
-from lumos_dagster.formats import FileResult, read_file_result, sniff_format
-from lumos_dagster.scan import readers
-from lumos_dagster.scan.readers import (
+from lumos_dagster.formats import FileResult, read_file_result, readers, sniff_format
+from lumos_dagster.formats.readers import (
     POOL_CRASH,
     PoolReader,
     ReaderCrashed,
@@ -33,7 +32,7 @@ from tests.test_testdata import FILES
 
 
 def test_the_core_readers_import_neither_dagster_nor_spark():
-    code = "import sys, lumos_dagster.scan.readers; print(sorted({m.split('.')[0] for m in sys.modules}))"
+    code = "import sys, lumos_dagster.formats.readers; print(sorted({m.split('.')[0] for m in sys.modules}))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
     assert not {"dagster", "pyspark", "py4j", "spark"} & set(ast.literal_eval(out.stdout))
 

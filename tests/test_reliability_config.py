@@ -22,10 +22,10 @@ import yaml
 from lumos_dagster.config import load_config, parse_config
 from lumos_dagster.errors import ConfigError, StoreError
 from lumos_dagster.plugins import mask_secrets
+from lumos_dagster.report import ScanReport
 from lumos_dagster.reports.cost import CostReport, Row, to_csv
 from lumos_dagster.reports.csvsafe import cell
 from lumos_dagster.reports.render import to_csv_files
-from lumos_dagster.scan.report import ScanReport
 from lumos_dagster.sources.registry import SOURCES
 from lumos_dagster.store import SnapshotStore
 from tests.fake_servers import FakeGMS, FakeOpenLineage

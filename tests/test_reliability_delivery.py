@@ -12,12 +12,12 @@ import pytest
 from click.testing import CliRunner
 
 from lumos_dagster.catalog.datahub_lite import DataHubLiteCatalog
-from lumos_dagster.catalog.delivery import deliver
 from lumos_dagster.cli import main
+from lumos_dagster.delivery.outbox import deliver
+from lumos_dagster.delivery.worker import Delivery
 from lumos_dagster.errors import ConfigError
-from lumos_dagster.scan.record import Recorder
 from lumos_dagster.store import SnapshotStore, claim_owner
-from tests.test_store import snap, store_url  # noqa: F401  (store_url: SQLite and PostgreSQL)
+from tests.test_store import record_batch, snap, store_url  # noqa: F401  (store_url: SQLite and PostgreSQL)
 
 POISON = "urn:lumos:dataset:file:"  # a dataset declared with an empty name: DataHub has no URN for it
 WHY = "InvalidUrnError: DatasetUrn name cannot be empty"
@@ -83,10 +83,9 @@ def test_a_run_of_other_datasets_is_not_held_back_by_a_quarantined_entry(store_u
     with SnapshotStore(store_url) as store:
         store.put([snap("", "2026-11-24")], catalogs=[DataHubLiteCatalog(path).name])  # left by an earlier run
     warnings: list[str] = []
-    recorder = Recorder(store_url, lambda: [DataHubLiteCatalog(path)], warnings.append)  # the run's delivery worker
+    recorder = Delivery(store_url, lambda: [DataHubLiteCatalog(path)], warnings.append)  # the run's delivery worker
     for batch in ([snap(f"r{i}", "2026-11-25") for i in range(3)], [snap("r3", "2026-11-25")]):
-        _, still_queued = recorder.record(batch)
-        assert still_queued == {}
+        assert record_batch(recorder, batch) == {}
     assert recorder.finish() == {}  # no catalog is down, nothing of the run is left queued
     assert warnings == [] and recorder.down == {}
     assert lite_datasets(path) == {"r0", "r1", "r2", "r3"}
@@ -96,7 +95,7 @@ def test_a_run_of_other_datasets_is_not_held_back_by_a_quarantined_entry(store_u
 
 def test_the_delivery_worker_builds_the_catalogs_and_the_run_only_learns_their_names(store_url, tmp_path):  # noqa: F811
     path = str(tmp_path / "lite.db")
-    recorder = Recorder(store_url, lambda: [DataHubLiteCatalog(path)], print)
+    recorder = Delivery(store_url, lambda: [DataHubLiteCatalog(path)], print)
     try:
         assert recorder.names == [DataHubLiteCatalog(path).name]
         assert recorder.catalogs == []  # none built in the run's process: the worker has them
@@ -105,7 +104,7 @@ def test_the_delivery_worker_builds_the_catalogs_and_the_run_only_learns_their_n
 
 
 def test_a_run_that_recorded_nothing_finishes_its_delivery_worker(store_url, tmp_path):  # noqa: F811
-    recorder = Recorder(store_url, lambda: [DataHubLiteCatalog(str(tmp_path / "lite.db"))], print)
+    recorder = Delivery(store_url, lambda: [DataHubLiteCatalog(str(tmp_path / "lite.db"))], print)
     assert recorder.finish() == {}  # every dataset held back, say: the names come first, then the last round
     assert not recorder._worker.is_alive()
 
@@ -116,7 +115,7 @@ def test_a_catalog_that_cannot_be_built_fails_the_recording_with_its_own_error(s
 
     for background in (True, False):  # built by the delivery worker, or here
         with pytest.raises(ConfigError, match="LUMOS_GMS_TOKEN is not set"):
-            Recorder(store_url, unbuildable, print, background=background).record([snap("a", "2026-11-25")])
+            record_batch(Delivery(store_url, unbuildable, print, background=background), [snap("a", "2026-11-25")])
     with SnapshotStore(store_url) as store:
         assert [d.name for d in store.datasets()] == []  # nothing stored under no catalog
 
@@ -188,10 +187,10 @@ def test_a_sync_during_a_run_delivers_each_entry_once_and_loses_nothing(store_ur
     start, stop = ctx.Barrier(2), ctx.Event()
     SnapshotStore(store_url).close()  # the tables, before the race
     syncing = _fork(_syncs_until, store_url, path, str(log), start, stop)
-    recorder = Recorder(store_url, lambda: [RecordingLite(path, str(log))], lambda _: None)
+    recorder = Delivery(store_url, lambda: [RecordingLite(path, str(log))], lambda _: None)
     start.wait(60)
     for b in range(6):  # the run's batches, each handed to its delivery worker as it goes on
-        recorder.record([snap(f"b{b}-{i}", "2026-11-25") for i in range(5)])
+        record_batch(recorder, [snap(f"b{b}-{i}", "2026-11-25") for i in range(5)])
         time.sleep(0.2)
     assert recorder.finish() == {}
     stop.set()

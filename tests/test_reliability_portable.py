@@ -14,13 +14,13 @@ import pytest
 import sqlalchemy as sa
 from click.testing import CliRunner
 
-from lumos_dagster.catalog import portable
 from lumos_dagster.cli import main
+from lumos_dagster.delivery.worker import Delivery
+from lumos_dagster.estate import portable
 from lumos_dagster.model import MAX_NESTING, DatasetRecord, Field, Primitive, Schema, Struct
-from lumos_dagster.scan.record import Recorder
 from lumos_dagster.store import Release, SnapshotStore
 from lumos_dagster.store.tables import datasets_table, releases_table, snapshots_table
-from tests.test_store import T0, snap, store_url  # noqa: F401  (fixture: SQLite and PostgreSQL)
+from tests.test_store import T0, record_batch, snap, store_url  # noqa: F401  (fixture: SQLite and PostgreSQL)
 
 LUMOS = [sys.executable, "-c", "from lumos_dagster.cli import main; main()"]  # the code under test, as installed or not
 
@@ -208,12 +208,12 @@ def test_an_import_during_a_run_loses_and_duplicates_nothing(store_url):  # noqa
     recorded, errors, imported_done = [], [], threading.Event()
 
     def run() -> None:
-        recorder = Recorder(store_url, lambda: [], warn=errors.append, background=False)
+        recorder = Delivery(store_url, lambda: [], warn=errors.append, background=False)
         try:
             batch = 0
             while not imported_done.is_set() or batch < 5:
                 snapshots = [snap(n, "2026-11-22", 1, minutes=batch) for n in run_names]
-                recorder.record(snapshots)
+                record_batch(recorder, snapshots)
                 recorded.extend(snapshots)
                 batch += 1
         except Exception as exc:  # noqa: BLE001  (the assertion below shows it)

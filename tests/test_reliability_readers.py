@@ -11,17 +11,16 @@ import fastavro
 import pyarrow as pa
 import pytest
 
-from lumos_dagster.catalog import portable
 from lumos_dagster.config import parse_config
 from lumos_dagster.errors import SchemaReadError
+from lumos_dagster.estate import portable
 from lumos_dagster.formats import read_file_schema
+from lumos_dagster.formats.readers import POOL_CRASH, PoolReader, auto_reader
+from lumos_dagster.lineage.catalogue import resolve_datasets
 from lumos_dagster.model import MAX_NESTING, DatasetRef, Snapshot
-from lumos_dagster.scan.catalogue import resolve_datasets
-from lumos_dagster.scan.pipeline import Services, run_pipeline
-from lumos_dagster.scan.readers import POOL_CRASH, PoolReader, auto_reader
-from lumos_dagster.scan.report import ScanReport
+from lumos_dagster.report import ScanReport
 from lumos_dagster.sources import build_sources, discover
-from tests.lake import write_parquet
+from tests.lake import run_in_process, write_parquet
 from tests.test_plugins import install, run
 
 LUMOS = Path(sys.executable).parent / "lumos"
@@ -96,9 +95,8 @@ def test_a_scan_fails_only_the_dataset_of_a_deeply_nested_file(tmp_path):
     config = parse_config({"sources": [{"root": str(tmp_path), "name": "lake"}]})
     sources = build_sources(config)
     catalogue = resolve_datasets(config, discover(sources, ScanReport()).records, {"lake": str(tmp_path)})
-    services = Services(read=auto_reader(), history=lambda *_: {}, stored=lambda *_: None)
-    done = run_pipeline(
-        config, catalogue, sources, catalogue.datasets, [("2026-11-25", day, day + timedelta(days=1))], services
+    done = run_in_process(
+        config, catalogue, sources, [("2026-11-25", day, day + timedelta(days=1))], read=auto_reader()
     )
     events = done.snapshots["web/events"]["2026-11-25"]
     assert [(e.path, e.reason) for e in events.errors] == [

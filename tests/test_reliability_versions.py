@@ -12,18 +12,19 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from lumos_dagster.catalog.datahub_lite import DataHubLiteCatalog, open_lite
-from lumos_dagster.catalog.delivery import deliver
 from lumos_dagster.config import parse_config
+from lumos_dagster.delivery.outbox import deliver
+from lumos_dagster.delivery.worker import Delivery
+from lumos_dagster.formats.readers import read_in_process
+from lumos_dagster.lineage.catalogue import resolve_datasets
 from lumos_dagster.model import DatasetRef, Field, Primitive, Schema, Snapshot
-from lumos_dagster.scan.catalogue import resolve_datasets
-from lumos_dagster.scan.pipeline import Services, run_pipeline
-from lumos_dagster.scan.readers import read_in_process
-from lumos_dagster.scan.record import Recorder
-from lumos_dagster.scan.report import ScanReport
+from lumos_dagster.report import ScanReport
+from lumos_dagster.run.snapshot import Services, SnapshotRun
 from lumos_dagster.schema.diff import FIELD_ADDED, FIELD_REMOVED
 from lumos_dagster.schema.versioning import slot
 from lumos_dagster.sources import build_sources, discover
 from lumos_dagster.store import SnapshotStore
+from lumos_dagster.windows import Window
 from tests.lake import partitioned_lake
 from tests.test_store import store_url  # noqa: F401  (the SQLite and PostgreSQL stores)
 
@@ -101,23 +102,27 @@ LITE_URN = "urn:li:dataset:(urn:li:dataPlatform:file,sales/orders,PROD)"
 
 
 def snapshot_day(root: str, store_url: str, lite: str, day: str, barrier=None) -> None:  # noqa: F811
-    """What the Dagster op does for one partition, without Dagster: the core pipeline, versioned
-    against the store's history, then recorded and delivered to DataHub Lite. `barrier`: wait for the
-    other run to have read its history too before recording (the race of two runs at once)."""
+    """What the Dagster op does for one partition, without Dagster: the snapshot run, versioned
+    against the store's history when it stores, then delivered to DataHub Lite. `barrier`: both runs
+    have listed their files before either reads them and goes on to store (two runs at once)."""
     config = parse_config({"sources": [{"root": root, "name": "lake"}]})
     sources = build_sources(config)
     catalogue = resolve_datasets(config, discover(sources, ScanReport()).records, {"lake": root})
     start = datetime.fromisoformat(day).replace(tzinfo=timezone.utc)
-    with SnapshotStore(store_url) as store:
-        services = Services(read=read_in_process, history=store.version_histories, stored=lambda *_: None)
-        run = run_pipeline(config, catalogue, sources, catalogue.datasets, [(day, start, start + timedelta(days=1))],
-                           services)  # fmt: skip
-    if barrier is not None:
-        barrier.wait(60)
-    recorder = Recorder(store_url, lambda: [DataHubLiteCatalog(lite)], print)
-    stored, _ = recorder.record([s for snaps in run.snapshots.values() for s in snaps.values()])
-    recorder.finish()
-    assert [s.partition_key for s in stored] == [day]
+
+    def read(items):
+        if barrier is not None:
+            barrier.wait(60)
+        return read_in_process(items)
+
+    delivery = Delivery(store_url, lambda: [DataHubLiteCatalog(lite)], print)
+    try:
+        with SnapshotStore(store_url) as store:
+            run = SnapshotRun(config, catalogue, sources, store, delivery, Services(read=read, say=print))
+            done = run.complete(catalogue.datasets, [Window(day, start, start + timedelta(days=1))])
+    finally:
+        delivery.finish()
+    assert [pk for pk, s in done.snapshots["sales/orders"].items() if s.version] == [day]
 
 
 def check_history_and_catalog(store_url: str, lite: str) -> None:  # noqa: F811

@@ -14,11 +14,11 @@ from dagster import DagsterInstance, build_sensor_context
 from lumos_dagster.cli import main
 from lumos_dagster.config import load_config
 from lumos_dagster.definitions import assemble, build_definitions
-from lumos_dagster.scan.report import ScanReport
-from lumos_dagster.scan.windows import latest_due, next_window, parse_lag
+from lumos_dagster.report import ScanReport
 from lumos_dagster.schema.releases import Manifest
 from lumos_dagster.sources import build_sources
 from lumos_dagster.store import SnapshotStore
+from lumos_dagster.windows import latest_due, next_window, parse_lag
 from sensors.releases import release_requests, schedule_requests
 from tests.lake import partitioned_lake, register, write_parquet
 from tests.test_sources import s3  # noqa: F401  (fixture: moto's S3 server)
@@ -266,7 +266,7 @@ def test_schedule_requests_for_datasets_with_a_declared_schedule(tmp_path):
 
 
 def test_an_unchanged_listing_is_settled_by_its_digest_without_touching_the_store(tmp_path):
-    from lumos_dagster.scan.watch import look
+    from lumos_dagster.inventory.watch import look
 
     cfg = make_project(tmp_path)
     source = build_sources(cfg)["lake"]

@@ -20,6 +20,7 @@ import requests
 
 from lumos_dagster.config import parse_config
 from lumos_dagster.formats import read_file_schema
+from lumos_dagster.lineage.catalogue import resolve_datasets
 from lumos_dagster.lineage.resolve import read_code, refresh_code
 from lumos_dagster.model import (
     Array,
@@ -33,8 +34,7 @@ from lumos_dagster.model import (
     UnionType,
     type_str,
 )
-from lumos_dagster.scan.catalogue import resolve_datasets
-from lumos_dagster.scan.report import ScanReport
+from lumos_dagster.report import ScanReport
 from lumos_dagster.schema.releases import Manifest, read_manifests, write_manifest
 from lumos_dagster.sources import build_sources, discover
 from lumos_dagster.sources.mongodb import MongoSource
@@ -332,7 +332,7 @@ def test_postgres_tables_reach_datahub_with_view_lineage_through_dagster(pg_sche
 
     from lumos_dagster.catalog.datahub_lite import DataHubLiteCatalog
     from lumos_dagster.definitions import build_definitions
-    from lumos_dagster.scan.inventory import reconcile
+    from lumos_dagster.inventory.refresh import reconcile
     from lumos_dagster.store import SnapshotStore
 
     config = parse_config(

@@ -13,8 +13,8 @@ from pyspark import cloudpickle
 
 from lumos_dagster.config import parse_config
 from lumos_dagster.formats import read_file_result, sniff_format
-from lumos_dagster.scan.catalogue import resolve_datasets
-from lumos_dagster.scan.report import ScanReport
+from lumos_dagster.lineage.catalogue import resolve_datasets
+from lumos_dagster.report import ScanReport
 from lumos_dagster.sources import build_sources, discover
 from spark.schemas import read_schemas
 from tests.lake import partitioned_lake, spark_run, write_parquet

@@ -8,7 +8,7 @@ import pytest
 import sqlalchemy as sa
 
 from lumos_dagster.catalog.datahub_lite import DataHubLiteCatalog, open_lite
-from lumos_dagster.catalog.delivery import deliver
+from lumos_dagster.delivery.outbox import deliver
 from lumos_dagster.errors import StoreError
 from lumos_dagster.model import DatasetRecord, DatasetRef, Field, Primitive, Schema, Snapshot
 from lumos_dagster.store import SnapshotStore
@@ -43,6 +43,16 @@ def snap(name: str, pk: str, n_fields: int = 1, minutes: int = 0) -> Snapshot:
         schema=Schema(fields),
         version=f"1.{n_fields}.0",
     )
+
+
+def record_batch(delivery, snapshots) -> dict[str, int]:
+    """What a run does with a batch (`run.record`, then its delivery): store the captures versioned,
+    queued for the delivery's catalogs, and deliver; what each catalog that is down still has queued."""
+    from lumos_dagster.run.record import store_versioned
+
+    with SnapshotStore(delivery.store.url) as store:
+        store_versioned(store, snapshots, delivery.names)
+    return delivery.deliver()
 
 
 def test_registry_upsert_keeps_first_seen_and_updates_counts(store_url):

@@ -24,7 +24,7 @@ from lumos_dagster.api import audit
 from lumos_dagster.api import models as m
 from lumos_dagster.api.auth import Principal, TokenVerifier
 from lumos_dagster.api.service import Conflict, Invalid, Lumos, NotFound, _lumos_version
-from lumos_dagster.api.settings import ApiConfig
+from lumos_dagster.api_config import ApiConfig
 from lumos_dagster.errors import LumosError
 
 log = logging.getLogger("lumos.api")

@@ -22,17 +22,14 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Sequence
 
-SCHEME = "scrypt"
+from lumos_dagster.api_config import SCHEME, parse_hash
+
 N, R, P, SALT_BYTES, KEY_BYTES = 2**14, 8, 1, 16, 32
 TOKEN_PREFIX = "lumos_"
 
 
 def _b64(data: bytes) -> str:
     return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
-
-
-def _unb64(text: str) -> bytes:
-    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
 
 
 def _scrypt(token: str, salt: bytes, n: int, r: int, p: int, length: int) -> bytes:
@@ -47,21 +44,6 @@ def new_token() -> str:
 def hash_token(token: str, salt: bytes | None = None) -> str:
     salt = salt if salt is not None else secrets.token_bytes(SALT_BYTES)
     return f"{SCHEME}${N}${R}${P}${_b64(salt)}${_b64(_scrypt(token, salt, N, R, P, KEY_BYTES))}"
-
-
-def parse_hash(text: str) -> tuple[int, int, int, bytes, bytes]:
-    """(N, r, p, salt, key) of a stored hash; ValueError when it is not one."""
-    parts = text.split("$")
-    if len(parts) != 6 or parts[0] != SCHEME:
-        raise ValueError("not a token hash: expected scrypt$N$r$p$SALT$KEY (from `lumos serve --hash-token`)")
-    try:
-        n, r, p = int(parts[1]), int(parts[2]), int(parts[3])
-        salt, key = _unb64(parts[4]), _unb64(parts[5])
-    except ValueError:
-        raise ValueError("not a token hash: N, r, p must be numbers, SALT and KEY base64") from None
-    if n < 2**10 or n & (n - 1) or not 1 <= r <= 64 or not 1 <= p <= 16 or len(salt) < 8 or len(key) < 16:
-        raise ValueError("token hash parameters too weak or malformed (N a power of two ≥ 1024, salt ≥ 8 bytes)")
-    return n, r, p, salt, key
 
 
 def verify(token: str, stored: str) -> bool:

@@ -174,7 +174,7 @@ class Lumos:
 
     def _lineage(self, v: ReadView, fresh: bool = False):
         """(the catalogue: datasets and lineage, its datasets by name), cached."""
-        from lumos_dagster.scan.catalogue import load_catalogue
+        from lumos_dagster.lineage.catalogue import load_catalogue
 
         def build(view: ReadView):
             catalogue = load_catalogue(self.config, view, self._roots)
@@ -340,7 +340,7 @@ class Lumos:
         return Side(f"{spec.name}@{version}", snap.schema, snap, spec.name)
 
     def _policy(self, name: str, policy: str | None) -> str:
-        from lumos_dagster.schema.versioning import POLICIES
+        from lumos_dagster.model import POLICIES
 
         chosen = (policy or self.config.policy(name)).upper()
         if chosen not in POLICIES:
@@ -350,7 +350,7 @@ class Lumos:
     def diff(self, name: str, old: str, new: str = "latest", policy: str | None = None) -> m.ChangeSet:
         """`lumos diff NAME@OLD NAME@NEW --format json`."""
         from lumos_dagster.reports.changes import diff_report
-        from lumos_dagster.schema.acceptances import acceptances
+        from lumos_dagster.store.acceptances import acceptances
 
         with self.view() as v:
             spec = self._spec(v, name)
@@ -365,9 +365,9 @@ class Lumos:
         """Judge a proposed schema for a dataset against its latest version (or `against`) under its
         policy, as `lumos diff` would: whether it passes, each change, what breaks downstream."""
         from lumos_dagster.reports.changes import diff_report
-        from lumos_dagster.schema.acceptances import acceptances
         from lumos_dagster.schema.inputs import Side
         from lumos_dagster.schema.proposed import ProposalError, parse_proposal
+        from lumos_dagster.store.acceptances import acceptances
 
         try:
             proposed = parse_proposal(fmt, schema)
@@ -389,7 +389,7 @@ class Lumos:
              partition: str | None = None) -> m.ChangeSet:  # fmt: skip
         """`lumos gate --format json`: the datasets' latest versions judged under their policies."""
         from lumos_dagster.reports.changes import gate_reports
-        from lumos_dagster.schema.acceptances import acceptances
+        from lumos_dagster.store.acceptances import acceptances
 
         with self.view() as v:
             catalogue = self._catalogue(v)
@@ -477,7 +477,7 @@ class Lumos:
     def export(self) -> dict:
         """`lumos export`: the whole estate, history included, as a portable document
         (lumos_dagster/estate.schema.json)."""
-        from lumos_dagster.catalog import portable
+        from lumos_dagster.estate import portable
 
         with self.view() as v:
             estate = portable.from_store(v)
@@ -494,7 +494,7 @@ class Lumos:
                by: str = "python") -> m.Acceptance:  # fmt: skip
         """Accept the breaking changes of `name` at `version` (those at `path`, of `kind`): the gate
         passes them from now on (schema.acceptances)."""
-        from lumos_dagster.schema import acceptances
+        from lumos_dagster.store import acceptances
 
         with self.view() as v:
             spec = self._spec(v, name)

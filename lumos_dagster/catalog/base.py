@@ -31,7 +31,7 @@ class CatalogAdapter(Protocol):
     def close(self) -> None: ...
 
 
-#: the categories of an estate a catalog may be unable to hold (lumos_dagster.catalog.carry counts them)
+#: the categories of an estate a catalog may be unable to hold (lumos_dagster.estate.carry counts them)
 DATASETS, VERSIONS, HISTORY, RELEASES = "datasets", "versions", "history", "releases"
 LINEAGE, OWNERS, TAGS, TERMS, SCHEMAS, DESCRIPTIONS = "lineage", "owners", "tags", "terms", "schemas", "descriptions"
 #: every catalog keeps current state only: no earlier versions, no releases (those stay in the store)

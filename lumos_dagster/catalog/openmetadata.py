@@ -26,6 +26,13 @@ from urllib3.util.retry import Retry
 
 from lumos_dagster.catalog.base import CURRENT_STATE_ONLY, content_hash
 from lumos_dagster.catalog.datahub import MAX_RECORDED_ERRORS
+from lumos_dagster.catalog.openmetadata_read import (
+    CLASSIFICATION,
+    GLOSSARY,
+    RECORD_PROPERTY,
+    VERSION_PROPERTY,
+    read_tables,
+)
 from lumos_dagster.errors import CatalogError
 from lumos_dagster.model import (
     Array,
@@ -46,8 +53,6 @@ from lumos_dagster.model import (
 )
 
 log = logging.getLogger(__name__)
-CLASSIFICATION = GLOSSARY = "Lumos"
-VERSION_PROPERTY, RECORD_PROPERTY = "lumosVersion", "lumosRecord"
 _PRIMITIVES = {
     "boolean": "BOOLEAN", "int8": "TINYINT", "int16": "SMALLINT", "int32": "INT", "int64": "BIGINT",
     "uint8": "SMALLINT", "uint16": "INT", "uint32": "BIGINT", "uint64": "NUMERIC",
@@ -286,8 +291,6 @@ class OpenMetadataCatalog:
         return calls
 
     def read_all(self) -> Iterator[Snapshot]:
-        from lumos_dagster.catalog.openmetadata_read import read_tables
-
         yield from read_tables(self)
 
     def close(self) -> None:

@@ -13,9 +13,8 @@ from __future__ import annotations
 
 import json
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Iterator
+from typing import Iterator, Protocol
 
-from lumos_dagster.catalog.openmetadata import CLASSIFICATION, GLOSSARY, RECORD_PROPERTY, VERSION_PROPERTY
 from lumos_dagster.model import (
     SNAPSHOT_FORMAT,
     Field,
@@ -27,8 +26,19 @@ from lumos_dagster.model import (
     snapshot_from_json,
 )
 
-if TYPE_CHECKING:
-    from lumos_dagster.catalog.openmetadata import OpenMetadataCatalog
+#: the classification and glossary Lumos' tags and terms live in, and the custom properties it sets
+CLASSIFICATION = GLOSSARY = "Lumos"
+VERSION_PROPERTY, RECORD_PROPERTY = "lumosVersion", "lumosRecord"
+
+
+class OpenMetadataCatalog(Protocol):
+    """What reading needs of `catalog.openmetadata.OpenMetadataCatalog`: where Lumos writes, and a call."""
+
+    service: str
+    database: str
+
+    def _call(self, method: str, path: str, body: dict | None = None, missing_ok: bool = False) -> dict | None: ...
+
 
 PAGE = 100
 FIELDS = "columns,tags,owners,extension"

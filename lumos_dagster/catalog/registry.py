@@ -13,7 +13,7 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from lumos_dagster.catalog.base import secret
-from lumos_dagster.plugins import BuildContext, ConfigModel, Plugin, Registry
+from lumos_dagster.plugins import CATALOGS, BuildContext, ConfigModel, Plugin
 
 
 class DataHubLiteCatalogConfig(ConfigModel):
@@ -141,16 +141,13 @@ def _amundsen(entry: AmundsenCatalogConfig, context: BuildContext):
     return AmundsenCatalog(context.resolve(entry.path), entry.cluster)
 
 
-CATALOGS: Registry[Plugin] = Registry(
-    "lumos.catalogs",
-    Plugin,
-    (
-        Plugin("datahub-lite", DataHubLiteCatalogConfig, _datahub_lite),
-        Plugin("datahub-rest", DataHubRestCatalogConfig, _datahub_rest),
-        Plugin("datahub-file", DataHubFileCatalogConfig, _datahub_file),
-        Plugin("openlineage", OpenLineageCatalogConfig, _openlineage),
-        Plugin("openmetadata", OpenMetadataCatalogConfig, _openmetadata),
-        Plugin("atlas", AtlasCatalogConfig, _atlas),
-        Plugin("amundsen", AmundsenCatalogConfig, _amundsen),
-    ),
-)
+for _plugin in (
+    Plugin("datahub-lite", DataHubLiteCatalogConfig, _datahub_lite),
+    Plugin("datahub-rest", DataHubRestCatalogConfig, _datahub_rest),
+    Plugin("datahub-file", DataHubFileCatalogConfig, _datahub_file),
+    Plugin("openlineage", OpenLineageCatalogConfig, _openlineage),
+    Plugin("openmetadata", OpenMetadataCatalogConfig, _openmetadata),
+    Plugin("atlas", AtlasCatalogConfig, _atlas),
+    Plugin("amundsen", AmundsenCatalogConfig, _amundsen),
+):
+    CATALOGS.register(_plugin)

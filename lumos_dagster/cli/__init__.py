@@ -12,6 +12,7 @@ COMMANDS = {
     "schema": "scan:schema",
     "discover": "scan:discover",
     "demo-lake": "scan:demo_lake",
+    "snapshot": "snapshot:snapshot",
     "summary": "scan:summary",
     "lite": "scan:lite",
     "diff": "changes:diff",

@@ -7,12 +7,11 @@ import sys
 
 import click
 
-from lumos_dagster.catalog import carry
-from lumos_dagster.catalog import portable as portable
 from lumos_dagster.cli.common import config_option, open_store
 from lumos_dagster.cli.output import fail
 from lumos_dagster.cli.portable import TARGET_HELP, _catalog, _config, _estate, _problems, counts
 from lumos_dagster.errors import LumosError
+from lumos_dagster.estate import carry, portable
 
 
 def _target_reader(spec: str, config):

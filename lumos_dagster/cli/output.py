@@ -9,7 +9,7 @@ from typing import NoReturn
 
 import click
 
-from lumos_dagster.scan.stored_checks import FAILED, HELD_BACK, NOT_MATERIALIZED, OK, WARNING
+from lumos_dagster.governance.status import FAILED, HELD_BACK, NOT_MATERIALIZED, OK, WARNING
 
 COLOURS = {OK: "green", WARNING: "yellow", FAILED: "red", HELD_BACK: "red", NOT_MATERIALIZED: "yellow"}
 

@@ -9,16 +9,17 @@ from datetime import UTC, datetime
 
 import click
 
-from lumos_dagster.catalog import build_catalogs, carry, estate_context
-from lumos_dagster.catalog import portable as portable
 from lumos_dagster.catalog.datahub_file import DataHubFileCatalog
 from lumos_dagster.catalog.datahub_lite import DataHubLiteCatalog
-from lumos_dagster.catalog.delivery import deliver
 from lumos_dagster.catalog.registry import CATALOGS
 from lumos_dagster.cli.common import config_option, load, open_store, text_or_json
 from lumos_dagster.cli.output import fail
 from lumos_dagster.config import LumosConfig
+from lumos_dagster.delivery.catalogs import build_catalogs
+from lumos_dagster.delivery.outbox import deliver
 from lumos_dagster.errors import LumosError
+from lumos_dagster.estate import carry, portable
+from lumos_dagster.estate import context as estate_context
 from lumos_dagster.wording import plural
 
 TARGET_HELP = (
@@ -69,7 +70,7 @@ def _estate(spec: str, config: LumosConfig | None, max_bytes: int) -> portable.E
 
 
 def _cannot_hold(spec: str, config: LumosConfig | None) -> frozenset[str]:
-    """What a file, the store or a catalog keeps nothing of (lumos_dagster.catalog.carry)."""
+    """What a file, the store or a catalog keeps nothing of (lumos_dagster.estate.carry)."""
     if os.path.isfile(spec) or spec == "store":
         return frozenset()
     return carry.cannot_hold(_catalog(spec, config))

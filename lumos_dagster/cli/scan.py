@@ -17,7 +17,7 @@ from lumos_dagster.cli.output import error
 from lumos_dagster.config import DEFAULT_CONFIG
 from lumos_dagster.formats import sniff_format
 from lumos_dagster.model import schema_to_json, type_str
-from lumos_dagster.scan.time_partitions import granularity
+from lumos_dagster.time_partitions import granularity
 from lumos_dagster.wording import plural
 
 
@@ -26,7 +26,7 @@ from lumos_dagster.wording import plural
 @click.option("--flat", is_flag=True, help="Print flat `a.b.c: type` lines instead of JSON.")
 def schema(files: tuple[str, ...], flat: bool) -> None:
     """Print the canonical schema of each FILE (Parquet, ORC, Avro, CSV/TSV, JSON)."""
-    from lumos_dagster.scan import readers
+    from lumos_dagster.formats import readers
 
     # in worker processes, as discovery reads: a native reader crashing on a file is that file's
     # error, printed below (the pool's own log line about it would say it twice)
@@ -58,7 +58,7 @@ def discover(config_file: str | None) -> None:
 
     Datasets that vanished from a scanned source are soft-deleted in the catalogs, unless
     more than removal.max_share of the source vanished at once (then nothing is removed)."""
-    from lumos_dagster.scan.inventory import refresh_registry
+    from lumos_dagster.inventory.refresh import refresh_registry
 
     config = load(config_file)
     store = open_store(config)
@@ -119,8 +119,8 @@ def summary(config_file: str | None, partition: str | None) -> None:
     them), and what the catalog received."""
     from lumos_dagster.cli.changes import catalogue_of
     from lumos_dagster.cli.output import paint, status
-    from lumos_dagster.scan.stored_checks import FAILED, STATUSES, WARNING, standings
-    from lumos_dagster.schema.acceptances import acceptances
+    from lumos_dagster.governance.status import FAILED, STATUSES, WARNING, standings
+    from lumos_dagster.store.acceptances import acceptances
 
     config = load(config_file)
     store = open_store(config)

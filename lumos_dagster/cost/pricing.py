@@ -5,19 +5,20 @@ partition inherits its upstreams' totals of the same partition, from this run or
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING, Callable
+from typing import Callable, Mapping, Sequence
 
 from lumos_dagster.config import LumosConfig
 from lumos_dagster.cost.attribution import DEFAULT_STORAGE_PRICES, Node, Rollup, attribute, storage_cost
 from lumos_dagster.cost.billing import Allocation, Charge, allocate, read_focus
-from lumos_dagster.model import Cost
-from lumos_dagster.scan.catalogue import Catalogue, DatasetSpec
-
-if TYPE_CHECKING:
-    from lumos_dagster.scan.pipeline import Run, Services
+from lumos_dagster.datasets import Catalogue, DatasetSpec
+from lumos_dagster.model import Cost, Snapshot, Snapshots
 
 #: (dataset name) → hours its producing Dagster asset ran this month, when declared
 HoursLookup = Callable[[str], "float | None"]
+#: (dataset name, partition key or None for its newest) → its stored snapshot
+StoredLookup = Callable[[str, "str | None"], "Snapshot | None"]
+#: a month (YYYY-MM) → the FOCUS bills' allocation for it
+BillsLookup = Callable[[str], "Allocation | None"]
 
 
 class Bills:
@@ -82,39 +83,45 @@ def cost_node(config: LumosConfig, spec: DatasetSpec, size: int, modified: float
     )
 
 
-def _neighbourhood(run: Run) -> list[str]:
+def _neighbourhood(catalogue: Catalogue, datasets: Sequence[DatasetSpec]) -> list[str]:
     """What pricing the run's datasets needs: them, their upstreams and every consumer of either
     (an upstream's share depends on all its consumers) — not the whole estate."""
-    specs = run.catalogue.by_name()
+    specs = catalogue.by_name()
     children: dict[str, list[str]] = {}
-    for d in run.catalogue.datasets:
+    for d in catalogue.datasets:
         for u in d.upstream:
             children.setdefault(u, []).append(d.name)
-    near = {d.name for d in run.datasets} | {u for d in run.datasets for u in d.upstream if u in specs}
+    near = {d.name for d in datasets} | {u for d in datasets for u in d.upstream if u in specs}
     return sorted(near | {c for n in near for c in children.get(n, ())})
 
 
-def price(run: Run, services: Services) -> None:
-    config, specs = run.config, run.catalogue.by_name()
-    names = _neighbourhood(run)
+def price(config: LumosConfig, catalogue: Catalogue, datasets: Sequence[DatasetSpec], snapshots: Snapshots,
+          sizes: Mapping[str, int], stored: StoredLookup, hours: HoursLookup = lambda name: None,
+          bills: BillsLookup | None = None) -> Snapshots:  # fmt: skip
+    """`snapshots` (every partition of `datasets`) with their costs: direct from `sizes` (bytes of each
+    dataset now), declared compute or `bills`; inherited from the upstreams, in this run or `stored`."""
+    specs = catalogue.by_name()
+    names = _neighbourhood(catalogue, datasets)
     modified = {
         n: max((s.stats.last_modified.timestamp() for s in snaps.values() if s.stats.last_modified), default=0.0)
-        for n, snaps in run.snapshots.items()
+        for n, snaps in snapshots.items()
     }
     if config.cost.method == "last_touch":  # the consumers outside this run compete for their upstreams too
         for n in names:
-            if n not in modified and (last := services.stored(n, None)) and last.stats.last_modified:
+            if n not in modified and (last := stored(n, None)) and last.stats.last_modified:
                 modified[n] = last.stats.last_modified.timestamp()
-    selected = {d.name for d in run.datasets}
-    outside = {u for d in run.datasets for u in d.upstream if u not in selected and u in specs}
-    for pk in run.partition_keys:
+    selected = {d.name for d in datasets}
+    outside = {u for d in datasets for u in d.upstream if u not in selected and u in specs}
+    keys = sorted({pk for d in datasets for pk in snapshots[d.name]}, key=lambda k: k or "")
+    out: Snapshots = {d.name: {} for d in datasets}
+    for pk in keys:
         basis: dict[str, tuple[float, float, str, str]] = {}  # name → (storage, compute, basis, month)
-        for d in run.datasets:
-            snap = run.snapshots[d.name][pk]
+        for d in datasets:
+            snap = snapshots[d.name][pk]
             month = month_of(pk, snap.captured_at.strftime("%Y-%m"))
-            allocation = services.bills(month) if services.bills else None
-            storage = storage_cost(run.sizes.get(d.name, d.total_bytes), storage_price(config, d))
-            compute = compute_cost(config, d.name, services.hours)
+            allocation = bills(month) if bills else None
+            storage = storage_cost(sizes.get(d.name, d.total_bytes), storage_price(config, d))
+            compute = compute_cost(config, d.name, hours)
             billed_storage = allocation.billed(d.name, "storage") if allocation else None
             billed_compute = allocation.billed(d.name, "compute") if allocation else None
             billed = billed_storage is not None or billed_compute is not None
@@ -126,18 +133,19 @@ def price(run: Run, services: Services) -> None:
                 month,
             )
         nodes = {
-            n: cost_node(config, specs[n], run.sizes.get(n, specs[n].total_bytes), modified.get(n, 0.0),
+            n: cost_node(config, specs[n], sizes.get(n, specs[n].total_bytes), modified.get(n, 0.0),
                          basis[n][:2] if n in basis else (0, 0))
             for n in names
         }  # fmt: skip
         known = {}
         for n in outside:  # upstreams outside the run pass on their stored totals
-            found = services.stored(n, pk)
+            found = stored(n, pk)
             c = found.cost if found else None
             known[n] = Rollup(c.storage, c.compute, c.inherited) if c else Rollup(0, 0, 0)
         rollups = attribute(nodes, config.cost.method, known)
-        for d in run.datasets:
+        for d in datasets:
             storage, compute, how, month = basis[d.name]
             cost = Cost(month, storage, compute, rollups[d.name].inherited, config.cost.method, how,
                         config.cost.currency)  # fmt: skip
-            run.snapshots[d.name][pk] = replace(run.snapshots[d.name][pk], cost=cost)
+            out[d.name][pk] = replace(snapshots[d.name][pk], cost=cost)
+    return out

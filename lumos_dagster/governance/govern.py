@@ -4,34 +4,45 @@ run's warnings and the schema is still taken."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from datetime import datetime
+from typing import Callable, Mapping, Sequence
 
+from lumos_dagster.config import LumosConfig
+from lumos_dagster.datasets import Catalogue, DatasetSpec
 from lumos_dagster.errors import NotProfiled
 from lumos_dagster.governance.rules import assess, has_quality_sources, read_assertions
+from lumos_dagster.model import Profile, Snapshots
 
-if TYPE_CHECKING:
-    from lumos_dagster.scan.pipeline import Run, Services
+#: profile of a partition's readable files (the dataset, the files)
+Profiler = Callable[[DatasetSpec, Sequence[str]], Profile]
 
 
-def govern(run: Run, services: Services) -> None:
+def govern(config: LumosConfig, catalogue: Catalogue, datasets: Sequence[DatasetSpec], snapshots: Snapshots,
+           readable: Mapping[tuple[str, str | None], Sequence[str]], now: datetime,
+           profile: Profiler | None = None) -> tuple[Snapshots, list[str]]:  # fmt: skip
+    """(`snapshots` with their quality and the newest partition's profile, the warnings to say once)."""
+    warnings: list[str] = []
     assertions: dict = {}
-    if has_quality_sources(run.config):
-        assertions, problems = read_assertions(run.config, [d.name for d in run.catalogue.datasets])
-        run.warnings += [f"quality: {p}" for p in problems]
-    now = services.now()
-    newest_key = run.partition_keys[-1]
-    for d in run.datasets:
-        profile = None
+    if has_quality_sources(config):
+        assertions, problems = read_assertions(config, [d.name for d in catalogue.datasets])
+        warnings += [f"quality: {p}" for p in problems]
+    out: Snapshots = {}
+    for d in datasets:
+        snaps = snapshots[d.name]
+        newest = max(snaps, key=lambda k: k or "")
+        found = None
         if d.profile is not None:
-            if services.profile is None:
-                run.warnings.append(f"{d.name}: not profiled: no profiler in this run")
+            if profile is None:
+                warnings.append(f"{d.name}: not profiled: no profiler in this run")
             else:
                 try:
-                    profile = services.profile(d, run.readable.get((d.name, newest_key), []))
+                    found = profile(d, readable.get((d.name, newest), []))
                 except NotProfiled as e:
-                    run.warnings.append(f"{d.name}: not profiled: {e}")
+                    warnings.append(f"{d.name}: not profiled: {e}")
                 except Exception as e:  # the data refusing to be profiled must not lose the snapshot
-                    run.warnings.append(f"{d.name}: profiling failed: {type(e).__name__}: {str(e).splitlines()[0]}")
-        snaps = run.snapshots[d.name]
-        for key, s in snaps.items():
-            snaps[key] = assess(s, assertions.get(d.name, ()), profile if key == newest_key else None, now)
+                    warnings.append(f"{d.name}: profiling failed: {type(e).__name__}: {str(e).splitlines()[0]}")
+        out[d.name] = {
+            key: assess(s, assertions.get(d.name, ()), found if key == newest else None, now)
+            for key, s in snaps.items()
+        }
+    return out, warnings

@@ -48,7 +48,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, NoReturn
 
-from lumos_dagster.scan.windows import parse_duration
+from lumos_dagster.windows import parse_duration
 
 DIMENSIONS = ("completeness", "uniqueness", "validity", "accuracy", "consistency", "freshness")
 STATUSES = ("pass", "fail", "warn", "error", "skipped")

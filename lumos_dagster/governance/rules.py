@@ -10,10 +10,10 @@ from pathlib import Path
 from typing import Callable, Iterable, Mapping, Sequence
 from urllib.parse import quote
 
+from lumos_dagster.code import normalize_table_name
 from lumos_dagster.config import LumosConfig, RequiredConfig
 from lumos_dagster.errors import LumosError
 from lumos_dagster.governance.quality import Assertion, freshness, quality_score, read_dbt, read_great_expectations
-from lumos_dagster.lineage import normalize_table_name
 from lumos_dagster.lineage.resolve import TableNames
 from lumos_dagster.model import AssertionResult, Profile, Quality, Snapshot
 

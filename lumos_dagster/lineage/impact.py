@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass
 
+from lumos_dagster.datasets import Catalogue
 from lumos_dagster.model import Owner
-from lumos_dagster.scan.catalogue import Catalogue
 
 
 @dataclass(frozen=True)

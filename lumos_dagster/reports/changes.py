@@ -194,8 +194,8 @@ def diff_report(a, b, policy: str, config=None, catalogue=None, proposed: bool =
             affected = tuple(downstream(catalogue(), name))
         judged = b.snapshot or (replace(a.snapshot, schema=b.schema) if proposed and a.snapshot else None)
         if judged is not None:
-            verdict = judge_snapshot(config, replace(judged, changes=changes, version=new_version), acceptances)
-            accepted = verdict.accepted
+            verdict = judge_snapshot(config, replace(judged, changes=changes, version=new_version), acceptances, policy)
+            changes, accepted = verdict.changes, verdict.accepted
     label = name or f"{a.label} → {b.label}"
     return ChangeReport(
         label, old_version, new_version, cls, policy, changes, accepted, affected, of_dataset=bool(name)
@@ -227,8 +227,8 @@ def gate_reports(config, store, catalogue, names, cutoff=None, partition=None, a
                 snap.previous_version,
                 snap.version,
                 snap.change_class,
-                snap.policy or spec.policy,
-                snap.changes,
+                verdict.policy,  # the dataset's policy now: a policy changed since re-judges the version
+                verdict.changes,
                 verdict.accepted,
                 affected,
             )

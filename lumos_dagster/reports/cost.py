@@ -13,9 +13,9 @@ from collections import defaultdict
 from dataclasses import asdict, dataclass, field
 
 from lumos_dagster.cost.attribution import Node, Savings, switch_off
+from lumos_dagster.datasets import Catalogue
 from lumos_dagster.model import RolledUpCost, Snapshot
 from lumos_dagster.reports.csvsafe import SafeWriter
-from lumos_dagster.scan.catalogue import Catalogue
 from lumos_dagster.store import SnapshotStore
 
 

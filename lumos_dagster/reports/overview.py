@@ -12,13 +12,13 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from lumos_dagster.config import LumosConfig
+from lumos_dagster.datasets import Catalogue
 from lumos_dagster.governance.rules import Todo, catalog_link, missing_by_owner, todo_json, todo_markdown
 from lumos_dagster.lineage.impact import fan_out
 from lumos_dagster.model import BREAKING, Snapshot
 from lumos_dagster.naming import asset_paths
 from lumos_dagster.reports import cost as cost_report
 from lumos_dagster.reports import render as overview_render
-from lumos_dagster.scan.catalogue import Catalogue
 from lumos_dagster.store import SnapshotStore
 
 TITLE = "Lumos estate overview"

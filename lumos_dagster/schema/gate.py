@@ -9,6 +9,10 @@ A breaking change is accepted when
   the API's `POST /v1/datasets/{name}/acceptances`) matches it.
 
 Accepted changes still bump the major version; they just do not fail the gate.
+
+A snapshot is judged under the dataset's policy now, not the one it was versioned under: each
+recorded change keeps whether it is backward and forward compatible, so a policy changed in
+lumos.yaml re-judges every recorded version (its version number stays what it was).
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from typing import Sequence
 
 from lumos_dagster.config import LumosConfig
 from lumos_dagster.model import BREAKING, SchemaChange, Snapshot
+from lumos_dagster.schema.versioning import judge
 
 
 def how_to_accept(dataset: str) -> str:
@@ -37,6 +42,7 @@ class Verdict:
     policy: str
     breaking: tuple[SchemaChange, ...]
     accepted: tuple[tuple[SchemaChange, str], ...]  # (change, why)
+    changes: tuple[SchemaChange, ...] = ()  # all of the snapshot's changes, judged under `policy`
 
     @property
     def unaccepted(self) -> tuple[SchemaChange, ...]:
@@ -52,11 +58,14 @@ def _major(version: str | None) -> int:
     return int(version.split(".")[0]) if version else 0
 
 
-def judge_snapshot(config: LumosConfig, snapshot: Snapshot, acceptances: Sequence = ()) -> Verdict:
+def judge_snapshot(config: LumosConfig, snapshot: Snapshot, acceptances: Sequence = (),
+                   policy: str | None = None) -> Verdict:  # fmt: skip
     """`acceptances`: breaking changes accepted besides lumos.yaml, each for one dataset version
-    (schema.acceptances.Acceptance, recorded through the API)."""
+    (Acceptance, recorded through the API); `policy`: instead of the dataset's (`lumos diff --policy`)."""
     name = snapshot.dataset.name
-    breaking = tuple(c for c in snapshot.changes if c.severity == BREAKING)
+    policy = policy or config.policy(name)
+    changes = judge(snapshot.changes, policy)
+    breaking = tuple(c for c in changes if c.severity == BREAKING)
     decl = config.declaration(name)
     accepted = []
     for c in breaking:
@@ -77,4 +86,4 @@ def judge_snapshot(config: LumosConfig, snapshot: Snapshot, acceptances: Sequenc
         taken = next((a for a in acceptances if a.matches(name, snapshot.version, c)), None)
         if taken is not None:
             accepted.append((c, f"accepted by {taken.accepted_by}: {taken.reason}"))
-    return Verdict(name, snapshot.version, snapshot.policy or config.policy(name), breaking, tuple(accepted))
+    return Verdict(name, snapshot.version, policy, breaking, tuple(accepted), changes)

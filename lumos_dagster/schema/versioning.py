@@ -31,13 +31,16 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Sequence
 
-from lumos_dagster.model import BREAKING, INFORMATIONAL, NON_BREAKING, SchemaChange, Snapshot
+from lumos_dagster.model import (
+    BREAKING,
+    DEFAULT_POLICY,
+    FIRST_VERSION,
+    INFORMATIONAL,
+    NON_BREAKING,
+    SchemaChange,
+    Snapshot,
+)
 from lumos_dagster.schema.diff import FIELD_REMOVED, METADATA_KINDS, diff_schemas, diff_snapshots
-
-FIRST_VERSION = "1.0.0"
-DEFAULT_POLICY = "FULL"
-BASE_POLICIES = ("NONE", "BACKWARD", "FORWARD", "FULL")
-POLICIES = BASE_POLICIES + tuple(f"{p}_TRANSITIVE" for p in BASE_POLICIES[1:])
 
 
 def severity(change: SchemaChange, policy: str) -> str:

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Callable, Union
 
 from lumos_dagster.model import DatasetRecord
 from lumos_dagster.plugins import BuildContext
-from lumos_dagster.scan.report import ScanReport
+from lumos_dagster.report import ScanReport
 from lumos_dagster.sources.base import FileSource, TableDescription, TableSource
 from lumos_dagster.sources.registry import SOURCES
 

@@ -11,11 +11,11 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Callable, Iterator
 
+from lumos_dagster.code import StoredSql
 from lumos_dagster.formats import FsSpec
-from lumos_dagster.lineage import StoredSql
 from lumos_dagster.model import OperationalStats, Schema, TableVersion
-from lumos_dagster.scan.discovery import DiscoveredDataset, FileEntry, group_files
-from lumos_dagster.scan.report import ScanReport
+from lumos_dagster.report import ScanReport
+from lumos_dagster.sources.discovery import DiscoveredDataset, FileEntry, group_files
 
 Progress = Callable[[int], None]
 PROGRESS_EVERY = 1000
@@ -122,7 +122,7 @@ class TableSource(ABC):
 
     def fingerprints(self, report: ScanReport) -> dict[str, tuple[str, str]] | None:
         """Location → (dataset name, digest of what a snapshot would read), from one cheap listing: what
-        the table change sensor compares between ticks (lumos_dagster.scan.table_watch). None when the
+        the table change sensor compares between ticks (lumos_dagster.inventory.table_watch). None when the
         source cannot be read (the reason is in the report)."""
         raise NotImplementedError
 

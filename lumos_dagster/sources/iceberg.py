@@ -15,7 +15,7 @@ from pyiceberg.exceptions import NoSuchTableError
 from lumos_dagster.errors import ConfigError
 from lumos_dagster.model import DatasetRecord
 from lumos_dagster.plugins import expand_secrets, mask_secrets
-from lumos_dagster.scan.report import ScanReport
+from lumos_dagster.report import ScanReport
 from lumos_dagster.sources.base import Progress, TableDescription, TableSource
 from lumos_dagster.tables.base import TableState
 from lumos_dagster.tables.iceberg_history import FORMAT, history

@@ -30,7 +30,7 @@ import fastavro
 from lumos_dagster.errors import ConfigError
 from lumos_dagster.model import DatasetRecord, DataType, Field, OperationalStats, Schema, Struct, TableVersion
 from lumos_dagster.plugins import expand_secrets, mask_secrets
-from lumos_dagster.scan.report import ScanReport
+from lumos_dagster.report import ScanReport
 from lumos_dagster.sources.base import Progress, TableDescription, TableSource
 from lumos_dagster.sources.mongodb import infer_fields, merge_types, value_type
 from lumos_dagster.sources.schema_registry import RegisteredSchema, SchemaRegistry, to_schema

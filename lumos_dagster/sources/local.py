@@ -7,9 +7,9 @@ import posixpath
 from typing import Iterator
 
 from lumos_dagster.formats import HEAD_BYTES
-from lumos_dagster.scan.discovery import FileEntry
-from lumos_dagster.scan.report import ScanReport
+from lumos_dagster.report import ScanReport
 from lumos_dagster.sources.base import FileSource
+from lumos_dagster.sources.discovery import FileEntry
 from lumos_dagster.tables import hidden_folders
 
 

@@ -13,6 +13,7 @@ import uuid
 from decimal import Decimal as PyDecimal
 from fnmatch import fnmatchcase
 
+from lumos_dagster.formats.merge import widen
 from lumos_dagster.model import (
     Array,
     DatasetRecord,
@@ -27,8 +28,7 @@ from lumos_dagster.model import (
     type_str,
 )
 from lumos_dagster.plugins import expand_secrets
-from lumos_dagster.scan.merge import widen
-from lumos_dagster.scan.report import ScanReport
+from lumos_dagster.report import ScanReport
 from lumos_dagster.sources.base import Progress, TableDescription, TableSource
 
 NULL = Primitive("null")

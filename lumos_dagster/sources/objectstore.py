@@ -16,9 +16,9 @@ from typing import Iterator
 
 from lumos_dagster.formats import HEAD_BYTES, format_of
 from lumos_dagster.formats.base import FsSpec, fsspec_filesystem
-from lumos_dagster.scan.discovery import FileEntry
-from lumos_dagster.scan.report import ScanReport
+from lumos_dagster.report import ScanReport
 from lumos_dagster.sources.base import FileSource
+from lumos_dagster.sources.discovery import FileEntry
 
 
 def _mtime(info: dict) -> float:

@@ -17,8 +17,8 @@ from fnmatch import fnmatchcase
 
 import psycopg
 
+from lumos_dagster.code import StoredSql
 from lumos_dagster.errors import ConfigError
-from lumos_dagster.lineage import StoredSql
 from lumos_dagster.model import (
     NO_DEFAULT,
     Array,
@@ -36,7 +36,7 @@ from lumos_dagster.model import (
 )
 from lumos_dagster.naming import name_part
 from lumos_dagster.plugins import expand_secrets
-from lumos_dagster.scan.report import ScanReport
+from lumos_dagster.report import ScanReport
 from lumos_dagster.sources.base import Progress, TableDescription, TableSource
 
 KINDS = {"r": "table", "p": "table", "v": "view", "m": "materialized_view", "f": "foreign_table"}
@@ -207,7 +207,7 @@ class PostgresSource(TableSource):
         plain = {(s, t): quote(s, t) for _, s, t, _ in wanted if _PLAIN.fullmatch(s) and _PLAIN.fullmatch(t)}
         opaque = {(s, t): f"lumos_relation_{oid}" for oid, s, t, _ in wanted if (s, t) not in plain}
         if opaque:  # the SQL parser loads slowly: only when a name needs it
-            from lumos_dagster.lineage.sql import rename_tables
+            from lumos_dagster.code.sql import rename_tables
 
             views = [(oid, s, t, rename_tables(body, "postgres", opaque)) for oid, s, t, body in views]
         sql_names = {**plain, **opaque}

@@ -14,8 +14,8 @@ from pydantic import Field, field_validator
 
 from lumos_dagster.errors import ConfigError
 from lumos_dagster.formats import FORMATS
-from lumos_dagster.plugins import BuildContext, ConfigModel, Plugin, Registry, Secret
-from lumos_dagster.scan.discovery import PathTemplate
+from lumos_dagster.plugins import SOURCES, BuildContext, ConfigModel, Plugin, Secret
+from lumos_dagster.sources.discovery import PathTemplate
 from lumos_dagster.sources.warehouse_config import (
     BigQuerySourceConfig,
     DatabricksSourceConfig,
@@ -232,23 +232,20 @@ def _iceberg(entry: IcebergSourceConfig, context: BuildContext):
     return IcebergSource(entry, where=f"{context.where}.uri")
 
 
-SOURCES: Registry[Plugin] = Registry(
-    "lumos.sources",
-    Plugin,
-    (
-        Plugin("local", LocalSourceConfig, _local),
-        Plugin("s3", S3SourceConfig, _s3),
-        Plugin("azure", AzureSourceConfig, _azure),
-        Plugin("gcs", GCSSourceConfig, _gcs),
-        Plugin("postgres", PostgresSourceConfig, _postgres),
-        Plugin("mongodb", MongoSourceConfig, _mongodb),
-        Plugin("iceberg", IcebergSourceConfig, _iceberg),
-        Plugin("kafka", KafkaSourceConfig, _kafka),
-        # warehouses: one source, a dialect each (lumos_dagster.sources.warehouse)
-        Plugin("snowflake", SnowflakeSourceConfig, _warehouse),
-        Plugin("duckdb", DuckDBSourceConfig, _warehouse),
-        Plugin("redshift", RedshiftSourceConfig, _warehouse),
-        Plugin("bigquery", BigQuerySourceConfig, _warehouse),
-        Plugin("databricks", DatabricksSourceConfig, _warehouse),
-    ),
-)
+for _plugin in (
+    Plugin("local", LocalSourceConfig, _local),
+    Plugin("s3", S3SourceConfig, _s3),
+    Plugin("azure", AzureSourceConfig, _azure),
+    Plugin("gcs", GCSSourceConfig, _gcs),
+    Plugin("postgres", PostgresSourceConfig, _postgres),
+    Plugin("mongodb", MongoSourceConfig, _mongodb),
+    Plugin("iceberg", IcebergSourceConfig, _iceberg),
+    Plugin("kafka", KafkaSourceConfig, _kafka),
+    # warehouses: one source, a dialect each (lumos_dagster.sources.warehouse)
+    Plugin("snowflake", SnowflakeSourceConfig, _warehouse),
+    Plugin("duckdb", DuckDBSourceConfig, _warehouse),
+    Plugin("redshift", RedshiftSourceConfig, _warehouse),
+    Plugin("bigquery", BigQuerySourceConfig, _warehouse),
+    Plugin("databricks", DatabricksSourceConfig, _warehouse),
+):
+    SOURCES.register(_plugin)

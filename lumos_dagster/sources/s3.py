@@ -16,9 +16,9 @@ import boto3
 from botocore.exceptions import BotoCoreError, ClientError
 
 from lumos_dagster.formats import HEAD_BYTES, format_of
-from lumos_dagster.scan.discovery import FileEntry
-from lumos_dagster.scan.report import ScanReport
+from lumos_dagster.report import ScanReport
 from lumos_dagster.sources.base import FileSource
+from lumos_dagster.sources.discovery import FileEntry
 
 
 class S3Source(FileSource):

@@ -29,8 +29,8 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
+from lumos_dagster.code import StoredSql
 from lumos_dagster.errors import ConfigError
-from lumos_dagster.lineage import StoredSql
 from lumos_dagster.model import (
     NO_DEFAULT,
     Array,
@@ -48,7 +48,7 @@ from lumos_dagster.model import (
 )
 from lumos_dagster.naming import name_part
 from lumos_dagster.plugins import expand_secrets, mask_secrets
-from lumos_dagster.scan.report import ScanReport
+from lumos_dagster.report import ScanReport
 from lumos_dagster.sources.base import Progress, TableDescription, TableSource
 from lumos_dagster.sources.postgres import default_value, quote, unquote
 

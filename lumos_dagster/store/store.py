@@ -31,6 +31,7 @@ from sqlalchemy.engine import Connection, Engine
 from lumos_dagster.errors import StoreError
 from lumos_dagster.model import (
     SNAPSHOT_FORMAT,
+    Acceptance,
     DatasetRecord,
     Snapshot,
     dataset_urn,
@@ -39,9 +40,7 @@ from lumos_dagster.model import (
     snapshot_to_json,
 )
 from lumos_dagster.plugins import expand_secrets, mask_secrets
-from lumos_dagster.schema.acceptances import Acceptance
-from lumos_dagster.schema.acceptances import acceptances as acceptances_of
-from lumos_dagster.schema.versioning import slot
+from lumos_dagster.store.acceptances import acceptances as acceptances_of
 from lumos_dagster.store.tables import (
     MIGRATIONS,
     SCHEMA_VERSION,
@@ -399,34 +398,29 @@ class SnapshotStore:
     def put(self, snapshots: Sequence[Snapshot], catalogs: Sequence[str] = ()) -> list[int]:
         """Store snapshots and, in the same transaction, queue them for each of `catalogs`: one
         multi-row statement per table (ids come back in the snapshots' order). Their versions are
-        kept as given (an import, a tombstone); a run's new captures go through `put_versioned`."""
+        kept as given (an import, a tombstone); a run's new captures are versioned in `versioning`."""
         if not snapshots:
             return []
         with self._tx() as conn:
             return self._put(conn, snapshots, catalogs)
 
-    def put_versioned(self, snapshots: Sequence[Snapshot], catalogs: Sequence[str] = ()) -> list[Snapshot]:
-        """New captures, stored and queued as `put` does, versioned here in partition time
-        (`schema.versioning.slot`): each against its dataset's capture before it in partition order,
-        whatever order runs finish in. A stored capture of a later partition is versioned again
-        against its new predecessor, and queued when it is what the catalog shows. Runs storing one
-        dataset take turns (`_lock_datasets`), so two never both find no history. Returns the
-        captures as stored, in their order."""
-        if not snapshots:
-            return []
+    @contextmanager
+    def versioning(self, urns: Collection[str]) -> Iterator[Versioning]:
+        """One transaction that holds the datasets' versioning until it ends: what is read through
+        it is what the writes through it build on (the snapshot run decides versions in it). Runs
+        versioning one dataset take turns, so two never both find no history. PostgreSQL: an
+        advisory lock per dataset, hashed into `_VERSION_LOCKS` slots (its lock table is shared and
+        bounded) and taken in one order, so two runs never deadlock. SQLite: the database's one
+        writer, taken by a write before the reads."""
         with self._tx() as conn:
-            self._lock_datasets(conn, {s.dataset.urn for s in snapshots})
-            stored, moved, requeue = self._slot(conn, snapshots)
-            self._put(conn, stored, catalogs)
-            if moved:
-                t = snapshots_table
-                update = t.update().where(t.c.id == sa.bindparam("b_id"))
-                conn.execute(update.values(version=sa.bindparam("version"), document=sa.bindparam("document")), [
-                    {"b_id": sid, "version": row["version"], "document": row["document"]}
-                    for sid, row in ((sid, _snapshot_row(s)) for sid, s in moved)
-                ])  # fmt: skip
-            self._queue(conn, requeue, catalogs)  # after the new ones: the catalog's current state
-        return stored
+            if conn.dialect.name == "postgresql":
+                slots = sorted({zlib.crc32(urn.encode()) % _VERSION_LOCKS for urn in urns})
+                lock = "SELECT pg_advisory_xact_lock(:space, slot) FROM unnest(CAST(:slots AS integer[])) AS slot"
+                conn.execute(sa.text(lock), {"space": _VERSION_LOCK_SPACE, "slots": slots})
+            else:
+                t = meta_table
+                conn.execute(t.update().where(t.c.key == "schema_version").values(value=t.c.value))
+            yield Versioning(self, conn)
 
     def _put(self, conn: Connection, snapshots: Sequence[Snapshot], catalogs: Sequence[str]) -> list[int]:
         rows = [_snapshot_row(s) for s in snapshots]
@@ -442,44 +436,6 @@ class SnapshotStore:
                        created_at=now) for sid, urn, pk in entries for c in catalogs]  # fmt: skip
         if queued:
             conn.execute(outbox_table.insert(), queued)
-
-    @staticmethod
-    def _lock_datasets(conn: Connection, urns: Collection[str]) -> None:
-        """Hold the datasets' versioning until the transaction ends. PostgreSQL: an advisory lock per
-        dataset, hashed into `_VERSION_LOCKS` slots (its lock table is shared and bounded) and taken in
-        one order, so two runs never deadlock. SQLite: the database's one writer, taken by a write
-        before the reads."""
-        if conn.dialect.name == "postgresql":
-            slots = sorted({zlib.crc32(urn.encode()) % _VERSION_LOCKS for urn in urns})
-            lock = "SELECT pg_advisory_xact_lock(:space, slot) FROM unnest(CAST(:slots AS integer[])) AS slot"
-            conn.execute(sa.text(lock), {"space": _VERSION_LOCK_SPACE, "slots": slots})
-        else:
-            t = meta_table
-            conn.execute(t.update().where(t.c.key == "schema_version").values(value=t.c.value))
-
-    def _slot(
-        self, conn: Connection, snapshots: Sequence[Snapshot]
-    ) -> tuple[list[Snapshot], list[tuple[int, Snapshot]], list[tuple[int, str, str]]]:
-        """(the captures versioned, stored captures whose version moved (id, capture), stored captures
-        to queue again (id, urn, partition key))."""
-        by_urn: dict[str, list[int]] = {}
-        for i, s in enumerate(snapshots):
-            by_urn.setdefault(s.dataset.urn, []).append(i)
-        firsts = {urn: min(snapshots[i].partition_key or "" for i in at) for urn, at in by_urn.items()}
-        full = [u for u, at in by_urn.items() if any((snapshots[i].policy or "").endswith("_TRANSITIVE") for i in at)]
-        before = self._version_histories(conn, firsts, full)
-        after = self._later(conn, firsts)
-        stored, moved, requeue = list(snapshots), [], []
-        for urn, at in by_urn.items():
-            past, later = before.get(urn, []), after.get(urn, [])
-            versioned, changed = slot(past + [s for _, s in later], [snapshots[i] for i in at])
-            for i, s in zip(at, versioned, strict=True):
-                stored[i] = s
-            moved += [(later[j - len(past)][0], s) for j, s in changed.items()]
-            last = len(past) + len(later) - 1
-            if last in changed and (later[-1][1].partition_key or "") > max(s.partition_key or "" for s in versioned):
-                requeue.append((later[-1][0], urn, later[-1][1].partition_key or ""))
-        return stored, moved, requeue
 
     @staticmethod
     def _by_partition(firsts: Mapping[str, str]) -> dict[str, list[str]]:
@@ -915,3 +871,40 @@ class SnapshotStore:
         q = sa.select(o.c.status, sa.func.count()).where(o.c.catalog == catalog).group_by(o.c.status)
         with self._tx() as conn:
             return dict(conn.execute(q).all())
+
+
+class Versioning:
+    """The reads and writes of `SnapshotStore.versioning`'s transaction."""
+
+    def __init__(self, store: SnapshotStore, conn: Connection):
+        self.store, self.conn = store, conn
+
+    def before(self, firsts: Mapping[str, str], full: Collection[str] = ()) -> dict[str, list[Snapshot]]:
+        """urn → what a capture at `firsts[urn]` is versioned against (`version_histories`)."""
+        return self.store._version_histories(self.conn, firsts, full)
+
+    def after(self, firsts: Mapping[str, str]) -> dict[str, list[tuple[int, Snapshot]]]:
+        """urn → (id, capture) of each capture of a partition after `firsts[urn]`, in partition then
+        capture order."""
+        return self.store._later(self.conn, firsts)
+
+    def acceptances(self, datasets: list[str]) -> list[Acceptance]:
+        return acceptances_of(self.conn, datasets)
+
+    def put(self, snapshots: Sequence[Snapshot], catalogs: Sequence[str]) -> list[int]:
+        """Store new captures, queued for each of `catalogs`."""
+        return self.store._put(self.conn, snapshots, catalogs) if snapshots else []
+
+    def revise(self, moved: Sequence[tuple[int, Snapshot]]) -> None:
+        """Stored captures (id, capture) whose version or changes moved."""
+        if moved:
+            t = snapshots_table
+            update = t.update().where(t.c.id == sa.bindparam("b_id"))
+            self.conn.execute(update.values(version=sa.bindparam("version"), document=sa.bindparam("document")), [
+                {"b_id": sid, "version": row["version"], "document": row["document"]}
+                for sid, row in ((sid, _snapshot_row(s)) for sid, s in moved)
+            ])  # fmt: skip
+
+    def queue(self, entries: Sequence[tuple[int, str, str]], catalogs: Sequence[str]) -> None:
+        """Queue stored captures, (id, urn, partition key) each, for each of `catalogs` again."""
+        self.store._queue(self.conn, entries, catalogs)

@@ -7,9 +7,9 @@ from dataclasses import dataclass
 from typing import Callable, Sequence
 
 from lumos_dagster.config import LumosConfig
+from lumos_dagster.datasets import Catalogue, DatasetSpec
+from lumos_dagster.governance.checks import ERROR, CheckOutcome, blocking_checks, dataset_checks
 from lumos_dagster.model import Snapshot
-from lumos_dagster.scan.catalogue import Catalogue, DatasetSpec
-from lumos_dagster.scan.judge import ERROR, CheckOutcome, blocking_checks, dataset_checks
 
 OK, WARNING, FAILED, HELD_BACK, NOT_MATERIALIZED = "ok", "warning", "failed", "held back", "not materialized"
 STATUSES = (OK, WARNING, FAILED, HELD_BACK, NOT_MATERIALIZED)

@@ -1,83 +1,19 @@
-"""The datasets Lumos manages: the discovery registry enriched by lumos.yaml declarations.
-
-The result is in lineage order (upstreams first) and is what the asset factories turn
-into Dagster assets. Declared lineage must be acyclic; an upstream nobody discovered
-or declared is reported as missing rather than invented.
-"""
+"""The dataset list, resolved: the discovery registry, lumos.yaml's declarations and what code says,
+in lineage order (upstreams first). Declared lineage must be acyclic; an upstream nobody discovered
+or declared is reported as missing rather than invented."""
 
 from __future__ import annotations
 
 import fnmatch
-from dataclasses import dataclass
 from graphlib import CycleError, TopologicalSorter
 from typing import Mapping, Sequence
 
-from lumos_dagster.config import LumosConfig, OwnerConfig, ProfileDecl, ScheduleDecl
+from lumos_dagster.config import LumosConfig, OwnerConfig
+from lumos_dagster.datasets import UNDISCOVERED, Catalogue, DatasetSpec, Enrichment
 from lumos_dagster.errors import ConfigError
 from lumos_dagster.lineage.resolve import CodeDoc, doc_from_json
 from lumos_dagster.model import ColumnMapping, DatasetRecord, DatasetRef, LineageEdge, Owner
-from lumos_dagster.naming import asset_paths
-from lumos_dagster.scan.assemble import Enrichment
-from lumos_dagster.schema.versioning import DEFAULT_POLICY
 from lumos_dagster.store import SnapshotStore
-
-UNDISCOVERED = "(not discovered)"
-
-
-@dataclass(frozen=True)
-class DatasetSpec:
-    name: str
-    platform: str
-    source: str | None  # None: declared in lumos.yaml but not found by discovery
-    location: str  # relative to the source root
-    uri: str  # absolute location, for people and catalogs
-    format: str | None
-    cadence: str
-    enrichment: Enrichment
-    policy: str = DEFAULT_POLICY
-    schedule: ScheduleDecl | None = None  # when its data lands (cron, zone, lag)
-    profile: ProfileDecl | None = None  # profiled on Spark when set
-    upstream: tuple[str, ...] = ()
-    missing_upstream: tuple[str, ...] = ()  # named in lumos.yaml, found nowhere
-    time_partition_key: str | None = None
-    first_partition: str | None = None  # the earliest time partition's date (ISO) discovery saw
-    file_count: int = 0
-    total_bytes: int = 0
-
-    @property
-    def ref(self) -> DatasetRef:
-        return DatasetRef(self.platform, self.name, self.uri, self.format)
-
-    @property
-    def domain(self) -> str | None:
-        return self.enrichment.domain
-
-    @property
-    def source_root(self) -> str | None:
-        """The absolute root of the dataset's source (`uri` is it joined with `location`)."""
-        if self.source is None or not self.location or not self.uri.endswith("/" + self.location):
-            return None
-        return self.uri[: -len(self.location) - 1]
-
-    @property
-    def description(self) -> str | None:
-        """What lumos.yaml or code says, else governance's default by path: what the catalogs get
-        (a source's own comment, known only once read, comes before the default there)."""
-        return self.enrichment.description or self.enrichment.default_description
-
-
-@dataclass(frozen=True)
-class Catalogue:
-    datasets: tuple[DatasetSpec, ...]  # lineage order
-    missing_upstreams: dict[str, tuple[str, ...]]  # unknown upstream name → datasets naming it
-
-    def by_name(self) -> dict[str, DatasetSpec]:
-        return {d.name: d for d in self.datasets}
-
-    def asset_paths(self) -> dict[str, tuple[str, ...]]:
-        """The asset key path of every dataset, and of every upstream named but missing (the code
-        location shows those as external assets)."""
-        return asset_paths([d.name for d in self.datasets] + list(self.missing_upstreams))
 
 
 def load_catalogue(config: LumosConfig, store: SnapshotStore, source_roots: dict[str, str]) -> Catalogue:
@@ -172,32 +108,3 @@ def _edge(upstream: DatasetRef, doc: CodeDoc) -> LineageEdge:
     found = [e for e in doc.edges if e.upstream == upstream.name]
     columns: tuple[ColumnMapping, ...] = tuple(dict.fromkeys(c for e in found for c in e.columns))
     return LineageEdge(upstream, columns, found[0].job if found else None)
-
-
-def chunks(datasets: Sequence[DatasetSpec], size: int) -> list[list[DatasetSpec]]:
-    """`datasets` (lineage order) in groups of lineage-linked datasets: those linked by lineage are
-    always in one group (which exceeds `size` if it must), unlinked ones are packed together up to
-    `size`. Groups are Dagster ops, so no op depends on another: a failed gate holds back exactly
-    what is downstream of it, as in one op, and groups can run in separate runs side by side."""
-    names = {d.name for d in datasets}
-    parent = {d.name: d.name for d in datasets}
-
-    def root(n: str) -> str:
-        while parent[n] != n:
-            parent[n] = parent[parent[n]]
-            n = parent[n]
-        return n
-
-    for d in datasets:
-        for u in d.upstream:
-            if u in names:
-                parent[root(u)] = root(d.name)
-    components: dict[str, list[DatasetSpec]] = {}
-    for d in datasets:  # each component keeps the lineage order
-        components.setdefault(root(d.name), []).append(d)
-    out: list[list[DatasetSpec]] = []
-    for component in components.values():
-        if not out or len(out[-1]) + len(component) > size:
-            out.append([])
-        out[-1].extend(component)
-    return out

@@ -26,10 +26,10 @@ from typing import Any, Callable, Iterable, Iterator
 import jsonschema
 from datahub.metadata.urns import DatasetUrn
 
-from lumos_dagster.catalog import estate_parts
-from lumos_dagster.catalog.estate_migration import STEPS, migrate_document
 from lumos_dagster.catalog.ordering import upstream_first
 from lumos_dagster.errors import LumosError
+from lumos_dagster.estate import parts as estate_parts
+from lumos_dagster.estate.migration import STEPS, migrate_document
 from lumos_dagster.model import (
     MAX_NESTING,
     DatasetRecord,

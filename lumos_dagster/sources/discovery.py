@@ -28,9 +28,9 @@ from typing import Callable
 
 from lumos_dagster.errors import ConfigError
 from lumos_dagster.formats import format_from, format_of, needs_head
-from lumos_dagster.scan.time_partitions import DATE_FORMATS, parse_date, partition_time
-from lumos_dagster.scan.time_partitions import time_key as time_key_of
 from lumos_dagster.tables import claim
+from lumos_dagster.time_partitions import DATE_FORMATS, parse_date, partition_time
+from lumos_dagster.time_partitions import time_key as time_key_of
 
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 

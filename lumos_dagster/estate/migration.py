@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import copy
 
-from lumos_dagster.catalog import estate_parts
+from lumos_dagster.estate import parts as estate_parts
 
 
 def _from_1(doc: dict) -> dict:

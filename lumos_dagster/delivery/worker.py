@@ -1,13 +1,13 @@
-"""What a finished run leaves behind: its snapshots stored and queued for every catalog in one
-transaction per batch, then the outbox delivered.
+"""A run's delivery: after each batch is stored and queued for every catalog (`run.record`), the
+outbox is delivered.
 
 Stored first, so nothing is lost: a catalog that fails keeps its share queued for the next run
 or `lumos sync`, and is not tried again in this run (a dead server must not cost a timeout per
-batch). Delivery runs in a forked worker process beside the caller, which goes on recording the
-run meanwhile (in Dagster, its events): building DataHub's aspects is pure Python, so a thread
-would only take turns with it. The first batch is delivered before the caller goes on, so a
-catalog that is down is known from the start; later batches are delivered while the caller works.
-The worker starts with the recorder and builds the catalog adapters itself: importing their
+batch). Delivery runs in a forked worker process beside the caller, which goes on with the run
+meanwhile (in Dagster, recording its events): building DataHub's aspects is pure Python, so a
+thread would only take turns with it. The first batch is delivered before the caller goes on, so
+a catalog that is down is known from the start; later batches are delivered while the caller
+works. The worker starts with the run and builds the catalog adapters itself: importing their
 clients (DataHub's, ~0.7 s) happens on the other core while the caller lists and reads.
 """
 
@@ -18,9 +18,8 @@ from multiprocessing.connection import Connection
 from typing import Callable, Sequence
 
 from lumos_dagster.catalog.base import CatalogAdapter
-from lumos_dagster.catalog.delivery import deliver
 from lumos_dagster.collector import frozen
-from lumos_dagster.model import Snapshot
+from lumos_dagster.delivery.outbox import deliver
 from lumos_dagster.store import SnapshotStore
 
 #: (catalog → its first error in the run): a delivery round's outcome
@@ -68,8 +67,8 @@ def _worker(store_url: str, make_catalogs: Callable[[], list[CatalogAdapter]], i
             catalog.close()
 
 
-class Recorder:
-    """`record` each batch of a run, `finish` at its end: one recorder, one delivery worker a run.
+class Delivery:
+    """`deliver` after each batch of a run is stored, `finish` at its end: one delivery worker a run.
     `make_catalogs` builds the catalog adapters: in the delivery worker (which must not share this
     process's connections), and here only when delivering here."""
 
@@ -103,16 +102,14 @@ class Recorder:
                 self._names = answer
         return self._names
 
-    def record(self, snapshots: Sequence[Snapshot]) -> tuple[list[Snapshot], dict[str, int]]:
-        """Store, queue and deliver; returns the snapshots as stored (the store versions them in
-        partition time: another run may have stored an earlier partition meanwhile) and what each
-        catalog known to be down still has queued."""
-        stored = self.store.put_versioned(snapshots, catalogs=self.names)
+    def deliver(self) -> dict[str, int]:
+        """Deliver what is queued (the first round waits for it, later ones go on in the worker);
+        returns what each catalog known to be down still has queued."""
         if self._worker is not None:
             self._request(wait=0 if self._sent else FIRST_WAIT)
         else:
             self._deliver_here()
-        return stored, self._pending()
+        return self._pending()
 
     def finish(self) -> dict[str, int]:
         """Wait for the last deliveries; returns what each catalog that failed still has queued."""

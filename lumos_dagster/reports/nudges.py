@@ -93,10 +93,10 @@ def decide(conn: Connection, todos: Mapping[str, Sequence[Todo]], domains: Mappi
 def run_nudge(store, config: LumosConfig, now: datetime, warn: Callable[[str], None]) -> Round:
     """One nudge: the missing-context report, escalated, posted to `governance.webhook` (JSON with
     a `text` for Slack-like hooks), and deprecations sent to the DataHub catalogs."""
-    from lumos_dagster.catalog import build_catalogs
     from lumos_dagster.catalog.datahub import DataHubCatalog
+    from lumos_dagster.delivery.catalogs import build_catalogs
+    from lumos_dagster.lineage.catalogue import load_catalogue
     from lumos_dagster.reports.overview import Estate, owner_todos
-    from lumos_dagster.scan.catalogue import load_catalogue
     from lumos_dagster.sources import build_sources
 
     catalogue = load_catalogue(config, store, {name: s.root for name, s in build_sources(config).items()})

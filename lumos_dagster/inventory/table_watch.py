@@ -1,13 +1,13 @@
 """What changed in a table source since the last look: tables whose fingerprint (a digest of
 their columns, comments, row count, size and last change, `TableSource.fingerprints`) differs,
 appeared or went away. Fingerprints live in the store, one generation per look, as the file
-sources' do (lumos_dagster.scan.watch): a location stands for a path, its dataset for the
+sources' do (lumos_dagster.inventory.watch): a location stands for a path, its dataset for the
 dataset a file belongs to."""
 
 from __future__ import annotations
 
-from lumos_dagster.scan.report import ScanReport
-from lumos_dagster.scan.watch import FileChange, Look, listing_state
+from lumos_dagster.inventory.watch import FileChange, Look, listing_state
+from lumos_dagster.report import ScanReport
 from lumos_dagster.sources.base import TableSource
 from lumos_dagster.store import SnapshotStore
 

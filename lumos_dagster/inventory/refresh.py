@@ -9,7 +9,7 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Callable, Sequence
 
 from lumos_dagster.model import DatasetRef, Snapshot
-from lumos_dagster.scan.report import ScanReport
+from lumos_dagster.report import ScanReport
 from lumos_dagster.schema.versioning import retire
 from lumos_dagster.sources import Discovery
 from lumos_dagster.store import SnapshotStore
@@ -81,8 +81,8 @@ def refresh_registry(config: LumosConfig, store: SnapshotStore, progress: Callab
     """`lumos discover` and the `lumos_discover` job: scan the sources, record what they hold,
     soft-delete what vanished (delivered to the catalogs now), and read lineage from code and
     from the databases' view definitions."""
-    from lumos_dagster.catalog import build_catalogs
-    from lumos_dagster.catalog.delivery import deliver
+    from lumos_dagster.delivery.catalogs import build_catalogs
+    from lumos_dagster.delivery.outbox import deliver
     from lumos_dagster.lineage.resolve import refresh_code
     from lumos_dagster.sources import build_sources, discover
     from lumos_dagster.sources.base import TableSource

@@ -1,4 +1,4 @@
-"""Breaking changes accepted for one version of a dataset, recorded in the snapshot store.
+"""Breaking changes accepted for one version of a dataset (`model.Acceptance`), kept in the snapshot store.
 
 lumos.yaml accepts changes by declaration (`accept_major`, `compatibility.allow`). A CI that has
 had a breaking change approved records it here instead, through the API (`POST
@@ -13,14 +13,12 @@ store without it has no acceptances.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import datetime, timezone
-from fnmatch import fnmatchcase
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from lumos_dagster.model import SchemaChange
+from lumos_dagster.model import Acceptance
 
 metadata = sa.MetaData()
 
@@ -37,25 +35,6 @@ acceptances_table = sa.Table(
     sa.Column("accepted_at", sa.DateTime(timezone=True), nullable=False),
     sa.Index("ix_lumos_acceptances_dataset", "dataset", "version"),
 )
-
-
-@dataclass(frozen=True)
-class Acceptance:
-    dataset: str
-    version: str
-    path: str  # field path or glob; "*" for any
-    kind: str | None  # change kind, e.g. FIELD_REMOVED; None for any
-    reason: str
-    accepted_by: str
-    accepted_at: datetime
-
-    def matches(self, dataset: str, version: str | None, change: SchemaChange) -> bool:
-        return (
-            dataset == self.dataset
-            and version == self.version
-            and fnmatchcase(change.path, self.path)
-            and self.kind in (None, change.kind)
-        )
 
 
 def create_table(conn: Connection) -> None:

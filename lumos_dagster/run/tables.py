@@ -13,9 +13,9 @@ from datetime import datetime
 from typing import Sequence
 
 from lumos_dagster.model import FileError, TableVersion
-from lumos_dagster.scan.assemble import Contents
-from lumos_dagster.scan.discovery import DiscoveredDataset
+from lumos_dagster.run.contents import Contents
 from lumos_dagster.sources.base import FileSource
+from lumos_dagster.sources.discovery import DiscoveredDataset
 from lumos_dagster.tables import ListedFile, TableFormat
 
 

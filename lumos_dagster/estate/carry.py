@@ -27,7 +27,7 @@ from lumos_dagster.catalog.base import (
     TERMS,
     VERSIONS,
 )
-from lumos_dagster.catalog.portable import Estate
+from lumos_dagster.estate.portable import Estate
 from lumos_dagster.model import Snapshot
 from lumos_dagster.wording import plural
 

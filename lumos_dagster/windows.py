@@ -1,5 +1,9 @@
-"""When a dataset's data is ready: cron ticks in the dataset's time zone plus an
-availability lag (`+6h`: the data of the 06:00 run can be read at 12:00).
+"""Time windows: a partition's window, and when a dataset's data is ready (cron ticks in the
+dataset's time zone plus an availability lag: `+6h`, the data of the 06:00 run can be read at 12:00).
+
+A partition of a cadence is keyed and bounded as Dagster's time-window partitions are (the
+hourly, daily, weekly and monthly definitions the code location builds), so `lumos snapshot`
+and a Dagster run take the same window for the same key.
 
 Pure functions over aware datetimes; croniter walks the calendar in the zone, so DST
 gaps and repeats are the zone's, not UTC's.
@@ -8,6 +12,7 @@ gaps and repeats are the zone's, not UTC's.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
 
@@ -66,3 +71,50 @@ def latest_due(now: datetime, cron: str, tz: str, lag: timedelta) -> datetime:
     """The latest cron tick whose data is ready at `now` (tick + lag <= now)."""
     # get_prev is strictly before its start: a second later keeps a tick exactly at now - lag
     return croniter(cron, (now - lag + timedelta(seconds=1)).astimezone(ZoneInfo(tz))).get_prev(datetime)
+
+
+@dataclass(frozen=True)
+class Window:
+    """A partition of a run: its key and [start, end); all three None for a run without partitions."""
+
+    key: str | None
+    start: datetime | None = None
+    end: datetime | None = None
+
+
+#: each cadence's partition boundaries, and its keys (Dagster's time-window partitions)
+CADENCE_CRON = {"hourly": "0 * * * *", "daily": "0 0 * * *", "weekly": "0 0 * * 0", "monthly": "0 0 1 * *"}
+KEY_FORMAT = {"hourly": "%Y-%m-%d-%H:%M", "daily": "%Y-%m-%d", "weekly": "%Y-%m-%d", "monthly": "%Y-%m-%d"}
+
+
+def partition_window(cadence: str, key: str, tz: str) -> Window:
+    """The window of partition `key` of `cadence` in zone `tz`; ValueError for a key that is not one."""
+    zone = ZoneInfo(tz)
+    start = datetime.strptime(key, KEY_FORMAT[cadence]).replace(tzinfo=zone)
+    if partition_at(cadence, start, tz) != key:
+        raise ValueError(f"{key!r} is not the start of a {cadence} partition")
+    return Window(key, start, croniter(CADENCE_CRON[cadence], start).get_next(datetime))
+
+
+def partition_at(cadence: str, moment: datetime, tz: str) -> str:
+    """The key of the `cadence` partition holding `moment` (aware) in zone `tz`."""
+    cron, local = CADENCE_CRON[cadence], moment.astimezone(ZoneInfo(tz))
+    start = croniter(cron, local).get_prev(datetime)  # strictly before: `moment` may be a boundary itself
+    following = croniter(cron, start).get_next(datetime)
+    return (following if following <= local else start).strftime(KEY_FORMAT[cadence])
+
+
+def partition_windows(cadence: str, first: str, last: str, tz: str) -> list[Window]:
+    """The windows of partitions `first` … `last` of `cadence`, both included."""
+    out = [partition_window(cadence, first, tz)]
+    end = partition_window(cadence, last, tz)
+    if end.start < out[0].start:
+        raise ValueError(f"{first}...{last}: the range ends before it starts")
+    while out[-1].end <= end.start:
+        start = out[-1].end
+        out.append(
+            Window(
+                start.strftime(KEY_FORMAT[cadence]), start, croniter(CADENCE_CRON[cadence], start).get_next(datetime)
+            )
+        )
+    return out

@@ -6,6 +6,7 @@ hash); see `lumos_dagster.api.auth` for the hash format.
 
 from __future__ import annotations
 
+import base64
 from typing import Literal
 
 from pydantic import Field, field_validator
@@ -14,6 +15,27 @@ from lumos_dagster.plugins import ConfigModel
 
 Scope = Literal["read", "check", "write"]
 SCOPES: tuple[str, ...] = ("read", "check", "write")
+#: the hash format of a token (lumos_dagster.api.auth makes and checks them)
+SCHEME = "scrypt"
+
+
+def _unb64(text: str) -> bytes:
+    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+
+
+def parse_hash(text: str) -> tuple[int, int, int, bytes, bytes]:
+    """(N, r, p, salt, key) of a stored hash; ValueError when it is not one."""
+    parts = text.split("$")
+    if len(parts) != 6 or parts[0] != SCHEME:
+        raise ValueError("not a token hash: expected scrypt$N$r$p$SALT$KEY (from `lumos serve --hash-token`)")
+    try:
+        n, r, p = int(parts[1]), int(parts[2]), int(parts[3])
+        salt, key = _unb64(parts[4]), _unb64(parts[5])
+    except ValueError:
+        raise ValueError("not a token hash: N, r, p must be numbers, SALT and KEY base64") from None
+    if n < 2**10 or n & (n - 1) or not 1 <= r <= 64 or not 1 <= p <= 16 or len(salt) < 8 or len(key) < 16:
+        raise ValueError("token hash parameters too weak or malformed (N a power of two ≥ 1024, salt ≥ 8 bytes)")
+    return n, r, p, salt, key
 
 
 class ApiToken(ConfigModel):
@@ -29,8 +51,6 @@ class ApiToken(ConfigModel):
     @field_validator("hash")
     @classmethod
     def _hash(cls, value: str) -> str:
-        from lumos_dagster.api.auth import parse_hash
-
         parse_hash(value)  # raises ValueError naming what is wrong
         return value
 

@@ -1,25 +1,22 @@
 """The `judge` step: each dataset's checks — files readable, schema compatible (the gate), required
 documentation complete, data quality — and which datasets a failed blocking check holds back.
 
-Outcomes are plain values: the Dagster op turns them into asset check evaluations, a CLI could
-print them. A blocking check stops the datasets downstream of it in the same run (lineage order).
+Outcomes are plain values: the Dagster op turns them into asset check evaluations, `lumos summary`
+prints them. A blocking check stops the datasets downstream of it in the same run (lineage order).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Mapping, Sequence
+from typing import Mapping, Sequence
 
 from lumos_dagster.config import LumosConfig
+from lumos_dagster.datasets import Catalogue, DatasetSpec
 from lumos_dagster.governance.rules import has_quality_sources, missing_context, required_of
 from lumos_dagster.lineage.impact import Affected, downstream
 from lumos_dagster.model import SchemaChange, Snapshot
-from lumos_dagster.scan.catalogue import Catalogue, DatasetSpec
 from lumos_dagster.schema.gate import Verdict, how_to_accept, judge_snapshot
 from lumos_dagster.wording import plural
-
-if TYPE_CHECKING:
-    from lumos_dagster.scan.pipeline import Run, Services
 
 READABLE_CHECK = "files_readable"
 COMPATIBLE_CHECK = "schema_compatible"
@@ -208,24 +205,28 @@ def dataset_checks(config: LumosConfig, catalogue: Catalogue, d: DatasetSpec, sn
     return tuple(checks)
 
 
-def judge(run: Run, services: Services) -> None:
-    config = run.config
+def judge(config: LumosConfig, catalogue: Catalogue, datasets: Sequence[DatasetSpec],
+          snapshots: Mapping[str, Mapping[str | None, Snapshot]], accepted: Sequence = ()
+          ) -> dict[str, Judgement]:  # fmt: skip
+    """Each dataset's checks over its snapshots (`datasets` in lineage order, each one's partitions
+    in any order): a dataset downstream of one failing a blocking check is held back instead."""
     blocking = blocking_checks(config)
     blocked: dict[str, tuple[str, str]] = {}  # dataset → (blocking check failed, by which dataset)
-    accepted = services.acceptances([d.name for d in run.datasets])
-    for d in run.datasets:  # lineage order: an upstream is judged before its consumers
+    out: dict[str, Judgement] = {}
+    for d in datasets:  # lineage order: an upstream is judged before its consumers
         stop = next((blocked[u] for u in d.upstream if u in blocked), None)
         if stop is not None:
             blocked[d.name] = stop
-            run.judgements[d.name] = Judgement((), held_back=stop)
+            out[d.name] = Judgement((), held_back=stop)
             continue
-        snaps = run.snapshots[d.name]
-        ordered = {pk: snaps[pk] for pk in run.partition_keys}
-        judgement = Judgement(dataset_checks(config, run.catalogue, d, ordered, accepted))
+        snaps = snapshots[d.name]
+        ordered = {pk: snaps[pk] for pk in sorted(snaps, key=lambda k: k or "")}
+        judgement = Judgement(dataset_checks(config, catalogue, d, ordered, accepted))
         failed = judgement.failed_blocking(blocking)
         if failed is not None:
             blocked[d.name] = (failed, d.name)
-        run.judgements[d.name] = judgement
+        out[d.name] = judgement
+    return out
 
 
 def failure_message(judgements: Mapping[str, Judgement], blocking: frozenset[str]) -> str | None:

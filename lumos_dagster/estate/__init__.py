@@ -1,0 +1,1 @@
+"""The estate as a portable document: export, validation, import, migration between catalogs."""

@@ -1,0 +1,1 @@
+"""Keeping the registry in step with storage: discovery's refresh, and what changed since the last look."""

@@ -1,0 +1,87 @@
+"""What a run observed of each dataset partition (`Contents`): from its files in the partition's
+window, read (`file_contents`), or from a table's description; `Observed` is all of it for a batch."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+from typing import Mapping, Sequence
+
+from lumos_dagster.formats import FileResult
+from lumos_dagster.formats.merge import merge_schemas
+from lumos_dagster.model import FileError, OperationalStats, Schema, SchemaConflict, TableVersion
+from lumos_dagster.sources.discovery import DatasetFile, DiscoveredDataset
+from lumos_dagster.time_partitions import granularity
+
+#: (dataset, partition key): one snapshot of a run
+Cell = tuple[str, "str | None"]
+
+
+def files_in_window(ds: DiscoveredDataset, start: datetime | None, end: datetime | None) -> list[DatasetFile]:
+    """The files of a time window [start, end): those whose partition date falls in it.
+
+    A dataset without a time partition has no history in storage: every window
+    sees all its current files.
+    """
+    if ds.time_partition_key is None or start is None or end is None:
+        return list(ds.files)
+    if granularity(ds.time_format) == "hourly":  # partition values are wall-clock time in the window's zone
+        lo, hi = start.replace(tzinfo=None), end.replace(tzinfo=None)
+        return [f for f in ds.files if (t := ds.file_time(f)) is not None and lo <= t < hi]
+    first, last = start.date(), (end - timedelta(microseconds=1)).date()
+    return [f for f in ds.files if (d := ds.file_date(f)) is not None and first <= d <= last]
+
+
+@dataclass(frozen=True)
+class Contents:
+    """What was observed of a dataset partition: by reading its files, or by asking its database."""
+
+    schema: Schema = field(default_factory=Schema)
+    stats: OperationalStats = field(default_factory=OperationalStats)
+    errors: tuple[FileError, ...] = ()
+    conflicts: tuple[SchemaConflict, ...] = ()
+    description: str | None = None  # the source's own documentation (a table comment)
+    table: TableVersion | None = None  # the table-format commit observed (Iceberg, Delta)
+
+
+def file_contents(
+    files: Sequence[tuple[str, DatasetFile]], results: Mapping[str, FileResult], extra_errors: Sequence[FileError] = ()
+) -> Contents:
+    """`files` are (path, file) pairs in a stable order; `results` is keyed by path."""
+    errors = list(extra_errors)
+    readable = []
+    for path, _ in files:
+        r = results[path]
+        if r.error is not None:
+            errors.append(FileError(path, r.error))
+        else:
+            readable.append(r)
+    schema, conflicts = merge_schemas([(r.path, r.schema) for r in readable])
+    counts = [r.row_count for r in readable]
+    partition_values: dict[str, set[str]] = {}
+    for _, f in files:
+        for key, value in f.partition:
+            partition_values.setdefault(key, set()).add(value)
+    mtimes = [f.entry.mtime for _, f in files]
+    return Contents(
+        schema=schema,
+        stats=OperationalStats(
+            file_count=len(files),
+            total_bytes=sum(f.entry.size for _, f in files),
+            # a partial count would mislead: known only when every file gave one
+            row_count=sum(counts) if counts and not errors and None not in counts else None,
+            last_modified=datetime.fromtimestamp(max(mtimes), timezone.utc) if mtimes else None,
+            partition_values={k: sorted(v) for k, v in partition_values.items()},
+        ),
+        errors=tuple(errors),
+        conflicts=conflicts,
+    )
+
+
+@dataclass(frozen=True)
+class Observed:
+    """What each partition holds: its contents, and (file datasets) the files that could be read."""
+
+    contents: Mapping[Cell, Contents]
+    readable: Mapping[Cell, Sequence[str]]
+    sizes: Mapping[str, int]  # bytes of each whole dataset, all partitions

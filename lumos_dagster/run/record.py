@@ -1,0 +1,97 @@
+"""The `store` and `judge` steps, in one transaction of the store: each capture is versioned once,
+against what the store holds at that moment, and judged on that version.
+
+Versions follow partition time (`schema.versioning.slot`): a capture is versioned against its
+dataset's capture before it in partition order, whatever order runs finish in, and a stored
+capture of a later partition is versioned again against its new predecessor (queued again when
+it is what the catalogs show). The checks then judge the versions so decided, under the datasets'
+policies now: the run's own captures, and a dataset's newest capture when it is of a later partition
+(what the catalogs show, and `lumos gate` judges), as the store has just versioned it. A dataset held
+back by an upstream failing a blocking check is not stored: it is recorded and judged when a later
+run lets it through.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Mapping, Sequence
+
+from lumos_dagster.config import LumosConfig
+from lumos_dagster.datasets import Catalogue, DatasetSpec
+from lumos_dagster.governance.checks import Judgement, has_data, judge
+from lumos_dagster.model import Snapshot, Snapshots
+from lumos_dagster.schema.versioning import slot
+from lumos_dagster.store import SnapshotStore
+from lumos_dagster.store.store import Versioning
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """What the store kept: each dataset's partitions as versioned (those without data as observed),
+    and each dataset's judgement."""
+
+    snapshots: Snapshots
+    judgements: Mapping[str, Judgement]
+
+
+def _versioned(v: Versioning, captures: Sequence[Snapshot]):
+    """(the captures versioned, in their order; stored captures whose version moved (id, capture);
+    stored captures to queue again (id, urn, partition key); urn → its newest capture of a later
+    partition than the captures', as versioned now)."""
+    by_urn: dict[str, list[int]] = {}
+    for i, s in enumerate(captures):
+        by_urn.setdefault(s.dataset.urn, []).append(i)
+    firsts = {urn: min(captures[i].partition_key or "" for i in at) for urn, at in by_urn.items()}
+    full = [u for u, at in by_urn.items() if any((captures[i].policy or "").endswith("_TRANSITIVE") for i in at)]
+    before, after = v.before(firsts, full), v.after(firsts)
+    out: list[Snapshot] = list(captures)
+    moved: list[tuple[int, Snapshot]] = []
+    requeue: list[tuple[int, str, str]] = []
+    newest: dict[str, Snapshot] = {}
+    for urn, at in by_urn.items():
+        past, later = before.get(urn, []), after.get(urn, [])
+        versioned, changed = slot(past + [s for _, s in later], [captures[i] for i in at])
+        for i, s in zip(at, versioned, strict=True):
+            out[i] = s
+        moved += [(later[j - len(past)][0], s) for j, s in changed.items()]
+        last = len(past) + len(later) - 1
+        if later and (later[-1][1].partition_key or "") > max(s.partition_key or "" for s in versioned):
+            newest[urn] = changed.get(last, later[-1][1])
+            if last in changed:
+                requeue.append((later[-1][0], urn, later[-1][1].partition_key or ""))
+    return out, moved, requeue, newest
+
+
+def record(store: SnapshotStore, config: LumosConfig, catalogue: Catalogue, datasets: Sequence[DatasetSpec],
+           snapshots: Snapshots, catalogs: Sequence[str]) -> Recorded:  # fmt: skip
+    """Version, judge and store `snapshots` (of `datasets`, lineage order), queued for `catalogs`. A
+    partition with no files is not a snapshot: neither versioned, stored nor queued, only judged."""
+    cells = [(d.name, pk) for d in datasets for pk, s in snapshots[d.name].items() if has_data(s)]
+    captures = [snapshots[name][pk] for name, pk in cells]
+    urns = {s.dataset.urn: name for (name, _), s in zip(cells, captures, strict=True)}
+    with store.versioning(urns) as v:
+        versioned, moved, requeue, newest = _versioned(v, captures)
+        kept: Snapshots = {d.name: dict(snapshots[d.name]) for d in datasets}
+        for (name, pk), s in zip(cells, versioned, strict=True):
+            kept[name][pk] = s
+        later = {d.name: {s.partition_key: s} for d in datasets if (s := newest.get(d.ref.urn)) is not None}
+        judged = {d.name: {**later.get(d.name, {}), **kept[d.name]} for d in datasets}
+        judgements = judge(config, catalogue, datasets, judged, v.acceptances([d.name for d in datasets]))
+        held = {name for name, j in judgements.items() if j.held_back is not None}
+        v.put([s for (name, _), s in zip(cells, versioned, strict=True) if name not in held], catalogs)
+        v.revise([(sid, s) for sid, s in moved if urns[s.dataset.urn] not in held])
+        v.queue([entry for entry in requeue if urns[entry[1]] not in held], catalogs)  # after the new ones
+    return Recorded(kept, judgements)
+
+
+def store_versioned(
+    store: SnapshotStore, snapshots: Sequence[Snapshot], catalogs: Sequence[str] = ()
+) -> list[Snapshot]:
+    """Store new captures versioned as a run does, without judging them (imports of history, tests):
+    the captures as stored, in their order."""
+    with store.versioning({s.dataset.urn for s in snapshots}) as v:
+        versioned, moved, requeue, _ = _versioned(v, snapshots)
+        v.put(versioned, catalogs)
+        v.revise(moved)
+        v.queue(requeue, catalogs)
+    return versioned

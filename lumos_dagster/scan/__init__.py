@@ -1,1 +1,0 @@
-"""The snapshot run: discovery, the pipeline and its steps, the schema readers, recording."""
