@@ -77,11 +77,11 @@ def _events(context: AssetExecutionContext, batch: BatchOutcome, keys: Mapping[s
 
 def _add_seconds(context: AssetExecutionContext, seconds: Mapping[str, float]) -> None:
     """The run's step seconds as data, for whoever measures runs: summed with its other ops'."""
-    found = context.instance.get_run_by_id(context.run_id).tags.get(SECONDS_TAG)
+    found = context.instance.get_run_by_id(context.run.run_id).tags.get(SECONDS_TAG)
     total = json.loads(found) if found else {}
     for step, s in seconds.items():
         total[step] = round(total.get(step, 0.0) + s, 4)
-    context.instance.add_run_tags(context.run_id, {SECONDS_TAG: json.dumps(total, sort_keys=True)})
+    context.instance.add_run_tags(context.run.run_id, {SECONDS_TAG: json.dumps(total, sort_keys=True)})
 
 
 def snapshot_events(context: AssetExecutionContext, spark: LumosSparkResource, lumos_store: SnapshotStoreResource,

@@ -44,7 +44,7 @@ class ApiToken(ConfigModel):
     name: str = Field(min_length=1, description="Who holds it (shown in the audit log), e.g. `ci-orders`.")
     hash: str = Field(description="`scrypt$…` as printed by `lumos serve --hash-token` (never the token itself).")
     scopes: list[Scope] = Field(
-        default_factory=lambda: ["read"],
+        default_factory=lambda: list[Scope](["read"]),
         description="read: every GET; check: POST a proposed schema, the gate; write: accept, release.",
     )
 

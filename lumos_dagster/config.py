@@ -19,10 +19,11 @@ from datetime import date
 from functools import cached_property
 from graphlib import CycleError, TopologicalSorter
 from pathlib import Path
-from typing import Annotated, Any, Iterator, Literal, Union
+from typing import TYPE_CHECKING, Annotated, Any, Iterator, Literal, Union
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError, field_validator, model_validator
+from pydantic_core import ErrorDetails
 
 from lumos_dagster.api_config import ApiConfig
 from lumos_dagster.errors import ConfigError
@@ -83,8 +84,12 @@ def _union(registry: Registry[Plugin], default: str) -> Any:
 
 DEFAULT_SOURCE = "local"
 DEFAULT_CATALOG = "datahub-lite"
-Source = _union(SOURCES, DEFAULT_SOURCE)
-Catalog = _union(CATALOGS, DEFAULT_CATALOG)
+if TYPE_CHECKING:  # the union is of the types registered when this module loads, plug-ins included
+    Source = Any
+    Catalog = Any
+else:
+    Source = _union(SOURCES, DEFAULT_SOURCE)
+    Catalog = _union(CATALOGS, DEFAULT_CATALOG)
 
 
 class ScheduleDecl(ConfigModel):
@@ -406,7 +411,7 @@ class LumosConfig(ConfigModel):
     sources: list[Source] = Field(default_factory=list)
     datasets: list[DatasetDecl] = Field(default_factory=list)
     catalog: list[Catalog] = Field(
-        default_factory=lambda: [CATALOGS.get(DEFAULT_CATALOG).config()],
+        default_factory=lambda: [CATALOGS[DEFAULT_CATALOG].config()],
         description="One catalog, or a list: each gets every snapshot.",
     )
     removal: RemovalConfig = Field(default_factory=RemovalConfig)
@@ -503,14 +508,17 @@ def _loc(parts: tuple) -> str:
 
 def _secrets(data: dict, file: str, env: dict[str, str]) -> set[tuple]:
     """Where the file's credentials are (e.g. `("sources", 0, "dsn")`): kept as written until used."""
-    found = {("store", key) for key in secret_fields(StoreConfig)}
+    found: set[tuple] = {("store", key) for key in secret_fields(StoreConfig)}
     for section, registry, default in (("sources", SOURCES, DEFAULT_SOURCE), ("catalog", CATALOGS, DEFAULT_CATALOG)):
         entries = data.get(section)
-        listed = isinstance(entries, list)  # `catalog:` may be one entry instead of a list
-        for where, entry in [((section, i), e) for i, e in enumerate(entries)] if listed else [((section,), entries)]:
+        if isinstance(entries, list):
+            placed: list[tuple[tuple, Any]] = [((section, i), e) for i, e in enumerate(entries)]
+        else:  # `catalog:` may be one entry instead of a list
+            placed = [((section,), entries)]
+        for where, entry in placed:
             kind = entry.get("type", default) if isinstance(entry, dict) else None
             kind = _interpolate(kind, where + ("type",), file, env, set()) if isinstance(kind, str) else None
-            if plugin := registry.get(kind):
+            if kind is not None and (plugin := registry.get(kind)):
                 found |= {where + (key,) for key in secret_fields(plugin.config)}
     return found
 
@@ -525,7 +533,7 @@ def _interpolate(value: Any, where: tuple, file: str, env: dict[str, str], secre
     return expand_secrets(value, f"{file}: {_loc(where)}", env) if isinstance(value, str) else value
 
 
-def _explain(err: dict, model: type[BaseModel]) -> str:
+def _explain(err: ErrorDetails, model: type[BaseModel]) -> str:
     loc = _loc(err["loc"])
     if err["type"] == "extra_forbidden":
         known = _known_keys(model, err["loc"][:-1])

@@ -1,8 +1,10 @@
 """The Lumos code location: lumos.yaml + the discovery registry → Dagster definitions.
 
 The only module that assembles everything. `LUMOS_CONFIG` names the config file (default:
-./lumos.yaml); it is read when the code location loads, once per process: Dagster's CLI loads a
-code location several times in one command, and each load of thousands of datasets costs seconds.
+./lumos.yaml). The registry comes as Dagster defs state (`assets.state`): the code server and every
+run worker build from the same registry document. Definitions are built once per process and
+document: Dagster's CLI loads a code location several times in one command, and each load of
+thousands of datasets costs seconds.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from assets.keys import dataset_keys
 from assets.reports import report_assets
 from lumos_dagster.collector import paused, skip_final_collection
 from lumos_dagster.config import LumosConfig, load_config
-from lumos_dagster.lineage.catalogue import load_catalogue
+from lumos_dagster.lineage.catalogue import RegistryState, catalogue_of
 from lumos_dagster.sources import FileSource, TableSource, build_sources
 from lumos_dagster.store import SnapshotStore
 from resources.io_manager import LumosIOManager
@@ -26,8 +28,9 @@ from resources.store import CatalogsResource, SnapshotStoreResource
 from sensors.discovery import discovery_job
 from sensors.nudges import nudge_job
 from sensors.releases import dataset_schedule_sensor, release_sensor
-from sensors.schedules import cadence_schedules
+from sensors.schedules import cadence_jobs, cadence_schedules
 from sensors.storage import storage_sensor
+from sensors.sync import lumos_sync
 from sensors.tables import table_sensor
 from sensors.triggers import Targets
 
@@ -38,22 +41,26 @@ class Assembly:
     targets: Targets  # what sensors can request: dataset → asset key, partitions, schedule
 
 
-def build_definitions(config: LumosConfig) -> Definitions:
-    """The definitions, their asset graph resolved (Dagster asks for it next, and caches it)."""
+def build_definitions(config: LumosConfig, state: RegistryState | None = None) -> Definitions:
+    """The definitions, their asset graph resolved (Dagster asks for it next, and caches it);
+    `state`: the registry document to build from (default: the registry now)."""
     with paused():
-        definitions = assemble(config).definitions
+        definitions = assemble(config, state).definitions
         definitions.resolve_asset_graph()
     return definitions
 
 
-def assemble(config: LumosConfig) -> Assembly:
+def assemble(config: LumosConfig, state: RegistryState | None = None) -> Assembly:
     sources = build_sources(config)
-    with SnapshotStore(config.store_url, f"{config.source_file}: store.url") as store:
-        catalogue = load_catalogue(config, store, {name: s.root for name, s in sources.items()})
+    if state is None:
+        with SnapshotStore(config.store_url, f"{config.source_file}: store.url") as store:
+            state = RegistryState.read(store)
+    catalogue = catalogue_of(config, state, {name: s.root for name, s in sources.items()})
     keys = dataset_keys(catalogue)
     by_cadence, missing = build_dataset_assets(config, catalogue, sources, keys)
-    targets = Targets(catalogue.by_name(), keys, by_cadence)
-    sensors = [storage_sensor(s, config.store_url, targets) for s in sources.values() if isinstance(s, FileSource)]
+    jobs = cadence_jobs(by_cadence)
+    targets = Targets(catalogue.by_name(), keys, by_cadence, jobs)
+    sensors = [storage_sensor(s, config, targets) for s in sources.values() if isinstance(s, FileSource)]
     sensors += [
         table_sensor(s, config.store_url, targets)
         for s in sources.values()
@@ -71,9 +78,9 @@ def assemble(config: LumosConfig) -> Assembly:
     nudge = nudge_job(config)
     definitions = Definitions(
         assets=[*(a for chunk in by_cadence.values() for a in chunk), *missing, *reports],
-        jobs=[discover, *(nudge[:1] if nudge else ())],
+        jobs=[*jobs.values(), discover, lumos_sync, *(nudge[:1] if nudge else ())],
         schedules=[
-            *cadence_schedules(by_cadence, config.partitions.datasets_per_run),
+            *cadence_schedules(by_cadence, jobs, config.partitions.datasets_per_run),
             discover_daily,
             *(nudge[1:] if nudge else ()),
         ],
@@ -92,8 +99,12 @@ def assemble(config: LumosConfig) -> Assembly:
 
 
 @functools.cache
-def _load(path: str) -> Definitions:
-    return build_definitions(load_config(path))
+def _config(path: str) -> LumosConfig:
+    return load_config(path)
+
+
+#: the definitions built in this process, by lumos.yaml and registry document: only the latest is kept
+_BUILT: dict[tuple[str, str], Definitions] = {}
 
 
 skip_final_collection()  # every process that loads the code location: CLI runs, run workers, the UI
@@ -101,6 +112,13 @@ skip_final_collection()  # every process that loads the code location: CLI runs,
 
 @definitions
 def defs() -> Definitions:
+    from assets.state import registry_state
     from lumos_dagster.config import config_path
 
-    return _load(config_path())
+    path = config_path()
+    state = registry_state(_config(path))
+    key = (path, state.digest)
+    if key not in _BUILT:
+        _BUILT.clear()
+        _BUILT[key] = build_definitions(_config(path), state)
+    return _BUILT[key]

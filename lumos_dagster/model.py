@@ -853,7 +853,7 @@ def snapshot_from_json(j: dict) -> Snapshot:
     return Snapshot(
         dataset=_ref_from_json(j["dataset"]),
         partition_key=j["partition_key"],
-        captured_at=_dt_from_json(j["captured_at"]),
+        captured_at=datetime.fromisoformat(j["captured_at"]),  # a string, never null (snapshot.schema.json)
         version=j["version"],
         schema=schema_from_json(j["schema"]),
         stats=OperationalStats(

@@ -11,6 +11,7 @@ skipped with a warning: someone else's broken package must not stop Lumos.
 
 from __future__ import annotations
 
+import builtins
 import functools
 import importlib
 import logging
@@ -19,7 +20,7 @@ import re
 import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from importlib.metadata import EntryPoints, entry_points
+from importlib.metadata import SelectableGroups, entry_points
 from pathlib import Path
 from typing import Annotated, Any, Callable, Generic, Iterator, TypeVar, get_args
 
@@ -36,7 +37,7 @@ def _installed() -> tuple[tuple[str, int], ...]:
 
 
 @functools.lru_cache(maxsize=4)
-def _entry_points(installed: tuple[tuple[str, int], ...]) -> EntryPoints:
+def _entry_points(installed: tuple[tuple[str, int], ...]) -> SelectableGroups:
     """Every installed package's entry points, read once per state of `sys.path` (`_installed`): each
     registry asking for its group would otherwise read the metadata of every installed package (~20 ms)."""
     return entry_points()
@@ -128,7 +129,7 @@ class Plugin:
     catalog adapter. The model must declare `type: Literal["<type>"] = "<type>"`."""
 
     type: str
-    config: type[ConfigModel]
+    config: builtins.type[ConfigModel]  # `type` here is the field above
     build: Callable[[Any, BuildContext], Any]
 
     def __post_init__(self) -> None:
@@ -148,8 +149,9 @@ class Registry(Generic[P]):
     """Plug-ins of one kind by their `type`: the built-ins in the order registered, then those
     of the entry point group, which are loaded on first use, once."""
 
-    def __init__(self, group: str, kind: type[P], builtins: Iterable[P] = (), provider: str | None = None):
-        """`provider`: a module that registers the built-ins when imported, before the entry points load."""
+    def __init__(self, group: str, kind: type, builtins: Iterable[P] = (), provider: str | None = None):
+        """`kind`: the class of the plug-ins, or a runtime-checkable protocol they follow; `provider`: a
+        module that registers the built-ins when imported, before the entry points load."""
         self.group = group
         self.kind = kind
         self.provider = provider
@@ -184,6 +186,11 @@ class Registry(Generic[P]):
     def get(self, name: str) -> P | None:
         self._load()
         return self._plugins.get(name)
+
+    def __getitem__(self, name: str) -> P:
+        """The plug-in of a type known to be registered, e.g. an entry's that validated against the registry."""
+        self._load()
+        return self._plugins[name]
 
     def names(self) -> tuple[str, ...]:
         self._load()

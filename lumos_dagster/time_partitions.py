@@ -36,10 +36,12 @@ def parse_date(value: str, fmt: str | None = None) -> date | None:
     return None if moment is None else moment.date()
 
 
-def partition_time(key: str, fmt: str, partition: Mapping[str, str]) -> datetime | None:
+def partition_time(key: str, fmt: str | None, partition: Mapping[str, str]) -> datetime | None:
     """The moment a file's partition values name under the (possibly composite) time key."""
-    values = [partition.get(k) for k in key.split("/")]
-    return None if None in values else parse_time("/".join(values), fmt)
+    keys = key.split("/")
+    if not all(k in partition for k in keys):
+        return None
+    return parse_time("/".join(partition[k] for k in keys), fmt)
 
 
 def granularity(time_format: str | None) -> str | None:

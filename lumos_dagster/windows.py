@@ -89,11 +89,15 @@ KEY_FORMAT = {"hourly": "%Y-%m-%d-%H:%M", "daily": "%Y-%m-%d", "weekly": "%Y-%m-
 
 def partition_window(cadence: str, key: str, tz: str) -> Window:
     """The window of partition `key` of `cadence` in zone `tz`; ValueError for a key that is not one."""
-    zone = ZoneInfo(tz)
-    start = datetime.strptime(key, KEY_FORMAT[cadence]).replace(tzinfo=zone)
+    return Window(key, *_bounds(cadence, key, tz))
+
+
+def _bounds(cadence: str, key: str, tz: str) -> tuple[datetime, datetime]:
+    """[start, end) of partition `key`: `partition_window`'s, neither of them None."""
+    start = datetime.strptime(key, KEY_FORMAT[cadence]).replace(tzinfo=ZoneInfo(tz))
     if partition_at(cadence, start, tz) != key:
         raise ValueError(f"{key!r} is not the start of a {cadence} partition")
-    return Window(key, start, croniter(CADENCE_CRON[cadence], start).get_next(datetime))
+    return start, croniter(CADENCE_CRON[cadence], start).get_next(datetime)
 
 
 def partition_at(cadence: str, moment: datetime, tz: str) -> str:
@@ -106,15 +110,12 @@ def partition_at(cadence: str, moment: datetime, tz: str) -> str:
 
 def partition_windows(cadence: str, first: str, last: str, tz: str) -> list[Window]:
     """The windows of partitions `first` … `last` of `cadence`, both included."""
-    out = [partition_window(cadence, first, tz)]
-    end = partition_window(cadence, last, tz)
-    if end.start < out[0].start:
+    start, end = _bounds(cadence, first, tz)
+    last_start, _ = _bounds(cadence, last, tz)
+    if last_start < start:
         raise ValueError(f"{first}...{last}: the range ends before it starts")
-    while out[-1].end <= end.start:
-        start = out[-1].end
-        out.append(
-            Window(
-                start.strftime(KEY_FORMAT[cadence]), start, croniter(CADENCE_CRON[cadence], start).get_next(datetime)
-            )
-        )
+    out = [Window(first, start, end)]
+    while end <= last_start:
+        start, end = end, croniter(CADENCE_CRON[cadence], end).get_next(datetime)
+        out.append(Window(start.strftime(KEY_FORMAT[cadence]), start, end))
     return out

@@ -8,6 +8,7 @@ from dagster import DefaultScheduleStatus, Failure, OpExecutionContext, Schedule
 from lumos_dagster.config import LumosConfig
 from lumos_dagster.inventory.refresh import refresh_registry
 from resources.store import SnapshotStoreResource
+from sensors.reload import request_reload
 
 # daily, an hour before the snapshot schedules' midnight tick (in the partitions' time zone): the
 # registry knows the new datasets and days before they are snapshotted
@@ -15,7 +16,7 @@ DISCOVER_CRON = "0 23 * * *"
 
 
 def discovery_job(config: LumosConfig, known: set[str]):
-    """The job and its (stopped) daily schedule; `known`: the datasets this code location has assets for."""
+    """The job and its daily schedule; `known`: the datasets this code location has assets for."""
 
     @op(name="discover_sources", description="Scan the sources and update the registry (`lumos discover`).")
     def discover_sources(context: OpExecutionContext, lumos_store: SnapshotStoreResource) -> None:
@@ -31,6 +32,9 @@ def discovery_job(config: LumosConfig, known: set[str]):
         new = sorted({r.name for r in refreshed.found.records} - known)
         if new:
             context.log.info(f"{len(new)} new dataset(s), assets after the code location reloads: {', '.join(new)}")
+        if new or refreshed.reconciliation.removed:
+            origin = context.run.remote_job_origin
+            context.log.info(request_reload(origin.location_name if origin else None))
         context.log.info(refreshed.report.render())
         if not refreshed.report.ok:
             raise Failure(description=refreshed.report.render())
@@ -44,6 +48,6 @@ def discovery_job(config: LumosConfig, known: set[str]):
         job=lumos_discover,
         cron_schedule=DISCOVER_CRON,
         execution_timezone=config.partitions.timezone,
-        default_status=DefaultScheduleStatus.STOPPED,
+        default_status=DefaultScheduleStatus.RUNNING,
     )
     return lumos_discover, schedule

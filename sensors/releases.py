@@ -55,7 +55,7 @@ def release_sensor(
         name="lumos_releases",
         description=f"Refreshes the datasets of each release manifest in {watch} once their data is ready.",
         minimum_interval_seconds=interval,
-        default_status=DefaultSensorStatus.STOPPED,
+        default_status=DefaultSensorStatus.RUNNING,
         asset_selection=list(targets.keys[n] for n in targets.specs),
     )
     def _releases(context):
@@ -105,7 +105,7 @@ def dataset_schedule_sensor(targets: Targets, interval: int = 60) -> SensorDefin
         name="lumos_dataset_schedules",
         description="Refreshes each dataset with a declared schedule once the data of its latest window is ready.",
         minimum_interval_seconds=interval,
-        default_status=DefaultSensorStatus.STOPPED,
+        default_status=DefaultSensorStatus.RUNNING,
         asset_selection=[targets.keys[n] for n, s in targets.specs.items() if s.schedule is not None],
     )
     def _schedules(context):

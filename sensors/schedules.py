@@ -1,7 +1,7 @@
 """Schedules: each cadence's datasets are snapshotted once per partition, when the partition has
 ended: the tick at 00:00 snapshots yesterday, whose `dt=` folder is complete (Dagster's own
-partitioned schedules would take the day that just began, before its folder can exist). Off by
-default, so `dagster dev` on a laptop starts quietly.
+partitioned schedules would take the day that just began, before its folder can exist). Running by
+default: a deployment keeps its catalog true without anyone starting them.
 
 A cadence with more datasets than `partitions.datasets_per_run` is split into several runs a
 tick, each a run of whole ops (an op holds whole lineage groups, so no run depends on another),
@@ -25,6 +25,7 @@ from dagster import (
     define_asset_job,
     schedule,
 )
+from dagster._core.definitions.unresolved_asset_job_definition import UnresolvedAssetJobDefinition
 
 PERIOD = {"hourly": "hour", "daily": "day", "weekly": "week", "monthly": "month"}
 
@@ -52,6 +53,14 @@ def ended_partition(partitions, tick: datetime) -> str | None:
     return partitions.get_partition_key_for_timestamp(moment)
 
 
+def cadence_jobs(assets_by_cadence: dict[str, list[AssetsDefinition]]) -> dict[str, UnresolvedAssetJobDefinition]:
+    """Each cadence's snapshot job: what its schedule and the change sensors request runs of."""
+    return {
+        cadence: define_asset_job(cadence_job_name(cadence), selection=AssetSelection.assets(*defs))
+        for cadence, defs in sorted(assets_by_cadence.items())
+    }
+
+
 def _snapshot_schedule(job, partitions, groups: list[list[AssetKey]], cadence: str, max_datasets: int):
     split = len(groups) > 1
     runs = f", as {len(groups)} runs of at most {max_datasets} datasets" if split else ""
@@ -61,7 +70,7 @@ def _snapshot_schedule(job, partitions, groups: list[list[AssetKey]], cadence: s
         cron_schedule=partitions.get_cron_schedule(),
         execution_timezone=partitions.timezone,
         job=job,
-        default_status=DefaultScheduleStatus.STOPPED,
+        default_status=DefaultScheduleStatus.RUNNING,
         description=f"The {cadence} snapshot of the {PERIOD[cadence]} that just ended{runs}.",
     )
     def _snapshot(context: ScheduleEvaluationContext):
@@ -79,14 +88,14 @@ def _snapshot_schedule(job, partitions, groups: list[list[AssetKey]], cadence: s
 
 
 def cadence_schedules(
-    assets_by_cadence: dict[str, list[AssetsDefinition]], max_datasets: int
+    assets_by_cadence: dict[str, list[AssetsDefinition]],
+    jobs: dict[str, UnresolvedAssetJobDefinition],
+    max_datasets: int,
 ) -> list[ScheduleDefinition]:
     schedules = []
     for cadence, assets_defs in sorted(assets_by_cadence.items()):
-        partitions = assets_defs[0].partitions_def
-        job = define_asset_job(
-            cadence_job_name(cadence), selection=AssetSelection.assets(*assets_defs), partitions_def=partitions
-        )
         groups = run_groups(assets_defs, max_datasets)
-        schedules.append(_snapshot_schedule(job, partitions, groups, cadence, max_datasets))
+        schedules.append(
+            _snapshot_schedule(jobs[cadence], assets_defs[0].partitions_def, groups, cadence, max_datasets)
+        )
     return schedules

@@ -1,37 +1,73 @@
-"""Storage-change sensors: one per file source. Each tick lists the source, compares the
-files with the previous tick's fingerprints (kept in the store, see lumos_dagster.inventory.watch),
-and requests exactly the dataset assets and partitions that changed. Run keys carry a
-digest of the changes, so a tick evaluated twice requests nothing new."""
+"""Storage-change sensors: one per file source, running by default. Each tick lists the source,
+compares the files with the previous tick's fingerprints (kept in the store, see
+lumos_dagster.inventory.watch), and requests exactly the dataset assets and partitions that
+changed. Run keys carry a digest of the changes, so a tick evaluated twice requests nothing new.
+
+Nothing waits for a person:
+* a file written moments ago may be torn (still being written): its change waits for a later tick;
+* a file dated in a partition that does not exist yet (tomorrow's folder) waits until it does,
+  said in the tick's log, never failing the tick;
+* a new dataset is recorded in the registry, the code location is asked to reload
+  (`sensors.reload`), and once it is an asset the sensor requests its newest partition;
+* a dataset whose files are all gone is soft-deleted at once (unless too many of the source vanish
+  together: `removal.max_share`), and its tombstone delivered by a `lumos_sync` run.
+"""
 
 import json
+import time
 from collections import defaultdict
 
 from dagster import DefaultSensorStatus, RunRequest, SensorDefinition, SensorResult, SkipReason, sensor
 
-from lumos_dagster.inventory.watch import FileChange, digest, look
+from lumos_dagster.config import LumosConfig
+from lumos_dagster.delivery.catalogs import build_catalogs
+from lumos_dagster.inventory.refresh import retire, too_many
+from lumos_dagster.inventory.watch import FileChange, Look, digest, look
 from lumos_dagster.naming import TRIGGER_TAG, segment
 from lumos_dagster.report import ScanReport
 from lumos_dagster.sources import file_records
 from lumos_dagster.sources.base import FileSource
 from lumos_dagster.store import SnapshotStore
+from sensors.reload import request_reload
+from sensors.sync import SYNC_JOB, lumos_sync
 from sensors.triggers import Targets
 
+#: seconds between ticks: a change reaches the catalog within a tick, the queue and one run
+INTERVAL = 30
 
-def plan(source: str, changes: list[FileChange], targets: Targets) -> list[RunRequest]:
+
+def plan(source: str, changes: list[FileChange], targets: Targets) -> tuple[list[RunRequest], list[FileChange]]:
+    """(run requests for the changes of datasets Dagster knows, the changes dated in a partition that
+    does not exist yet: they wait)."""
     groups: dict[tuple[str, str], list[FileChange]] = defaultdict(list)
+    later = []
     for change in changes:
         if targets.known(change.dataset):
-            for pk in targets.keys_for_date(change.dataset, change.partition):
+            keys = targets.keys_for_date(change.dataset, change.partition)
+            if keys is None:
+                later.append(change)
+            for pk in keys or ():
                 groups[targets.specs[change.dataset].cadence, pk].append(change)
-    return [
+    requests = [
         RunRequest(
             run_key=f"storage:{source}:{pk}:{digest(group)}",
+            job_name=targets.job_name(group[0].dataset),
             asset_selection=sorted({targets.keys[c.dataset] for c in group}, key=lambda k: k.to_user_string()),
             partition_key=pk,
             tags={TRIGGER_TAG: "storage-change", "lumos/source": source},
         )
         for (_, pk), group in sorted(groups.items())
     ]
+    return requests, later
+
+
+def newcomers(source: str, waiting: dict[str, str | None], targets: Targets) -> tuple[list[RunRequest], dict]:
+    """Run requests for the new datasets the code location knows now (the partition of each one's
+    newest file), and those that still wait: for the code location to reload, or for their partition."""
+    changes = [FileChange(f"(new dataset {name})", "created", name, day, name) for name, day in waiting.items()]
+    requests, later = plan(source, changes, targets)
+    still = {c.dataset for c in later} | {name for name in waiting if not targets.known(name)}
+    return requests, {name: day for name, day in waiting.items() if name in still}
 
 
 def is_preview(context) -> bool:
@@ -41,45 +77,87 @@ def is_preview(context) -> bool:
     return context.last_sensor_start_time is None
 
 
-def storage_sensor(source: FileSource, store_url: str, targets: Targets, interval: int = 60) -> SensorDefinition:
-    selection = targets.of_source(source.name)
+def _record_new(store: SnapshotStore, source: FileSource, seen: Look, waiting: dict) -> list[str]:
+    """Record the new datasets in the registry; they wait for the code location to know them."""
+    store.upsert_datasets(file_records(source, seen.new_datasets))
+    for name, ds in seen.new_datasets.items():
+        dates = [d for f in ds.files if (d := ds.file_date(f)) is not None]
+        waiting[name] = max(dates).isoformat() if dates else None
+    return sorted(seen.new_datasets)
+
+
+def _retire(store: SnapshotStore, config: LumosConfig, source: str, vanished: list[str], log) -> list[str]:
+    """Soft-delete the datasets whose files are all gone, unless too many of the source went at once."""
+    known = [r for r in store.datasets() if r.source == source]
+    gone = [r for r in known if r.name in set(vanished)]
+    if not gone:
+        return []
+    why = too_many(len(gone), len(known), config.removal.max_share)
+    if why is not None:
+        log.warning(f"source {source}: {why}")
+        return []
+    catalogs = build_catalogs(config)
+    try:
+        return retire(store, gone, [c.name for c in catalogs])
+    finally:
+        for catalog in catalogs:
+            catalog.close()
+
+
+def storage_sensor(
+    source: FileSource, config: LumosConfig, targets: Targets, interval: int = INTERVAL
+) -> SensorDefinition:
+    cadences = sorted({s.cadence for s in targets.specs.values() if s.source == source.name})
 
     @sensor(
         name=f"lumos_storage_{segment(source.name)}",
-        description=f"Re-snapshots the datasets of {source.root} whose files were created, modified or deleted.",
+        description=f"Re-snapshots the datasets of {source.root} whose files were created, modified or deleted; "
+        "records new datasets and soft-deletes vanished ones.",
         minimum_interval_seconds=interval,
-        default_status=DefaultSensorStatus.STOPPED,
-        # a source without datasets yet still records new ones; it just has nothing to request
-        asset_selection=selection or None,
+        default_status=DefaultSensorStatus.RUNNING,
+        # a source without datasets yet still records new ones: its cadence's job, once it has some
+        jobs=[*(targets.jobs[c] for c in cadences or [config.partitions.cadence] if c in targets.jobs), lumos_sync],
     )
     def _storage(context):
         cursor = json.loads(context.cursor) if context.cursor else {}
-        report = ScanReport()
-        store = SnapshotStore(store_url)
-        preview = is_preview(context)  # shows what a tick would request, and writes nothing
-        try:
-            seen = look(source, store, cursor.get("generation"), report, cursor.get("state"), save=not preview)
+        waiting: dict[str, str | None] = cursor.get("new", {})
+        report, preview = ScanReport(), is_preview(context)  # a preview shows what a tick would request, writes nothing
+        with SnapshotStore(config.store_url) as store:
+            seen = look(source, store, cursor.get("generation"), report, cursor.get("state"), save=False)
             if report.failures:  # keep the cursor: the next tick compares with the same state
                 return SkipReason(f"cannot list {source.root}: {report.failures[0][1]}")
-            if seen.new_datasets and preview:
-                context.log.info(f"new datasets in {source.root}: {', '.join(sorted(seen.new_datasets))} (a preview)")
-            elif seen.new_datasets:  # recorded now; they become assets when the code location reloads
-                store.upsert_datasets(file_records(source, seen.new_datasets))
-                context.log.info(
-                    f"new datasets in {source.root}: {', '.join(sorted(seen.new_datasets))} "
-                    "(recorded; reload the code location to see them as assets)"
-                )
-        finally:
-            store.close()
-        next_cursor = json.dumps({"generation": seen.generation, "state": seen.state})
+            now = time.time()
+            settling = [c for c in seen.changes if c.settling(now)]
+            vanished = [name for name in seen.vanished if targets.known(name)]
+            ready = [c for c in seen.changes if not c.settling(now) and c.dataset not in vanished]
+            requests, later = plan(source.name, ready, targets)
+            said = []
+            if not preview:
+                added = _record_new(store, source, seen, waiting) if seen.new_datasets else []
+                removed = _retire(store, config, source.name, vanished, context.log) if vanished else []
+                state = seen.save(store, source.name, settling + later)
+                if added or removed:
+                    origin = context.code_location_origin
+                    said.append(request_reload(origin.location_name if origin else None))
+                if added:
+                    said.append(f"new datasets recorded: {', '.join(added)}")
+                if removed:
+                    said.append(f"vanished, soft-deleted: {', '.join(removed)}")
+                    requests.append(RunRequest(run_key=f"sync:{source.name}:{seen.generation}", job_name=SYNC_JOB,
+                                               tags={TRIGGER_TAG: "storage-change"}))  # fmt: skip
+            else:
+                state = cursor.get("state")
+        arrived, waiting = newcomers(source.name, waiting, targets)
+        requests += arrived
+        if settling:
+            said.append(f"{len(settling)} file(s) written in the last seconds: taken at the next tick")
+        for change in later:
+            said.append(f"{change.path}: dated {change.partition}, a partition that does not exist yet: deferred")
+        for line in said:
+            context.log.info(line)
+        next_cursor = json.dumps({"generation": seen.generation, "state": state, "new": waiting})
         if seen.baseline:
             return SensorResult(skip_reason=f"baseline of {seen.files} files recorded", cursor=next_cursor)
-        requests = plan(source.name, seen.changes, targets)
-        if seen.changes:
-            kinds = defaultdict(int)
-            for c in seen.changes:
-                kinds[c.kind] += 1
-            context.log.info(f"{dict(kinds)} in {source.root}: {len(requests)} run request(s)")
         return SensorResult(run_requests=requests, cursor=next_cursor)
 
     return _storage

@@ -1,4 +1,5 @@
-"""Table change sensors: one per table source with a cheap fingerprint listing (warehouses, Kafka).
+"""Table change sensors: one per table source with a cheap fingerprint listing (warehouses, Kafka),
+running by default.
 Each tick reads every table's fingerprint in one listing (a warehouse's INFORMATION_SCHEMA) and requests the
 current partition of exactly the datasets whose tables changed (lumos_dagster.inventory.table_watch)."""
 
@@ -11,19 +12,19 @@ from lumos_dagster.naming import segment
 from lumos_dagster.report import ScanReport
 from lumos_dagster.sources.base import TableSource
 from lumos_dagster.store import SnapshotStore
-from sensors.storage import is_preview, plan
+from sensors.storage import INTERVAL, is_preview, plan
 from sensors.triggers import Targets
 
 
-def table_sensor(source: TableSource, store_url: str, targets: Targets, interval: int = 60) -> SensorDefinition:
-    selection = targets.of_source(source.name)
+def table_sensor(source: TableSource, store_url: str, targets: Targets, interval: int = INTERVAL) -> SensorDefinition:
+    cadences = sorted({s.cadence for s in targets.specs.values() if s.source == source.name})
 
     @sensor(
         name=f"lumos_tables_{segment(source.name)}",
         description=f"Re-snapshots the tables and views of {source.root} whose columns or state changed.",
         minimum_interval_seconds=interval,
-        default_status=DefaultSensorStatus.STOPPED,
-        asset_selection=selection or None,
+        default_status=DefaultSensorStatus.RUNNING,
+        jobs=[targets.jobs[c] for c in cadences] or None,
     )
     def _tables(context):
         cursor = json.loads(context.cursor) if context.cursor else {}
@@ -43,6 +44,7 @@ def table_sensor(source: TableSource, store_url: str, targets: Targets, interval
         unknown = sorted({c.dataset for c in seen.changes if c.kind == "created" and not targets.known(c.dataset)})
         if unknown:  # `lumos discover` (or its job) records them; they become assets after a reload
             context.log.info(f"new tables in {source.root}: {', '.join(unknown)}")
-        return SensorResult(run_requests=plan(source.name, seen.changes, targets), cursor=next_cursor)
+        requests, _ = plan(source.name, seen.changes, targets)  # a table's change is now: never a later partition
+        return SensorResult(run_requests=requests, cursor=next_cursor)
 
     return _tables

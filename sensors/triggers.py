@@ -7,17 +7,16 @@ from zoneinfo import ZoneInfo
 from dagster import AssetKey, AssetsDefinition, TimeWindow
 
 from lumos_dagster.datasets import DatasetSpec
-
-#: the cron of each partition cadence, for datasets that declare no schedule of their own
-CADENCE_CRON = {"hourly": "0 * * * *", "daily": "0 0 * * *", "weekly": "0 0 * * 0", "monthly": "0 0 1 * *"}
+from lumos_dagster.windows import CADENCE_CRON
 
 
 class Targets:
-    """Dataset name → its asset key and partitions, for the datasets Dagster knows now."""
+    """Dataset name → its asset key and partitions, for the datasets Dagster knows now; `jobs`: each
+    cadence's snapshot job, which sensors request runs of."""
 
     def __init__(self, specs: Mapping[str, DatasetSpec], keys: Mapping[str, AssetKey],
-                 assets_by_cadence: Mapping[str, Sequence[AssetsDefinition]]):  # fmt: skip
-        self.specs, self.keys, self.assets = specs, keys, assets_by_cadence
+                 assets_by_cadence: Mapping[str, Sequence[AssetsDefinition]], jobs: Mapping[str, object]):  # fmt: skip
+        self.specs, self.keys, self.assets, self.jobs = specs, keys, assets_by_cadence, jobs
 
     def known(self, name: str | None) -> bool:
         return name in self.specs
@@ -29,13 +28,21 @@ class Targets:
     def partitions(self, name: str):
         return self.assets[self.specs[name].cadence][0].partitions_def
 
-    def keys_for_date(self, name: str, day: str | None) -> list[str]:
-        """Partition keys covering a file's date; the current partition when the dataset has no dates."""
+    def job_name(self, name: str) -> str:
+        return self.jobs[self.specs[name].cadence].name
+
+    def keys_for_date(self, name: str, day: str | None) -> list[str] | None:
+        """Partition keys covering a file's date; the current partition when the dataset has no dates;
+        None when the date is after the last partition (it does not exist yet: tomorrow's folder);
+        [] when it is before the first (it never will)."""
         partitions = self.partitions(name)
+        last = partitions.get_last_partition_key()
         if day is None or self.specs[name].time_partition_key is None:
-            return [partitions.get_last_partition_key()]
+            return [last]
         zone = ZoneInfo(partitions.timezone)
         start = datetime.fromisoformat(day).replace(tzinfo=zone)
+        if start.timestamp() >= partitions.time_window_for_partition_key(last).end.timestamp():
+            return None
         window = TimeWindow(start, start + timedelta(days=1))
         return list(partitions.get_partition_keys_in_time_window(window))
 

@@ -252,3 +252,22 @@ def test_format_from_magic_bytes_when_the_name_says_nothing(tmp_path):
     pq.write_table(pa.table({"a": [1]}), p)
     assert sniff_format(str(p)) == "parquet"
     assert read_file_schema(str(p)).row_count == 1
+
+
+TORN = [
+    # (file, text, the fields it gives): a file cut off while being written keeps its types
+    ("torn.csv", "id,flag\n1,true\n2,fa", [("id", "int64"), ("flag", "boolean")]),
+    ("no-line-end.csv", "id,flag\n1,true\n2,false", [("id", "int64"), ("flag", "boolean")]),
+    ("only-a-torn-row.csv", "id,flag\n1,tr", [("id", "int64"), ("flag", "string")]),  # nothing whole to go by
+    ("torn.json", '{"a": 1, "b": true}\n{"a": 2, "b": fa', [("a", "int64"), ("b", "boolean")]),
+    ("quoted.csv", 'id,note\n1,"a"\n2,"two\nlines"', [("id", "int64"), ("note", "string")]),
+]
+
+
+@pytest.mark.parametrize("name,text,fields", TORN, ids=[t[0] for t in TORN])
+def test_a_text_file_cut_off_while_being_written_keeps_the_types_of_its_whole_lines(tmp_path, name, text, fields):
+    path = tmp_path / name
+    path.write_text(text)
+    result = read_file_result((str(path), None))
+    assert result.error is None
+    assert [(f.name, type_str(f.type)) for f in result.schema.fields] == fields

@@ -105,7 +105,7 @@ def test_the_lumos_discover_job_removes_in_a_deployment_and_fails_saying_why(tmp
     config = setup(tmp_path)
     defs = build_definitions(config)
     job, schedule = defs.resolve_job_def("lumos_discover"), defs.resolve_schedule_def("lumos_discover_daily")
-    assert schedule.job_name == "lumos_discover" and schedule.default_status.value == "STOPPED"
+    assert schedule.job_name == "lumos_discover" and schedule.default_status.value == "RUNNING"
 
     shutil.move(tmp_path / "lake" / "web", tmp_path / "parked")
     partitioned_lake(tmp_path / "lake", "sales/returns", days=1, files_per_day=1)

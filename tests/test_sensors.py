@@ -24,6 +24,12 @@ from tests.lake import partitioned_lake, register, write_parquet
 from tests.test_sources import s3  # noqa: F401  (fixture: moto's S3 server)
 
 
+@pytest.fixture(autouse=True)
+def settled(monkeypatch):
+    """Files count as fully written at once here (test_files_still_being_written_wait checks the wait)."""
+    monkeypatch.setattr("lumos_dagster.inventory.watch.SETTLE_SECONDS", 0.0)
+
+
 def make_project(tmp_path, **extra):
     partitioned_lake(tmp_path / "lake", "sales/orders", days=2, start=date(2026, 11, 24), files_per_day=1)
     write_parquet(tmp_path / "lake" / "ref" / "countries" / "c.parquet", pa.table({"code": ["FR"]}))
@@ -54,6 +60,10 @@ class Ticks:
         if not preview:
             self.cursor = result.cursor
         return result
+
+    def reload(self, defs) -> None:
+        """The code location loaded again (the sensor asked for it): the same sensor, new definitions."""
+        self.defs, self.sensor = defs, defs.resolve_sensor_def(self.sensor.name)
 
     def run_request(self, result, instance) -> dict:
         """Run the tick's one run request in process, as the daemon would launch it: the check
@@ -106,18 +116,85 @@ def test_created_modified_and_deleted_files_request_exactly_their_partitions(tmp
     assert Ticks.wanted(ticks.tick()) == sorted(["sales/orders@2026-11-24", f"ref/countries@{today}"])
 
 
-def test_a_new_dataset_is_recorded_and_becomes_an_asset_on_reload(tmp_path):
+def test_a_new_dataset_is_recorded_then_requested_once_the_code_location_knows_it(tmp_path):
     cfg = make_project(tmp_path)
     ticks = Ticks(build_definitions(cfg), "lumos_storage_lake")
     ticks.tick()
-    write_parquet(tmp_path / "lake" / "crm" / "contacts" / "a.parquet", pa.table({"id": [1]}))
+    write_parquet(tmp_path / "lake" / "crm" / "contacts" / "dt=2026-11-24" / "a.parquet", pa.table({"id": [1]}))
+    write_parquet(tmp_path / "lake" / "crm" / "contacts" / "dt=2026-11-25" / "a.parquet", pa.table({"id": [1]}))
     result = ticks.tick()
     assert not result.run_requests  # not an asset in the running code location yet
-    store = SnapshotStore(cfg.store_url)
-    assert "crm/contacts" in {r.name for r in store.datasets()}
-    store.close()
-    reloaded = build_definitions(cfg).resolve_asset_graph().get_all_asset_keys()
-    assert any(k.path == ["crm", "contacts"] for k in reloaded)
+    with SnapshotStore(cfg.store_url) as store:
+        assert "crm/contacts" in {r.name for r in store.datasets()}
+    assert not ticks.tick().run_requests  # still waiting for the reload, and still remembered
+    ticks.reload(build_definitions(cfg))  # what the sensor asked for
+    (request,) = ticks.tick().run_requests  # its newest partition, nobody materializing anything
+    assert ([k.path for k in request.asset_selection], request.partition_key) == ([["crm", "contacts"]], "2026-11-25")
+    assert request.job_name == "lumos_daily_snapshots"
+    assert not ticks.tick().run_requests  # asked for once
+
+
+def test_files_still_being_written_wait_for_a_later_tick(tmp_path, monkeypatch):
+    cfg = make_project(tmp_path)
+    ticks = Ticks(build_definitions(cfg), "lumos_storage_lake")
+    ticks.tick()
+    monkeypatch.setattr("lumos_dagster.inventory.watch.SETTLE_SECONDS", 60.0)
+    torn = tmp_path / "lake" / "sales" / "orders" / "dt=2026-11-25" / "part-7.parquet"
+    torn.parent.mkdir(parents=True, exist_ok=True)
+    torn.write_bytes(b"PAR1 half of a file")  # a writer is at it
+    assert not ticks.tick().run_requests
+    write_parquet(torn, pa.table({"id": [1]}))  # done now, but only just
+    assert not ticks.tick().run_requests
+    written = os.stat(torn).st_mtime
+    os.utime(torn, (written - 120, written - 120))  # two minutes on: settled
+    assert Ticks.wanted(ticks.tick()) == ["sales/orders@2026-11-25"]
+
+
+def test_a_file_dated_in_a_partition_that_does_not_exist_yet_waits_and_never_fails_the_tick(tmp_path):
+    cfg = make_project(tmp_path)
+    ticks = Ticks(build_definitions(cfg), "lumos_storage_lake")
+    ticks.tick()
+    tomorrow = (datetime.now(UTC) + timedelta(days=2)).strftime("%Y-%m-%d")
+    write_parquet(tmp_path / "lake" / "sales" / "orders" / f"dt={tomorrow}" / "p.parquet", pa.table({"id": [1]}))
+    write_parquet(tmp_path / "lake" / "sales" / "orders" / "dt=2026-11-25" / "p.parquet", pa.table({"id": [1]}))
+    assert Ticks.wanted(ticks.tick()) == ["sales/orders@2026-11-25"]  # the rest of the source goes on
+    with SnapshotStore(cfg.store_url) as store:  # the early file is kept as unseen: the next tick finds it again
+        generation = json.loads(ticks.cursor)["generation"]
+        assert not any(tomorrow in path for path in store.file_state("lake", generation))
+    assert not ticks.tick().run_requests  # found again, deferred again, no error
+
+
+def test_a_dataset_whose_files_are_all_gone_is_soft_deleted_at_once_and_its_tombstone_delivered(tmp_path):
+    cfg = make_project(tmp_path)
+    for name in ("a", "b", "c"):  # enough datasets that one vanishing is below removal.max_share
+        write_parquet(tmp_path / "lake" / "more" / name / "x.parquet", pa.table({"x": [1]}))
+    register(cfg)
+    defs = build_definitions(cfg)
+    ticks = Ticks(defs, "lumos_storage_lake")
+    ticks.tick()
+    (tmp_path / "lake" / "ref" / "countries" / "c.parquet").unlink()
+    result = ticks.tick()
+    assert [r.job_name for r in result.run_requests] == ["lumos_sync"]  # no snapshot run of a dataset that is gone
+    with SnapshotStore(cfg.store_url) as store:
+        assert "ref/countries" not in {r.name for r in store.datasets()}
+        (tombstone,) = [s for s in store.history("urn:lumos:dataset:file:ref/countries") if s.removed]
+        assert store.outbox_counts(f"datahub-lite:{cfg.lite_path}") == {"pending": 1}
+    sync = defs.get_job_def("lumos_sync").execute_in_process(instance=ticks.instance)
+    assert sync.success
+    with SnapshotStore(cfg.store_url) as store:
+        assert store.outbox_counts(f"datahub-lite:{cfg.lite_path}") == {"delivered": 1}
+
+
+def test_a_source_that_loses_too_many_datasets_at_once_removes_none(tmp_path):
+    cfg = make_project(tmp_path)
+    ticks = Ticks(build_definitions(cfg), "lumos_storage_lake")
+    ticks.tick()
+    for path in (tmp_path / "lake").rglob("*.parquet"):  # an unmounted disk looks like this
+        path.unlink()
+    result = ticks.tick()
+    assert not [r for r in result.run_requests if r.job_name == "lumos_sync"]
+    with SnapshotStore(cfg.store_url) as store:
+        assert {r.name for r in store.datasets()} == {"sales/orders", "ref/countries"}
 
 
 def test_a_preview_tick_shows_what_a_tick_would_request_and_writes_nothing(tmp_path):

@@ -33,7 +33,7 @@ API_TITLE = "Lumos API"
 CODES = {400: "bad_request", 401: "unauthorized", 403: "forbidden", 404: "not_found", 405: "method_not_allowed",
          409: "conflict", 413: "too_large", 415: "unsupported_media_type", 422: "invalid", 500: "internal",
          503: "unavailable", 504: "timeout"}  # fmt: skip
-ERRORS = {s: {"model": m.ErrorBody} for s in (401, 403, 404, 413, 422, 504)}
+ERRORS: dict[int | str, dict[str, Any]] = {s: {"model": m.ErrorBody} for s in (401, 403, 404, 413, 422, 504)}
 
 
 class ApiError(HTTPException):

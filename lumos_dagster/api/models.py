@@ -10,6 +10,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 SchemaFormat = Literal["avro", "json-schema", "spark-ddl", "lumos"]
+Verdict = Literal["BREAKING", "POSSIBLY BREAKING", "COMPATIBLE"]
 PolicyName = Literal[
     "BACKWARD", "BACKWARD_TRANSITIVE", "FORWARD", "FORWARD_TRANSITIVE", "FULL", "FULL_TRANSITIVE", "NONE"
 ]
@@ -173,7 +174,7 @@ class VersionInfo(Model):
 
 class ImpactEntry(Downstream):
     reached_by: list[str] = Field(description="The breaking changes that reach it, through column lineage where known.")
-    verdict: Literal["BREAKING", "POSSIBLY BREAKING", "COMPATIBLE"] = Field(
+    verdict: Verdict = Field(
         description="POSSIBLY BREAKING: it, or a dataset between, reads an upstream without column lineage."
     )
     reads: list[str] = Field(description="Its columns computed from changed ones: `status ← raw/orders.status`.")

@@ -72,6 +72,8 @@ def read_engine(url: str, connections: int) -> Engine:
 class ReadView(SnapshotStore):
     """The store's read methods on one connection, in the transaction the caller opened."""
 
+    _conn: Connection  # the caller's, for the view's whole life: never None here
+
     def __init__(self, conn: Connection, url: str):  # not super().__init__: it would open a connection
         self.url = url
         self.engine = conn.engine

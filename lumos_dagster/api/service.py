@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from importlib.metadata import PackageNotFoundError
 from importlib.metadata import version as package_version
-from typing import Any
+from typing import Any, Literal, cast
 
 from lumos_dagster.api import models as m
 from lumos_dagster.api.reading import ReadView, pinned, read_engine
@@ -209,7 +209,7 @@ class Lumos:
         except Exception:
             log.exception("health: the store cannot be read")
             ok = False
-        state = "ok" if ok else "unavailable"
+        state: Literal["ok", "unavailable"] = "ok" if ok else "unavailable"
         return m.Health(status=state, store=state, writes=self.config.api.writes, version=_lumos_version())
 
     def datasets(self, q: str | None = None, platform: str | None = None, domain: str | None = None,
@@ -424,7 +424,7 @@ class Lumos:
                     via=a.via,
                     owners=[o.id for o in a.owners],
                     reached_by=list(a.reached_by),
-                    verdict=a.verdict,
+                    verdict=cast(m.Verdict, a.verdict),  # lineage.verdicts gives no other than these three
                     reads=list(a.reads),
                     recommendation=a.recommendation,
                 )

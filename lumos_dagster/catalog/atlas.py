@@ -25,7 +25,7 @@ import logging
 import re
 from dataclasses import replace
 from datetime import datetime, timezone
-from typing import Iterator, Sequence
+from typing import Any, Iterator, Sequence
 
 import requests
 from requests.adapters import HTTPAdapter
@@ -60,7 +60,7 @@ def _attr(name: str, type_name: str, optional: bool = True) -> dict:
             "isUnique": False, "isIndexable": False}  # fmt: skip
 
 
-TYPEDEFS = {
+TYPEDEFS: dict[str, list[dict[str, Any]]] = {
     "entityDefs": [
         {"name": DATASET, "superTypes": ["DataSet"], "typeVersion": "1.0", "attributeDefs": [
             _attr("platform", "string", False), _attr("location", "string"), _attr("format", "string"),
@@ -156,7 +156,7 @@ class AtlasCatalog:
             "domain": s.domain,
             "lumosRecord": json.dumps(record, sort_keys=True),
         }
-        columns = [
+        columns: list[dict[str, Any]] = [
             {
                 "typeName": COLUMN,
                 "attributes": {
@@ -306,6 +306,8 @@ class AtlasCatalog:
 
     def _terms_and_lineage(self, s: Snapshot) -> int:
         found = self._get(DATASET, self._dataset_qn(s))
+        if found is None:  # written by this emit: Atlas lost it, or another writer deleted it since
+            raise CatalogError(f"Atlas has no {self._dataset_qn(s)} right after it was written")
         entity, referred = found["entity"], found.get("referredEntities", {})
         relations = entity.get("relationshipAttributes", {})
         calls = 1 + self._assign_terms(entity["guid"], relations.get("meanings", []), s.terms)

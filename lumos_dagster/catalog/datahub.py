@@ -11,7 +11,7 @@ import json
 from dataclasses import replace
 from datetime import datetime, timezone
 from functools import lru_cache
-from typing import Any, Iterable, Iterator, Mapping, Sequence
+from typing import Any, Iterable, Iterator, Mapping, Sequence, cast
 
 from datahub.emitter.mce_builder import (
     datahub_guid,
@@ -29,6 +29,7 @@ from datahub.emitter.mce_builder import (
 )
 from datahub.emitter.mcp import MetadataChangeProposalWrapper
 from datahub.emitter.mcp_builder import FolderKey, add_dataset_to_container, gen_containers
+from datahub.ingestion.api.workunit import MetadataWorkUnit
 from datahub.metadata.schema_classes import (
     ArrayTypeClass,
     AssertionInfoClass,
@@ -126,12 +127,20 @@ def dataset_urn(ref: DatasetRef, env: str) -> str:
     return _dataset_urn(ref.platform, ref.name, env)
 
 
+#: what a schema field's type may be (SchemaFieldDataTypeClass's `type`; FixedTypeClass is not used)
+_FieldType = (
+    BooleanTypeClass | BytesTypeClass | DateTypeClass | NullTypeClass | NumberTypeClass | StringTypeClass
+    | TimeTypeClass | EnumTypeClass | RecordTypeClass | ArrayTypeClass | MapTypeClass | UnionTypeClass
+)  # fmt: skip
+
+
 @lru_cache(maxsize=1 << 16)
 def _dataset_urn(platform: str, name: str, env: str) -> str:  # a dataset's URN is built several times a write
     return make_dataset_urn(platform, name, env)
 
 
 def _type_class(t: DataType) -> SchemaFieldDataTypeClass:
+    inner: _FieldType
     if isinstance(t, Primitive):
         if t.kind in _NUMBERS:
             inner = NumberTypeClass()
@@ -322,7 +331,7 @@ def _folders(platform: str, env: str, parts: tuple[str, ...]) -> tuple[list[Meta
     parent = None
     for i, part in enumerate(parts):
         key = FolderKey(platform=platform, env=env, folder_abs_path="/".join(parts[: i + 1]))
-        out += [wu.metadata for wu in gen_containers(key, part, ["Folder"], parent_container_key=parent)]
+        out += _proposals(gen_containers(key, part, ["Folder"], parent_container_key=parent))
         parent = key
     return out, parent
 
@@ -330,7 +339,12 @@ def _folders(platform: str, env: str, parts: tuple[str, ...]) -> tuple[list[Meta
 def _in_folder(parent, ref: DatasetRef, env: str) -> list[MetadataChangeProposalWrapper]:
     if parent is None:
         return []
-    return [wu.metadata for wu in add_dataset_to_container(parent, dataset_urn(ref, env))]
+    return _proposals(add_dataset_to_container(parent, dataset_urn(ref, env)))
+
+
+def _proposals(units: Iterable[MetadataWorkUnit]) -> list[MetadataChangeProposalWrapper]:
+    # DataHub's container builders make each work unit of a MetadataChangeProposalWrapper
+    return [cast(MetadataChangeProposalWrapper, wu.metadata) for wu in units]
 
 
 MAX_RECORDED_ERRORS = 100
@@ -601,7 +615,7 @@ class DataHubCatalog:
     def aspects(self, snapshots: Sequence[Snapshot]) -> list[MetadataChangeProposalWrapper]:
         """Every snapshot's aspects; what datasets share (folder containers, jobs, terms) is sent once."""
         out: list[MetadataChangeProposalWrapper] = []
-        seen: dict[tuple[str, str], list] = {}  # (entity, aspect) → the distinct contents sent
+        seen: dict[tuple[str | None, str | None], list] = {}  # (entity, aspect) → the distinct contents sent
         folders: dict[tuple, Any] = {}  # (platform, folder path) → its innermost key: built once a batch
         rejected: dict[int, str] = {}
         for i, s in enumerate(snapshots):
@@ -611,8 +625,9 @@ class DataHubCatalog:
                     mcps = dataset_aspects(s, self.env)
                 else:
                     where = (s.dataset.platform, _folder_path(s.dataset))
+                    containers: list[MetadataChangeProposalWrapper] = []
                     if where in folders:
-                        containers, parent = [], folders[where]  # sent with an earlier dataset of the batch
+                        parent = folders[where]  # sent with an earlier dataset of the batch
                     else:
                         containers, parent = _folders(where[0], self.env, where[1])
                         folders[where] = parent
@@ -688,10 +703,11 @@ def _schema_from_aspect(schema: SchemaMetadataClass | None) -> Schema:
     if schema is None:
         return Schema()
     raw = getattr(schema.platformSchema, "rawSchema", None)
-    try:
-        return schema_from_json(json.loads(raw))  # written by Lumos: exact
-    except (TypeError, ValueError, KeyError, AttributeError):
-        pass
+    if isinstance(raw, str):
+        try:
+            return schema_from_json(json.loads(raw))  # written by Lumos: exact
+        except (TypeError, ValueError, KeyError, AttributeError):
+            pass
     # written by something else: top-level fields, types as the catalog spells them
     fields = []
     for f in schema.fields:

@@ -24,7 +24,7 @@ class DataHubFileCatalog(DataHubCatalog):
         self.path = os.path.abspath(path)
         super().__init__(f"datahub-file:{self.path}", env)
 
-    def _read(self) -> dict[tuple[str, str], MetadataChangeProposalWrapper]:
+    def _read(self) -> dict[tuple[str | None, str | None], MetadataChangeProposalWrapper]:
         if not os.path.exists(self.path):
             return {}
         return {
@@ -50,5 +50,6 @@ class DataHubFileCatalog(DataHubCatalog):
     def read_all(self) -> Iterator[Snapshot]:
         entities: dict[str, dict] = {}
         for (urn, name), mcp in self._read().items():
-            entities.setdefault(urn, {})[name] = mcp.aspect
+            if urn is not None:  # a proposal may name its entity by key aspect instead; Lumos's have URNs
+                entities.setdefault(urn, {})[name] = mcp.aspect
         yield from snapshots_from_entities(entities.items())

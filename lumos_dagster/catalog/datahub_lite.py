@@ -8,7 +8,7 @@ versioning and browse edges, no reindex when the file is closed.
 from __future__ import annotations
 
 import os
-from typing import Iterator
+from typing import Iterator, cast
 
 from datahub.emitter.mcp import MetadataChangeProposalWrapper
 from datahub.lite.lite_local import DataHubLiteLocal
@@ -72,7 +72,8 @@ class DataHubLiteCatalog(DataHubCatalog):
             return
         lite = open_lite(self.path, read_only=True)
         try:
-            entities = [next(iter(e.items())) for e in lite.get_all_entities(typed=True)]
+            # each is {urn: its aspects by name}, which DataHub annotates as a dict or an aspect
+            entities = [cast(tuple[str, dict], next(iter(e.items()))) for e in lite.get_all_entities(typed=True)]
         finally:
             lite.close()
         yield from snapshots_from_entities(entities)

@@ -26,18 +26,19 @@ class DataHubRestCatalog(DataHubCatalog):
         super().__init__(f"datahub-rest:{server.rstrip('/')}", env)
         self.server = server
         self.batch_size = batch_size
-        self._settings = dict(
-            token=token,
-            connect_timeout_sec=timeout_sec,
-            read_timeout_sec=timeout_sec,
-            retry_max_times=retries,
-            openapi_ingestion=False,  # the Rest.li ingestProposalBatch endpoint every GMS has
-        )
+        self._token, self._retries, self._timeout_sec = token, retries, timeout_sec
         self._emitter: DatahubRestEmitter | None = None
 
     def _connected(self) -> DatahubRestEmitter:
         if self._emitter is None:
-            emitter = DatahubRestEmitter(self.server, **self._settings)
+            emitter = DatahubRestEmitter(
+                self.server,
+                token=self._token,
+                connect_timeout_sec=self._timeout_sec,
+                read_timeout_sec=self._timeout_sec,
+                retry_max_times=self._retries,
+                openapi_ingestion=False,  # the Rest.li ingestProposalBatch endpoint every GMS has
+            )
             emitter.test_connection()  # a wrong URL or token fails here, with DataHub's own message
             self._emitter = emitter
         return self._emitter
@@ -53,9 +54,9 @@ class DataHubRestCatalog(DataHubCatalog):
         from datahub.ingestion.graph.client import DatahubClientConfig, DataHubGraph
         from datahub.ingestion.graph.filters import RemovedStatusFilter
 
-        config = DatahubClientConfig(server=self.server, token=self._settings["token"],
-                                     timeout_sec=self._settings["read_timeout_sec"],
-                                     retry_max_times=self._settings["retry_max_times"])  # fmt: skip
+        config = DatahubClientConfig(
+            server=self.server, token=self._token, timeout_sec=self._timeout_sec, retry_max_times=self._retries
+        )
         with DataHubGraph(config) as graph:
             urns = graph.get_urns_by_filter(entity_types=["dataset"], env=self.env, status=RemovedStatusFilter.ALL)
             entities = [(urn, graph.get_entity_semityped(urn, aspects=list(READ_ASPECTS))) for urn in urns]

@@ -32,11 +32,12 @@ import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import cast
 
 from datahub.emitter.mcp import MetadataChangeProposalWrapper
 from datahub.lite.sqlite_lite import SqliteLite
 from datahub.lite.sqlite_lite_config import SqliteLiteConfig
-from datahub.metadata.schema_classes import DataPlatformInstanceClass, SystemMetadataClass
+from datahub.metadata.schema_classes import DataPlatformInstanceClass, SystemMetadataClass, _Aspect
 
 from lumos_dagster.catalog.aspect_json import aspect_text
 
@@ -99,8 +100,9 @@ class BatchedSqliteLite(SqliteLite):
     ) -> WriteCounts:
         """Write the MCPs in one transaction, with `write()`'s versioning and the browse edges
         `close()` would add. `texts`: each aspect's `aspect_text`, when the caller has them."""
+        entries = [_entry(m) for m in mcps]
         if texts is None:
-            texts = [aspect_text(m.aspect) for m in mcps]
+            texts = [aspect_text(aspect) for _, _, aspect in entries]
         counts = WriteCounts()
         if not mcps:
             return counts
@@ -109,14 +111,14 @@ class BatchedSqliteLite(SqliteLite):
         template = SystemMetadataClass(lastObserved=now, properties={}).to_obj()
         default_system: dict[int, str] = {}  # version → its systemMetadata text
         with self.transaction():
-            rows = self._v0_rows(list(dict.fromkeys(m.entityUrn for m in mcps)))
+            rows = self._v0_rows(list(dict.fromkeys(urn for urn, _, _ in entries)))
             existed = {urn for urn, _ in rows}
             versions: list[tuple] = []
             changed: dict[str, set[str]] = {}  # entity → its aspects this batch changed
             browse: dict[str, dict] = {}  # entity → its browse aspects in this batch
             platforms_done: set[tuple] = set()
-            for mcp, text in zip(mcps, texts, strict=True):
-                key = (mcp.entityUrn, mcp.aspectName)
+            for mcp, (urn, name, aspect), text in zip(mcps, entries, texts, strict=True):
+                key = (urn, name)
                 given = mcp.systemMetadata
                 created_on = given.lastObserved if given is not None and given.lastObserved else now
                 row = rows.get(key)
@@ -156,13 +158,13 @@ class BatchedSqliteLite(SqliteLite):
                     row.metadata, row.system_metadata, row.dirty = text, system_text, True
                 changed.setdefault(key[0], set()).add(key[1])
                 if key[1] in BROWSE_ASPECTS:
-                    browse.setdefault(key[0], {})[key[1]] = mcp.aspect
-                if isinstance(mcp.aspect, DataPlatformInstanceClass):
-                    platform = (mcp.aspect.platform, mcp.aspect.instance)
+                    browse.setdefault(key[0], {})[key[1]] = aspect
+                if isinstance(aspect, DataPlatformInstanceClass):
+                    platform = (aspect.platform, aspect.instance)
                     if platform in platforms_done:  # the same seven platform edges: once a batch
                         continue
                     platforms_done.add(platform)
-                self.post_update_hook(key[0], key[1], mcp.aspect)  # name and platform edges
+                self.post_update_hook(key[0], key[1], aspect)  # name and platform edges
             self._write_rows(versions, rows)
             self._place_in_browse_tree(changed, browse, existed)
         return counts
@@ -200,12 +202,17 @@ class BatchedSqliteLite(SqliteLite):
             if urn in existed:
                 missing = [a for a in sorted(BROWSE_ASPECTS) if a not in aspects]
                 if missing:
-                    stored = self.get(urn, missing, typed=True) or {}
-                    stored.pop("urn", None)
-                    aspects.update(stored)
+                    aspects.update(self._aspects(urn, missing))
                 if names & BROWSE_ASPECTS:  # it may have moved: its old place goes, as in a reindex
                     self._unplace(urn)
             self.global_post_update_hook(urn, aspects)
+
+    def _aspects(self, urn: str, names: list[str] | None) -> dict[str, _Aspect]:
+        """The entity's aspects (`names`, None: all) as DataHub objects, by name."""
+        stored = self.get(urn, names, typed=True) or {}
+        stored.pop("urn", None)
+        # typed=True: every value but the entity's `urn` is an aspect object
+        return cast(dict[str, _Aspect], stored)
 
     def _unplace(self, urn: str) -> None:
         """Drop the entity from its browse-type nodes, and a node left with no child at all."""
@@ -234,8 +241,7 @@ class BatchedSqliteLite(SqliteLite):
             return 0
         with self.transaction():
             for urn in unplaced:
-                aspects = self.get(urn, None, typed=True) or {}
-                aspects.pop("urn", None)
+                aspects = self._aspects(urn, None)
                 for name, aspect in aspects.items():
                     self.post_update_hook(urn, name, aspect)
                 self.global_post_update_hook(urn, aspects)
@@ -244,6 +250,13 @@ class BatchedSqliteLite(SqliteLite):
     def close(self) -> None:
         """No reindex: every batch left the browse edges complete."""
         self._close_connection()
+
+
+def _entry(mcp: MetadataChangeProposalWrapper) -> tuple[str, str, _Aspect]:
+    """The MCP's entity, aspect name and aspect: what a row of the file is keyed by and holds."""
+    if mcp.entityUrn is None or mcp.aspectName is None or mcp.aspect is None:
+        raise ValueError(f"DataHub Lite keeps aspects of entities named by URN, not {mcp!r}")
+    return mcp.entityUrn, mcp.aspectName, mcp.aspect
 
 
 def open_batched(path: str, options: dict) -> BatchedSqliteLite:

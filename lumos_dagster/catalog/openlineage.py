@@ -22,6 +22,7 @@ from openlineage.client.generated import (
     tags_dataset,
 )
 from openlineage.client.serde import Serde
+from openlineage.client.transport import Transport
 from openlineage.client.transport.file import FileConfig, FileTransport
 from openlineage.client.transport.http import ApiKeyTokenProvider, HttpConfig, HttpTransport, TokenProvider
 
@@ -52,11 +53,14 @@ class OpenLineageCatalog:
     ):
         self.namespace = namespace
         self.name = f"openlineage:{url or path}"
+        transport: Transport
         if url:
             auth = ApiKeyTokenProvider({"apiKey": api_key}) if api_key else TokenProvider({})
             transport = HttpTransport(HttpConfig(url=url, timeout=timeout_sec, auth=auth))
-        else:
+        elif path:
             transport = FileTransport(FileConfig(log_file_path=path, append=True))
+        else:
+            raise ValueError("OpenLineage needs a url (HTTP transport) or a path (file transport)")
         self.client = OpenLineageClient(transport=transport)
 
     def event(self, s: Snapshot) -> DatasetEvent:

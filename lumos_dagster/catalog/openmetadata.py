@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 import logging
-from typing import Iterator, Sequence
+from typing import Iterator, Sequence, overload
 
 import requests
 from requests.adapters import HTTPAdapter
@@ -143,7 +143,12 @@ class OpenMetadataCatalog:
 
     # ------------------------------------------------------------- http
 
+    @overload
+    def _call(self, method: str, path: str, body: dict | None = None) -> dict: ...
+    @overload
+    def _call(self, method: str, path: str, body: dict | None = None, *, missing_ok: bool) -> dict | None: ...
     def _call(self, method: str, path: str, body: dict | None = None, missing_ok: bool = False) -> dict | None:
+        """The answer's JSON; None for a 404 when `missing_ok`."""
         response = self.session.request(method, f"{self.server}/api/v1/{path}", json=body, timeout=self.timeout)
         if missing_ok and response.status_code == 404:
             return None

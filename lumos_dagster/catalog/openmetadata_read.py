@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 from datetime import datetime, timezone
-from typing import Iterator, Protocol
+from typing import Iterator, Protocol, overload
 
 from lumos_dagster.model import (
     SNAPSHOT_FORMAT,
@@ -37,7 +37,10 @@ class OpenMetadataCatalog(Protocol):
     service: str
     database: str
 
-    def _call(self, method: str, path: str, body: dict | None = None, missing_ok: bool = False) -> dict | None: ...
+    @overload
+    def _call(self, method: str, path: str, body: dict | None = None) -> dict: ...
+    @overload
+    def _call(self, method: str, path: str, body: dict | None = None, *, missing_ok: bool) -> dict | None: ...
 
 
 PAGE = 100

@@ -42,6 +42,14 @@ def catalogue_of(config: LumosConfig, store: SnapshotStore) -> Catalogue:
     return load_catalogue(config, store, roots)
 
 
+def _stored_catalogue(config: LumosConfig) -> Catalogue:
+    store = SnapshotStore(config.store_url)
+    try:
+        return catalogue_of(config, store)
+    finally:
+        store.close()
+
+
 def _emit(text: str, output: str | None) -> None:
     if output:
         with open(output, "w") as fh:
@@ -88,15 +96,7 @@ def diff(old, new, policy, fmt, dataset, output, config_file) -> None:
         chosen = DEFAULT_POLICY
     if dataset:
         b = replace(b, dataset=dataset)
-
-    def lineage() -> Catalogue:
-        store = SnapshotStore(config.store_url)
-        try:
-            return catalogue_of(config, store)
-        finally:
-            store.close()
-
-    report = diff_report(a, b, chosen, config, lineage if config else None)
+    report = diff_report(a, b, chosen, config, (lambda: _stored_catalogue(config)) if config else None)
     _emit(render([report], fmt), output)
     sys.exit(exit_code([report]))
 

@@ -10,6 +10,7 @@ import click
 from lumos_dagster.cli.changes import catalogue_of
 from lumos_dagster.cli.common import config_option, load, open_store, text_or_json
 from lumos_dagster.errors import LumosError
+from lumos_dagster.model import Snapshot
 from lumos_dagster.wording import plural
 
 
@@ -92,7 +93,7 @@ def search(config_file, query, platform, owner, tag, min_quality, limit, fmt) ->
 
     config = load(config_file)
     store = open_store(config)
-    latest = {}
+    latest: dict[str, Snapshot | None] = {}
     try:
         docs = documents(catalogue_of(config, store), lambda d: latest.setdefault(d.name, store.latest(d.ref.urn)))
     finally:

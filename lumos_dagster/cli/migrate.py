@@ -40,13 +40,14 @@ def _target_reader(spec: str, config):
         raise click.ClickException(f"{spec}: Lumos cannot read this catalog back, so a migration into it cannot be "
                                    "verified (see docs/catalogs.md)")  # fmt: skip
 
-    def write(estate: portable.Estate) -> None:
+    def write_catalog(estate: portable.Estate) -> None:
         try:
             portable.import_into_catalog(estate, catalog, progress=progress)
         finally:
             catalog.close()
 
-    return (lambda: portable.from_snapshots(catalog.read_all(), catalog.name)), catalog.name, catalog.cannot_hold, write
+    read_catalog = lambda: portable.from_snapshots(catalog.read_all(), catalog.name)
+    return read_catalog, catalog.name, catalog.cannot_hold, write_catalog
 
 
 def progress(message: str) -> None:

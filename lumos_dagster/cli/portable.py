@@ -6,6 +6,7 @@ import json
 import os
 import sys
 from datetime import UTC, datetime
+from typing import cast
 
 import click
 
@@ -224,7 +225,7 @@ def import_file(file, target, config_file, max_bytes) -> None:
         fail(str(exc), 1)
     progress = lambda m: click.echo(m, err=True)  # noqa: E731
     if target == "store":
-        store = open_store(config)
+        store = open_store(cast(LumosConfig, config))  # _config raised without one: the store needs it
         try:
             written, there = portable.import_into_store(estate, store, progress)
         except LumosError as exc:

@@ -35,7 +35,7 @@ def schema(files: tuple[str, ...], flat: bool) -> None:
     out, failed = {}, 0
     for path in files:
         fs = results[path]
-        if fs.error is not None:
+        if fs.error is not None or fs.schema is None:  # a schema, or an error saying why not
             error(f"{path}: {fs.error}")
             failed += 1
             continue

@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 from datahub.sql_parsing.sqlglot_utils import get_dialect
 from pydantic import BaseModel, Field, ValidationError
 
-from lumos_dagster.code import CodeLineage, split_values
+from lumos_dagster.code import CodeLineage, ColumnEdge, split_values
 from lumos_dagster.code.sql import parse_sql
 
 _PRODUCERS = ("model", "seed", "snapshot")
@@ -127,7 +127,7 @@ def _entry(
     unique_id: str, node: _Node, relations: dict[str, _Node], dialect: str | None, schemas: dict[str, list[str]]
 ) -> CodeLineage:
     inputs, errors = _inputs(unique_id, node, relations)
-    columns = ()
+    columns: tuple[ColumnEdge, ...] = ()
     code = node.compiled_code or node.compiled_sql
     if code:
         parsed = parse_sql(code, unique_id, dialect, schemas, output=node.relation)

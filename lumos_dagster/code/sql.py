@@ -257,7 +257,7 @@ def _from_sqlglot(statement: str, job: str, dialect: str, target: str | None, er
     return [CodeLineage(job, "sql", target or "", (), errors=(error,))]
 
 
-def _tables_of(tree: exp.Expression, target: str | None) -> tuple[str, tuple[str, ...]] | None:
+def _tables_of(tree: exp.Expr, target: str | None) -> tuple[str, tuple[str, ...]] | None:
     """(output, inputs) of a statement that writes, or of a SELECT when the file names its output."""
     written = _written_table(tree)
     if written is not None:
@@ -267,12 +267,12 @@ def _tables_of(tree: exp.Expression, target: str | None) -> tuple[str, tuple[str
     return None
 
 
-def _is_maintenance(tree: exp.Expression) -> bool:
+def _is_maintenance(tree: exp.Expr) -> bool:
     """A statement sqlglot does not model (MSCK REPAIR, ADD JAR, VACUUM...) that writes no data."""
     return isinstance(tree, exp.Command) and tree.name.upper().partition(" ")[0] not in _WRITE_VERBS
 
 
-def _written_table(tree: exp.Expression) -> exp.Table | None:
+def _written_table(tree: exp.Expr) -> exp.Table | None:
     if isinstance(tree, exp.Create) and tree.expression is None:
         return None  # plain DDL: nothing flows in
     if not isinstance(tree, (exp.Insert, exp.Create, exp.Merge, exp.Update)) or tree.this is None:
@@ -281,7 +281,7 @@ def _written_table(tree: exp.Expression) -> exp.Table | None:
     return tree.this if isinstance(tree.this, exp.Table) else tree.this.find(exp.Table)
 
 
-def _read_tables(tree: exp.Expression, written: exp.Table | None) -> tuple[str, ...]:
+def _read_tables(tree: exp.Expr, written: exp.Table | None) -> tuple[str, ...]:
     ctes = {cte.alias_or_name.lower() for cte in tree.find_all(exp.CTE)}
     names = {
         _table_name(table)

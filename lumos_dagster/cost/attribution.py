@@ -103,8 +103,9 @@ def shares(upstream: str, consumer_names: Sequence[str], nodes: Mapping[str, Nod
         return {c: 1.0 if c == last else 0.0 for c in consumer_names}
     if method == "lineage_weighted":
         declared = {c: (nodes[c].weights or {}).get(upstream) for c in consumer_names}
-        if all(w is not None for w in declared.values()) and sum(declared.values()) > 0:
-            raw = declared
+        weights = {c: w for c, w in declared.items() if w is not None}
+        if len(weights) == len(declared) and sum(weights.values()) > 0:
+            raw = weights
         else:  # no (complete) declaration: each consumer's bytes stand for what it reads
             raw = {c: float(nodes[c].bytes) for c in consumer_names}
         total = sum(raw.values())

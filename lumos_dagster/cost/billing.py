@@ -109,7 +109,7 @@ def allocate(charges: Sequence[Charge], rules, datasets: Mapping[str, int], mont
         for rule in rules:
             if rule.tag is not None:
                 name = charge.tags.get(rule.tag)
-                if name in datasets:
+                if name is not None and name in datasets:
                     out.by_dataset[name][charge.component] += charge.cost
                     break
             elif fnmatchcase(charge.resource_id, rule.resource):

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import multiprocessing
 from multiprocessing.connection import Connection
+from multiprocessing.process import BaseProcess
 from typing import Callable, Sequence
 
 from lumos_dagster.catalog.base import CatalogAdapter
@@ -78,7 +79,7 @@ class Delivery:
         self.catalogs: list[CatalogAdapter] = []  # built here only when delivering here
         self._names: list[str] | None = None
         self.down: Down = {}
-        self._worker: multiprocessing.Process | None = None
+        self._worker: BaseProcess | None = None
         self._pipe: Connection | None = None
         self._sent = 0  # rounds asked for
         if background and "fork" in multiprocessing.get_all_start_methods():
@@ -93,13 +94,13 @@ class Delivery:
             try:
                 answer = self._receive()
             except (EOFError, OSError) as exc:
-                self._lost(exc)
-            else:
-                if isinstance(answer, Exception):
-                    self._worker.join(timeout=60)
-                    self._worker = None
-                    raise answer
-                self._names = answer
+                return self._lost(exc)
+            if isinstance(answer, Exception):  # the worker could not build the catalogs, and ends
+                worker, self._worker = self._worker, None
+                if worker is not None:
+                    worker.join(timeout=60)
+                raise answer
+            self._names = answer
         return self._names
 
     def deliver(self) -> dict[str, int]:
@@ -132,40 +133,45 @@ class Delivery:
         deliver_all(self.store, self.catalogs, down)
         self._update(down)
 
-    def _deliver_here_from_now(self) -> None:
+    def _deliver_here_from_now(self) -> list[str]:
+        """Build the catalogs here, and deliver here from now on; their names."""
         self._worker = None
         self.catalogs = self.make_catalogs()
         self._names = [c.name for c in self.catalogs]
+        return self._names
 
     def _start(self) -> None:
         parent, child = multiprocessing.Pipe()
-        self._worker = multiprocessing.get_context("fork").Process(
+        worker = multiprocessing.get_context("fork").Process(
             target=_worker, args=(self.store.url, self.make_catalogs, child, parent), name="lumos-delivery", daemon=True
         )
         with frozen():
-            self._worker.start()
+            worker.start()
         child.close()
-        self._pipe = parent
+        self._worker, self._pipe = worker, parent
 
     def _receive(self, wait: float | None = None):
         """The worker's next answer, waiting `wait` seconds at most (None: as long as it lives);
         None when none came in time."""
+        worker, pipe = self._worker, self._pipe
+        if worker is None or pipe is None:  # it gave up on its catalogs: as if gone
+            raise EOFError("the delivery process is gone")
         waited = 0.0
-        while not self._pipe.poll(0 if wait == 0 else CHECK_EVERY):
+        while not pipe.poll(0 if wait == 0 else CHECK_EVERY):
             if wait == 0:
                 return None
-            if not self._worker.is_alive():
+            if not worker.is_alive():
                 raise EOFError("the delivery process is gone")
             waited += CHECK_EVERY
             if wait is not None and waited >= wait:
                 return None
-        return self._pipe.recv()
+        return pipe.recv()
 
     def _request(self, wait: float | None, last: bool = False) -> None:
         """Ask the worker for a round; read its answers so far, and wait `wait` seconds at most (None:
         as long as the worker lives) for this round's."""
         self.names  # noqa: B018  the worker's first answer is its catalogs' names: read it first
-        if self._worker is None:  # it could not start them, and delivery moved here
+        if self._worker is None or self._pipe is None:  # it could not start them, and delivery moved here
             self._deliver_here()
             return
         self._sent += 1
@@ -186,10 +192,10 @@ class Delivery:
             self._lost(exc)
             self._deliver_here()
 
-    def _lost(self, exc: BaseException) -> None:
-        """The worker died: deliver here from now on."""
+    def _lost(self, exc: BaseException) -> list[str]:
+        """The worker died: deliver here from now on; the catalogs' names."""
         self.warn(f"the delivery process stopped ({type(exc).__name__}); delivering in the run instead")
-        self._deliver_here_from_now()
+        return self._deliver_here_from_now()
 
     def _update(self, down: Down) -> None:
         for name, error in down.items():

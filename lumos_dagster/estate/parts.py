@@ -82,7 +82,7 @@ def glossary(datasets: list[dict], known: list[dict], field_lists: list[list[dic
     """Every term a current snapshot uses (the dataset's or a field's), with what the document
     knows of it (definition, PII)."""
     known_terms = {g["term"]: g for g in known}
-    used = set()
+    used: set[str] = set()
     for d, fs in zip(datasets, field_lists, strict=True):
         used.update(d["snapshot"].get("terms", ()), (t for f in fs for t in f["terms"]))
     return [known_terms.get(t, {"term": t, "definition": None, "pii": False}) for t in sorted(used)]

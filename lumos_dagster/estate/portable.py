@@ -24,6 +24,7 @@ from importlib.resources import files
 from typing import Any, Callable, Iterable, Iterator
 
 import jsonschema
+import sqlalchemy as sa
 from datahub.metadata.urns import DatasetUrn
 
 from lumos_dagster.catalog.ordering import upstream_first
@@ -222,7 +223,10 @@ def _tree_problems(fields: list, prefix: str) -> Iterator[str]:
         node, where, is_field, depth = stack.pop()
         top = where[: where.find("]", len(prefix)) + 1]  # the top-level field: a path this deep is unreadable
         kind = "" if isinstance(node, str) else node.get("kind") if isinstance(node, dict) else None
-        validator = field_validator if is_field else by_kind.get(kind, type_validator)  # type: ignore[arg-type]
+        if is_field:
+            validator = field_validator
+        else:  # a kind that is not a string (a list, a number) is the type validator's to reject
+            validator = by_kind.get(kind, type_validator) if isinstance(kind, str) else type_validator
         errors = list(validator.iter_errors(node))
         if errors:
             yield from (_problem(where, e) for e in errors)
@@ -253,6 +257,11 @@ _COLUMNS = {
 }
 
 
+def _max_chars(column: sa.ColumnElement) -> int | None:
+    """The characters a column of the store holds; None: any number."""
+    return column.type.length if isinstance(column.type, sa.String) else None
+
+
 def _snapshot_problems(snap: dict, prefix: str) -> Iterator[str]:
     """What the JSON Schema cannot say about one snapshot: identity, lengths, its field tree."""
     ref = snap["dataset"]
@@ -265,8 +274,9 @@ def _snapshot_problems(snap: dict, prefix: str) -> Iterator[str]:
         value = snap
         for k in keys:
             value = value[k]
-        if value is not None and len(value) > column.type.length:
-            yield f"{prefix}.{'.'.join(keys)}: {len(value)} characters, more than the store's {column.type.length}"
+        limit = _max_chars(column)
+        if value is not None and limit is not None and len(value) > limit:
+            yield f"{prefix}.{'.'.join(keys)}: {len(value)} characters, more than the store's {limit}"
     yield from _tree_problems(snap["schema"], f"{prefix}.schema")
 
 
@@ -360,8 +370,9 @@ def validate(doc: dict) -> Validation:
         if r["name"] in seen:
             problems.append(f"releases[{i}].name: release {r['name']} appears twice")
         seen.add(r["name"])
-        if len(r["name"]) > releases_table.c.name.type.length:
-            problems.append(f"releases[{i}].name: more than the store's {releases_table.c.name.type.length} characters")
+        limit = _max_chars(releases_table.c.name)
+        if limit is not None and len(r["name"]) > limit:
+            problems.append(f"releases[{i}].name: more than the store's {limit} characters")
         for name, version in r["versions"].items():
             if version not in versions.get(name, ()):
                 problems.append(f"releases[{i}]: release {r['name']}: {name} {version} is not in the document")

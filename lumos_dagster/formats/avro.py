@@ -5,7 +5,7 @@ count is left out: each block header would cost a request."""
 from __future__ import annotations
 
 import json
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, cast
 
 import fastavro
 import pyarrow.fs as pafs
@@ -191,7 +191,8 @@ def read_avro(path: str, fs: pafs.FileSystem | None = None) -> FileSchema:
         # The header is itself an Avro record; decoding it with fastavro's own header
         # schema keeps metadata values as bytes (fastavro.reader insists they are UTF-8,
         # which the spec does not promise: see avro/data/syncInMeta.avro).
-        header = fastavro.schemaless_reader(fh, HEADER_SCHEMA)
+        # HEADER_SCHEMA is a record, so what is read is a dict
+        header = cast(dict[str, Any], fastavro.schemaless_reader(fh, HEADER_SCHEMA))
         if header["magic"] != MAGIC:
             raise ValueError(f"not an Avro object container file (magic {header['magic']!r})")
         writer_schema = json.loads(header["meta"]["avro.schema"])

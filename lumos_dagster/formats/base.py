@@ -93,7 +93,7 @@ def open_random(path: str, fs: pafs.FileSystem | None) -> BinaryIO:
 def open_stream(path: str, fs: pafs.FileSystem | None) -> pa.NativeFile:
     """Sequential, decompressing `.gz/.bz2/.zst/.lz4` by extension, and gzip or zstd by their
     header when the name has no such suffix (an extensionless export)."""
-    codec = "detect"
+    codec: str | None = "detect"
     if not path.lower().endswith(SUFFIXES):
         with open_random(path, fs) as fh:
             codec = codec_of(fh.read(4))

@@ -28,7 +28,7 @@ from lumos_dagster.model import (
 )
 
 _SIMPLE = {"integer": "int64", "number": "float64", "boolean": "boolean", "null": "null"}
-_FORMATS = {
+_FORMATS: dict[str, DataType] = {
     "date-time": Timestamp("us", "UTC"),
     "date": Primitive("date"),
     "time": Time("us"),
@@ -109,7 +109,8 @@ class _Converter:
         if kind == "string":
             if schema.get("contentEncoding") == "base64" or connect == "bytes":
                 return Primitive("binary"), False
-            return _FORMATS.get(schema.get("format"), Primitive("string")), False
+            fmt = schema.get("format")  # a broken schema's may be a list, which no dict lookup takes
+            return _FORMATS.get(fmt if isinstance(fmt, str) else "", Primitive("string")), False
         if kind in _SIMPLE:
             return Primitive(_SIMPLE[kind]), kind == "null"
         return Primitive("unknown"), False

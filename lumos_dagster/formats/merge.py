@@ -99,15 +99,18 @@ class _Merger:
         first = types[0]
         if all(t == first for t in types):
             return first
-        if all(isinstance(t, Struct) for t in types):
-            return Struct(self.fields(path + ".", [(p, t.fields) for p, t in variants]))
-        if all(isinstance(t, Array) for t in types):
-            element = self.type(path, [(p, t.element) for p, t in variants])
-            return Array(element, any(t.element_nullable for t in types))
-        if all(isinstance(t, Map) for t in types):
-            key = self.type(path, [(p, t.key) for p, t in variants])
-            value = self.type(path, [(p, t.value) for p, t in variants])
-            return Map(key, value, any(t.value_nullable for t in types))
+        structs = [(p, t) for p, t in variants if isinstance(t, Struct)]
+        if len(structs) == len(variants):
+            return Struct(self.fields(path + ".", [(p, t.fields) for p, t in structs]))
+        arrays = [(p, t) for p, t in variants if isinstance(t, Array)]
+        if len(arrays) == len(variants):
+            element = self.type(path, [(p, t.element) for p, t in arrays])
+            return Array(element, any(t.element_nullable for _, t in arrays))
+        maps = [(p, t) for p, t in variants if isinstance(t, Map)]
+        if len(maps) == len(variants):
+            key = self.type(path, [(p, t.key) for p, t in maps])
+            value = self.type(path, [(p, t.value) for p, t in maps])
+            return Map(key, value, any(t.value_nullable for _, t in maps))
         widened: DataType | None = first
         for t in types[1:]:
             widened = widen(widened, t) if widened is not None else None

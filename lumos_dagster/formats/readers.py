@@ -250,7 +250,7 @@ def choose(
     per-file reader for the other engines; Spark's reader is the one it was made with.
     """
     engine = engine_for(count, spark is not None, master, thresholds)
-    if engine == "spark":
+    if engine == "spark" and spark is not None:
         return spark
     if engine == "pool":
         return PoolReader(reader, workers)

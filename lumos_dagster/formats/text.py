@@ -29,6 +29,18 @@ def _too_long() -> ValueError:
     return ValueError(f"the first row is longer than {MAX_BLOCK >> 20} MiB")
 
 
+def _without_torn_tail(whole: bytes, lines: int, spans: bool) -> bytes:
+    """A whole file's text without a last line that has no line end, when `lines` whole lines come
+    before it (a CSV's header and a row, a JSON record): a file cut off while being written (`1,tr`
+    of `1,true`) must not turn a column into text. A file that merely lacks its last line end loses a
+    row of the sample, not a type. When values may span lines (`spans`: quoted CSV), a tail with a
+    quote is kept: it may end such a value."""
+    cut = whole.rfind(b"\n") + 1
+    if whole.endswith(b"\n") or whole.count(b"\n", 0, cut) < lines or (spans and b'"' in whole[cut:]):
+        return whole
+    return whole[:cut]
+
+
 def _csv_schema(source: pa.NativeFile, block: int, delimiter: str) -> pa.Schema:
     with (
         source,
@@ -56,6 +68,8 @@ def _csv_first_block(path: str, fs: pafs.FileSystem | None, delimiter: str) -> p
         # ahead, a remote object of a few MiB whole; the schema comes from the first block alone
         with open_stream(path, fs) as stream:
             head = stream.read(2 * block)
+        if len(head) < 2 * block:
+            head = _without_torn_tail(head, 2, spans=True)
         try:
             return _csv_schema(pa.BufferReader(head), block, delimiter)
         except pa.ArrowInvalid as exc:
@@ -89,7 +103,7 @@ def read_json(path: str, fs: pafs.FileSystem | None = None) -> FileSchema:
             _check_nesting(path, head)
             return FileSchema(schema=converted_schema(_array_sample_schema(head.decode("utf-8", "replace"), whole)))
         # whole lines only: in NDJSON a line break always ends a record (JSON strings cannot hold one)
-        end = len(head) if whole else head.rfind(b"\n", 0, block) + 1
+        end = len(_without_torn_tail(head, 1, spans=False)) if whole else head.rfind(b"\n", 0, block) + 1
         if end:
             break
         if block >= MAX_BLOCK:
@@ -124,7 +138,8 @@ def _array_sample_schema(text: str, whole: bool) -> pa.Schema:
     """Schema of the objects of a JSON array, from those complete within `text`, the first
     block of the file or (`whole`) all of it: then it must be one complete JSON array."""
     decoder = json.JSONDecoder()
-    records, pos = [], text.index("[") + 1
+    records: list[dict] = []
+    pos = text.index("[") + 1
     while True:
         while pos < len(text) and text[pos] in " \t\r\n,":
             pos += 1

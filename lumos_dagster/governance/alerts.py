@@ -140,11 +140,15 @@ def queue(conn: Connection, alerts: Iterable[dict]) -> int:
     ]  # fmt: skip
     if not rows:
         return 0
+    statement: sa.Executable  # each dialect's own INSERT … ON CONFLICT
     if conn.dialect.name == "postgresql":
-        from sqlalchemy.dialects.postgresql import insert
+        from sqlalchemy.dialects import postgresql
+
+        statement = postgresql.insert(alerts_table).on_conflict_do_nothing(index_elements=["dataset", "version"])
     else:
-        from sqlalchemy.dialects.sqlite import insert
-    statement = insert(alerts_table).on_conflict_do_nothing(index_elements=["dataset", "version"])
+        from sqlalchemy.dialects import sqlite
+
+        statement = sqlite.insert(alerts_table).on_conflict_do_nothing(index_elements=["dataset", "version"])
     return sum(conn.execute(statement, row).rowcount for row in rows)
 
 

@@ -48,6 +48,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, NoReturn
 
+from lumos_dagster.model import AssertionResult
 from lumos_dagster.windows import parse_duration
 
 DIMENSIONS = ("completeness", "uniqueness", "validity", "accuracy", "consistency", "freshness")
@@ -427,7 +428,9 @@ _POINTS = {"pass": 1.0, "warn": 0.5, "fail": 0.0, "error": 0.0}  # skipped: no e
 
 
 def quality_score(
-    assertions: Iterable[Assertion], completeness: float | None = None, uniqueness: float | None = None
+    assertions: Iterable[Assertion | AssertionResult],
+    completeness: float | None = None,
+    uniqueness: float | None = None,
 ) -> float | None:
     """A table's quality in [0, 1]: the mean of one term per dimension that has evidence.
 

@@ -8,9 +8,9 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Callable, Sequence
 
-from lumos_dagster.model import DatasetRef, Snapshot
+from lumos_dagster.model import DatasetRecord, DatasetRef, Snapshot
 from lumos_dagster.report import ScanReport
-from lumos_dagster.schema.versioning import retire
+from lumos_dagster.schema.versioning import retire as retire_snapshot
 from lumos_dagster.sources import Discovery
 from lumos_dagster.store import SnapshotStore
 
@@ -26,6 +26,35 @@ class Reconciliation:
     refused: dict[str, str] = field(default_factory=dict)  # source → why nothing was removed
 
 
+def retire(store: SnapshotStore, records: Sequence[DatasetRecord], catalogs: Sequence[str]) -> list[str]:
+    """Soft-delete datasets: each one's last snapshot as a tombstone (a DATASET_REMOVED version),
+    queued for `catalogs`, and the registry marks it removed. Returns their names."""
+    now = datetime.now(timezone.utc)
+    tombstones: list[Snapshot] = []
+    for rec in records:
+        last = store.latest(rec.urn)
+        ref = last.dataset if last else DatasetRef(rec.platform, rec.name, rec.location, rec.format)
+        base = last or Snapshot(ref, None, now)
+        tombstones.append(retire_snapshot(last, replace(base, captured_at=now, removed=True)))
+    if tombstones:
+        store.put(tombstones, catalogs=catalogs)
+    store.mark_removed([t.dataset.urn for t in tombstones])
+    return [r.name for r in records]
+
+
+def too_many(vanished: int, known: int, max_share: float) -> str | None:
+    """Why nothing of a source is removed when `vanished` of its `known` datasets vanish at once
+    (None: they may go). That says more about the storage (an unmounted disk, a wrong prefix) than
+    about the datasets."""
+    if vanished <= max_share * known:
+        return None
+    return (
+        f"{vanished} of its {known} datasets vanished at once (more than {max_share:.0%}): nothing was removed. "
+        "Is the storage mounted and the root right? If they really are gone, raise removal.max_share in "
+        "lumos.yaml for one run."
+    )
+
+
 def reconcile(
     store: SnapshotStore,
     discovery: Discovery,
@@ -38,31 +67,17 @@ def reconcile(
     listed, or lost more than `max_share` of its datasets at once, removes nothing."""
     out = Reconciliation()
     found = {r.urn for r in discovery.records}
-    now = datetime.now(timezone.utc)
-    tombstones: list[Snapshot] = []
     for source in discovery.scanned:
         known = [r for r in store.datasets() if r.source == source]
         vanished = [r for r in known if r.urn not in found]
         if not vanished:
             continue
-        if len(vanished) > max_share * len(known):
-            why = (
-                f"{len(vanished)} of its {len(known)} datasets vanished at once (more than {max_share:.0%}): "
-                "nothing was removed. Is the storage mounted and the root right? If they really are gone, "
-                "raise removal.max_share in lumos.yaml for one run."
-            )
+        why = too_many(len(vanished), len(known), max_share)
+        if why is not None:
             out.refused[source] = why
             report.fail(f"source {source}", why)
             continue
-        for rec in vanished:
-            last = store.latest(rec.urn)
-            ref = last.dataset if last else DatasetRef(rec.platform, rec.name, rec.location, rec.format)
-            base = last or Snapshot(ref, None, now)
-            tombstones.append(retire(last, replace(base, captured_at=now, removed=True)))
-            out.removed.append(rec.name)
-    if tombstones:
-        store.put(tombstones, catalogs=catalogs())
-    store.mark_removed([t.dataset.urn for t in tombstones])
+        out.removed += retire(store, vanished, catalogs())
     out.recorded = store.upsert_datasets(discovery.records)
     return out
 

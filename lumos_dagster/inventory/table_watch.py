@@ -36,9 +36,9 @@ def look_tables(
             old = before.get(location)
             if old is None or old[0] != fp:
                 out.changes.append(FileChange(location, "created" if old is None else "modified", name, None, fp))
-        for location, (_, name, _) in before.items():
+        for location, (_, dataset, _) in before.items():
             if location not in current:
-                out.changes.append(FileChange(location, "deleted", name, None, "deleted"))
+                out.changes.append(FileChange(location, "deleted", dataset, None, "deleted"))
     if save:
         rows = ((loc, fp, name, None) for loc, (name, fp) in current.items())
         store.save_file_state(source.name, out.generation, rows)

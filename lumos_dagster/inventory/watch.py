@@ -1,20 +1,28 @@
-"""What changed in storage since the last look: created, modified and deleted files, and
-the datasets and partitions they belong to.
+"""What changed in storage since the last look: created, modified and deleted files, the datasets
+and partitions they belong to, the datasets that appeared and those whose files are all gone.
 
 Per-file fingerprints (size + nanosecond mtime, or the object's ETag) live in the store,
 one generation per look, never in a sensor cursor: a cursor names a generation, so it stays
 a few bytes however many objects a bucket holds. A look that is not committed (its
 cursor lost) is simply taken again against the same generation.
+
+A caller may hold changes back (`Look.save(deferred)`): a file still being written, one dated in
+a partition that does not exist yet. The generation then keeps such a file as it was before, so
+the next look finds the change again, until it is taken.
 """
 
 from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
+from typing import Collection
 
 from lumos_dagster.report import ScanReport
 from lumos_dagster.sources.base import FileSource
 from lumos_dagster.store import SnapshotStore
+
+#: a file modified this recently may still be being written: its change waits for the next look
+SETTLE_SECONDS = 5.0
 
 
 @dataclass(frozen=True)
@@ -24,6 +32,11 @@ class FileChange:
     dataset: str | None  # None: not part of any dataset (skipped by the discovery rules)
     partition: str | None  # the time-partition date of the file, if its dataset has one
     fingerprint: str  # the new one; "deleted" for a deletion
+    mtime: float = 0.0  # when it was last written (epoch s); 0 for a deletion
+
+    def settling(self, now: float) -> bool:
+        """Whether the file may still be being written (a torn file must not become a version)."""
+        return self.kind != "deleted" and now - self.mtime < SETTLE_SECONDS
 
 
 @dataclass
@@ -32,12 +45,32 @@ class Look:
     files: int = 0
     changes: list[FileChange] = field(default_factory=list)
     new_datasets: dict = field(default_factory=dict)  # name → DiscoveredDataset, for the registry
+    vanished: list[str] = field(default_factory=list)  # datasets that had files at the last look, none now
     baseline: bool = False  # the first look: everything is recorded, nothing is a change
-    state: str = ""  # digest of the whole listing: an equal one next time means nothing changed
+    unchanged: bool = False  # the listing is the last generation saved: nothing to compare, nothing to save
+    state: str = ""  # digest of the generation saved: an equal listing next time means nothing changed
+    # what `save` writes: path → (fingerprint, dataset, partition), now and at the generation before
+    current: dict[str, tuple[str, str | None, str | None]] = field(default_factory=dict)
+    before: dict[str, tuple[str, str | None, str | None]] = field(default_factory=dict)
 
     @property
     def digest(self) -> str:
         return digest(self.changes)
+
+    def save(self, store: SnapshotStore, source: str, deferred: Collection[FileChange] = ()) -> str:
+        """Write this look's generation, each of `deferred` as it was before (so the next look finds it
+        again); returns the generation's state digest, the cursor's."""
+        if self.unchanged:
+            return self.state
+        rows = dict(self.current)
+        for change in deferred:
+            if change.path in self.before:
+                rows[change.path] = self.before[change.path]
+            else:
+                rows.pop(change.path, None)
+        store.save_file_state(source, self.generation, ((p, *row) for p, row in rows.items()))
+        self.state = listing_state({p: row[0] for p, row in rows.items()})
+        return self.state
 
 
 def digest(changes: list[FileChange]) -> str:
@@ -58,13 +91,13 @@ def look(
     save: bool = True,
 ) -> Look:
     """List the source and compare with `generation` (None: no earlier look). When the listing's
-    digest equals `state` (the previous look's), nothing changed: the store is not even read.
-    `save=False` (a preview) writes nothing: the look's generation is not kept."""
+    digest equals `state` (the last generation saved), nothing changed: the store is not even read.
+    `save=False` writes nothing (a preview, or a caller that holds changes back: it calls `Look.save`)."""
     entries = list(source.list("", report))
-    current = {e.path: e.fingerprint for e in entries}
-    digest_now = listing_state(current)
+    fingerprints = {e.path: e.fingerprint for e in entries}
+    digest_now = listing_state(fingerprints)
     if generation is not None and digest_now == state:
-        return Look(generation=generation, files=len(entries), state=digest_now)
+        return Look(generation=generation, files=len(entries), unchanged=True, state=digest_now)
     grouping = source._group(entries)
     where: dict[str, tuple[str, str | None]] = {}
     for ds in grouping.datasets.values():
@@ -72,22 +105,23 @@ def look(
             date = ds.file_date(f)
             where[f.entry.path] = (ds.name, date.isoformat() if date else None)
     out = Look(generation=(generation or 0) + 1, files=len(entries), baseline=generation is None, state=digest_now)
+    out.current = {p: (fp, *where.get(p, (None, None))) for p, fp in fingerprints.items()}
     known = {r.name for r in store.datasets(include_removed=True)}
     out.new_datasets = {name: ds for name, ds in grouping.datasets.items() if name not in known}
     if generation is not None:
-        before = store.file_state(source.name, generation)
-        for path, fingerprint in current.items():
+        mtimes = {e.path: e.mtime for e in entries}
+        out.before = store.file_state(source.name, generation)
+        for path, fingerprint in fingerprints.items():
             dataset, partition = where.get(path, (None, None))
-            old = before.get(path)
-            if old is None:
-                out.changes.append(FileChange(path, "created", dataset, partition, fingerprint))
-            elif old[0] != fingerprint:
-                out.changes.append(FileChange(path, "modified", dataset, partition, fingerprint))
-        for path, (_, dataset, partition) in before.items():
-            if path not in current:
+            old = out.before.get(path)
+            if old is None or old[0] != fingerprint:
+                kind = "created" if old is None else "modified"
+                out.changes.append(FileChange(path, kind, dataset, partition, fingerprint, mtimes[path]))
+        for path, (_, dataset, partition) in out.before.items():
+            if path not in fingerprints:
                 out.changes.append(FileChange(path, "deleted", dataset, partition, "deleted"))
+        had = {dataset for _, dataset, _ in out.before.values() if dataset}
+        out.vanished = sorted(had - set(grouping.datasets))
     if save:
-        store.save_file_state(
-            source.name, out.generation, ((p, fp, *where.get(p, (None, None))) for p, fp in current.items())
-        )
+        out.save(store, source.name)
     return out

@@ -5,6 +5,10 @@ or declared is reported as missing rather than invented."""
 from __future__ import annotations
 
 import fnmatch
+import functools
+import hashlib
+import json
+from dataclasses import asdict, dataclass
 from graphlib import CycleError, TopologicalSorter
 from typing import Mapping, Sequence
 
@@ -16,9 +20,51 @@ from lumos_dagster.model import ColumnMapping, DatasetRecord, DatasetRef, Lineag
 from lumos_dagster.store import SnapshotStore
 
 
+@dataclass(frozen=True)
+class RegistryState:
+    """What the registry holds that a dataset list is resolved from: the datasets discovery recorded
+    and what code says of them. One document, so that every process that builds definitions from the
+    same document builds the same ones (the code location keeps it as Dagster's defs state)."""
+
+    records: tuple[DatasetRecord, ...]
+    code: Mapping[str, dict]
+
+    @classmethod
+    def read(cls, store: SnapshotStore, sources: Sequence[str] | None = None) -> RegistryState:
+        """The registry now; only the datasets of `sources` when given (a code location's own)."""
+        records = store.datasets()
+        if sources is not None:
+            records = [r for r in records if r.source in sources]
+        return cls(tuple(records), store.code())
+
+    @functools.cached_property
+    def text(self) -> str:
+        """The document (compact, keys sorted: equal registries, equal text)."""
+        records = [asdict(r) for r in self.records]
+        return json.dumps({"datasets": records, "code": self.code}, sort_keys=True, separators=(",", ":"))
+
+    @classmethod
+    def loads(cls, text: str) -> RegistryState:
+        doc = json.loads(text)
+        records = tuple(
+            DatasetRecord(**{**r, "partition_keys": tuple(r["partition_keys"]), "upstream": tuple(r["upstream"])})
+            for r in doc["datasets"]
+        )
+        return cls(records, doc["code"])
+
+    @functools.cached_property
+    def digest(self) -> str:
+        """The document's identity: equal registries, equal digests."""
+        return hashlib.sha256(self.text.encode()).hexdigest()[:20]
+
+
+def catalogue_of(config: LumosConfig, state: RegistryState, source_roots: dict[str, str]) -> Catalogue:
+    code = {name: doc_from_json(doc) for name, doc in state.code.items()}
+    return resolve_datasets(config, state.records, source_roots, code)
+
+
 def load_catalogue(config: LumosConfig, store: SnapshotStore, source_roots: dict[str, str]) -> Catalogue:
-    code = {name: doc_from_json(doc) for name, doc in store.code().items()}
-    return resolve_datasets(config, store.datasets(), source_roots, code)
+    return catalogue_of(config, RegistryState.read(store), source_roots)
 
 
 def resolve_datasets(
@@ -31,9 +77,9 @@ def resolve_datasets(
     files and dbt models say about datasets (lineage, documentation)."""
     code = code or {}
     by_name: dict[str, DatasetRecord] = {}
-    for rec in records:
-        if rec.source in source_roots:  # datasets of a source since removed from lumos.yaml are not managed
-            by_name[rec.name] = rec
+    for record in records:
+        if record.source in source_roots:  # datasets of a source since removed from lumos.yaml are not managed
+            by_name[record.name] = record
     names = list(by_name) + [d.name for d in config.datasets if d.name not in by_name]
     platform_of = {n: by_name[n].platform if n in by_name else "file" for n in names}
 

@@ -26,7 +26,8 @@ def touched(files: Sequence[str], config: LumosConfig, code: Mapping[str, CodeDo
         path = Path(file).resolve()
         if config.source_file != "<memory>" and path == Path(config.source_file).resolve():
             return EVERYTHING
-        if config.lineage.dbt is not None and path.is_relative_to(_dbt_project(config)):
+        dbt = config.lineage.dbt
+        if dbt is not None and path.is_relative_to(_dbt_project(config, dbt.manifest)):
             out |= {name for name, jobs in built_by.items() if any(j.orchestrator == "dbt" for j in jobs)}
         for sql in config.lineage.sql:
             folder = Path(config.resolve(sql.path))
@@ -40,8 +41,8 @@ def touched(files: Sequence[str], config: LumosConfig, code: Mapping[str, CodeDo
     return out
 
 
-def _dbt_project(config: LumosConfig) -> Path:
-    return Path(config.resolve(config.lineage.dbt.manifest)).parent.parent  # <project>/target/manifest.json
+def _dbt_project(config: LumosConfig, manifest: str) -> Path:
+    return Path(config.resolve(manifest)).parent.parent  # <project>/target/manifest.json
 
 
 def selection(datasets: set[str] | None, paths: Mapping[str, tuple[str, ...]]) -> str:

@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, field
 
 from lumos_dagster.cost.attribution import Node, Savings, switch_off
 from lumos_dagster.datasets import Catalogue
-from lumos_dagster.model import RolledUpCost, Snapshot
+from lumos_dagster.model import Cost, RolledUpCost, Snapshot
 from lumos_dagster.reports.csvsafe import SafeWriter
 from lumos_dagster.store import SnapshotStore
 
@@ -81,11 +81,11 @@ def build(store: SnapshotStore, catalogue: Catalogue, month: str | None = None) 
     for d in catalogue.datasets:
         for u in d.upstream:
             consumers[u] += 1
-    per_month: dict[str, dict[str, Snapshot]] = defaultdict(dict)
+    per_month: dict[str, dict[str, tuple[Snapshot, Cost]]] = defaultdict(dict)
     for d in catalogue.datasets:
         for s in store.history(d.ref.urn):  # oldest first: the latest capture of a month wins
             if s.cost is not None and not s.removed:
-                per_month[s.cost.period][d.name] = s
+                per_month[s.cost.period][d.name] = s, s.cost
     month = month or max(per_month, default="")
     latest = per_month.get(month, {})
     rows = [
@@ -94,16 +94,16 @@ def build(store: SnapshotStore, catalogue: Catalogue, month: str | None = None) 
             _owners(s),
             s.domain or "(none)",
             s.dataset.platform,
-            s.cost.storage,
-            s.cost.compute,
-            s.cost.inherited,
+            cost.storage,
+            cost.compute,
+            cost.inherited,
             consumers[name],
-            s.cost.basis,
+            cost.basis,
         )  # fmt: skip
-        for name, s in sorted(latest.items())
+        for name, (s, cost) in sorted(latest.items())
     ]
-    trend = {m: sum(s.cost.direct for s in snaps.values()) for m, snaps in sorted(per_month.items())}
-    currency = next((s.cost.currency for s in latest.values()), "USD")
+    trend = {m: sum(cost.direct for _, cost in snaps.values()) for m, snaps in sorted(per_month.items())}
+    currency = next((cost.currency for _, cost in latest.values()), "USD")
     report = CostReport(month, currency, rows, trend)
     report.savings = [
         (found, affected_owners(catalogue, found))

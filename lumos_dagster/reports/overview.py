@@ -116,7 +116,7 @@ def build_overview(
     specs = catalogue.by_name()
     n = len(snaps)
     stale_after = timedelta(days=config.governance.stale_days)
-    stale = [
+    stale: list[dict[str, Any]] = [
         {
             "dataset": name,
             "last_modified": estate.last_active[name].isoformat(),  # or last queried, for tables

@@ -200,7 +200,7 @@ class SearchIndex:
             for z, i, n in self._postings.get(token, ()):
                 by_place[z, i] = by_place.get((z, i), 0.0) + share * n
         weights = tuple(ZONE_WEIGHTS.values())
-        scores = {}
+        scores: dict[int, float] = {}
         for (z, i), tf in sorted(by_place.items()):  # zone by zone: sums of floats depend on their order
             scores[i] = scores.get(i, 0.0) + weights[z] * _saturate(tf / self._norms[z][i])
         idf = self._idf(len(scores))

@@ -288,10 +288,8 @@ def diff_schemas(old: SchemaModel, new: SchemaModel) -> list[SchemaChange]:
 
 def diff_snapshots(old: Snapshot | None, new: Snapshot | None) -> list[SchemaChange]:
     """Schema changes plus dataset-level ones (description, tags, owners, domain, lineage)."""
-    if old is None and new is None:
-        return []
     if old is None:
-        return [_change("", DATASET_ADDED, None, new.dataset.name, True, True)]
+        return [] if new is None else [_change("", DATASET_ADDED, None, new.dataset.name, True, True)]
     if new is None:
         return [_change("", DATASET_REMOVED, old.dataset.name, None, False, False)]
     out = diff_schemas(old.schema, new.schema)

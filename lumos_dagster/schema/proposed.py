@@ -251,7 +251,7 @@ class _Ddl:
             dtype = self._type()
             native = " ".join(self.tokens[native_start : self.at])
             nullable, description = True, None
-            while self._peek() is not None and self._peek().lower() in ("not", "comment"):
+            while (word := self._peek()) is not None and word.lower() in ("not", "comment"):
                 if self._next("NOT or COMMENT").lower() == "not":
                     self._expect("null")
                     nullable = False

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable, Union
 
 from lumos_dagster.model import DatasetRecord
 from lumos_dagster.plugins import BuildContext
 from lumos_dagster.report import ScanReport
-from lumos_dagster.sources.base import FileSource, TableDescription, TableSource
+from lumos_dagster.sources.base import FileSource, Progress, TableDescription, TableSource
+from lumos_dagster.sources.discovery import DiscoveredDataset
 from lumos_dagster.sources.registry import SOURCES
 
 if TYPE_CHECKING:  # lumos_dagster.config imports this package's registry
@@ -33,7 +35,7 @@ def build_sources(config: LumosConfig) -> dict[str, Source]:
     sources = {}
     for i, entry in enumerate(config.sources):
         context = BuildContext(f"{config.source_file}: sources[{i}]", config.base_dir)
-        sources[entry.name] = SOURCES.get(entry.type).build(entry, context)
+        sources[entry.name] = SOURCES[entry.type].build(entry, context)
     return sources
 
 
@@ -43,7 +45,7 @@ class Discovery:
     scanned: list[str] = field(default_factory=list)  # sources that could be listed
 
 
-def file_records(source: FileSource, found) -> list[DatasetRecord]:
+def file_records(source: FileSource, found: Mapping[str, DiscoveredDataset]) -> list[DatasetRecord]:
     return [
         DatasetRecord(
             name=ds.name,
@@ -72,14 +74,22 @@ def discover(
     records = out.records
     for source in sources.values():
         progress(f"scanning {source.name} ({source.root})")
-        found = source.discover(report, progress=lambda n: progress(f"  listed {n} files"))
+        found = _records(source, report, progress=lambda n: progress(f"  listed {n} files"))
         if found is None:
             continue
         out.scanned.append(source.name)
-        records += file_records(source, found) if isinstance(source, FileSource) else found
+        records += found
     names = [r.name for r in records]
     duplicated = {n for n in names if names.count(n) > 1}
     for name in sorted(duplicated):
         report.fail(name, "found in more than one source; give the sources distinct templates or roots")
     out.records = [r for r in records if r.name not in duplicated]
     return out
+
+
+def _records(source: Source, report: ScanReport, progress: Progress) -> list[DatasetRecord] | None:
+    """The source's datasets as registry records; None when it cannot be reached."""
+    if isinstance(source, FileSource):
+        found = source.discover(report, progress=progress)
+        return None if found is None else file_records(source, found)
+    return source.discover(report, progress=progress)

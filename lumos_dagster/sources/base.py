@@ -7,6 +7,7 @@ into datasets; their schemas are read from the files, on Spark. Table sources
 
 from __future__ import annotations
 
+import builtins
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Callable, Iterator
@@ -50,7 +51,7 @@ class FileSource(ABC):
         """The file's first HEAD_BYTES bytes, for formats known by content; None: judge by name."""
         return None
 
-    def _group(self, entries: list[FileEntry]):
+    def _group(self, entries: builtins.list[FileEntry]):  # `list` here is the method above
         formats = frozenset(self.config.formats) if self.config.formats else None
         return group_files(entries, self.config.template, formats, tuple(self.config.exclude), self.head)
 
@@ -97,6 +98,9 @@ class TableDescription:
 
 class TableSource(ABC):
     kind = "tables"
+
+    #: where the tables are, for people (a DSN or URI without its password, a broker)
+    root: str
 
     def __init__(self, config):
         self.config = config

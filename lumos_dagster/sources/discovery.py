@@ -156,8 +156,8 @@ class PathTemplate:
         if whole and whole.group(1) != "date":
             self.name_parts.append(whole.group(1))
             return f"(?P<{whole.group(1)}>[^/]+)"
-        if kv and _PLACEHOLDER.fullmatch(kv[1]):
-            self.partition_keys[_PLACEHOLDER.fullmatch(kv[1]).group(1)] = kv[0]
+        if kv and (value := _PLACEHOLDER.fullmatch(kv[1])):
+            self.partition_keys[value.group(1)] = kv[0]
         elif whole:  # a bare {date} folder
             self.partition_keys["date"] = "date"
         out, pos = [], 0

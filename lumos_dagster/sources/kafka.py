@@ -17,6 +17,7 @@ next scheduled snapshot sees it.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import logging
@@ -135,18 +136,18 @@ class KafkaSource(TableSource):
         if metadata is None or metadata.error is not None or not metadata.partitions:
             return None
         registry = self.registry()
-        subjects = {}
+        subjects: dict[str, RegisteredSchema | None] = {}
         if registry is not None:
             for part in ("key", "value"):
                 subjects[part] = registry.version(f"{location}-{part}")
-        sample = None
-        if subjects.get("value") is None or subjects.get("key") is None:
-            sample = _Sample(self, location, sorted(metadata.partitions))
-        value = to_schema(subjects["value"]) if subjects.get("value") else sample.value_schema()
-        if subjects.get("key"):
-            key: Field | None = _key_field(to_schema(subjects["key"]), json.loads(subjects["key"].text))
+        partitions = sorted(metadata.partitions)
+        sample = functools.cache(lambda: _Sample(self, location, partitions))  # read when a subject is missing
+        value_subject, key_subject = subjects.get("value"), subjects.get("key")
+        value = to_schema(value_subject) if value_subject else sample().value_schema()
+        if key_subject:
+            key: Field | None = _key_field(to_schema(key_subject), json.loads(key_subject.text))
         else:
-            key = sample.key_field()
+            key = sample().key_field()
         fields = ((key,) if key else ()) + tuple(f for f in value.fields if f.name != KEY_FIELD)
         seen = {p: v.version for p, v in subjects.items() if v is not None}
         return TableDescription(
@@ -231,16 +232,18 @@ class _Sample:
             if not assigned:
                 return []
             consumer.assign(assigned)
-            out, done, deadline = [], set(), time.monotonic() + timeout
+            out: list = []
+            done: set[int | None] = set()  # partitions at their end
+            deadline = time.monotonic() + timeout
             while len(done) < len(assigned) and len(out) < size and time.monotonic() < deadline:
                 message = consumer.poll(min(1.0, max(0.0, deadline - time.monotonic())))
                 if message is None:
                     continue
-                if message.error():
-                    if message.error().code() == KafkaError._PARTITION_EOF:
+                if (error := message.error()) is not None:
+                    if error.code() == KafkaError._PARTITION_EOF:
                         done.add(message.partition())
                         continue
-                    raise ConnectionError(f"topic {self.topic}: {message.error().str()}")
+                    raise ConnectionError(f"topic {self.topic}: {error.str()}")
                 out.append(message)
             return sorted(out, key=lambda m: m.timestamp()[1])
         finally:

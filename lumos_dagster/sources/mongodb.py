@@ -105,7 +105,9 @@ def _merge_fields(per_document: list[tuple[Field, ...]]) -> tuple[Field, ...]:
         fs = found[name]
         t = merge_types([f.type for f in fs])
         nullable = len(fs) < len(per_document) or any(f.nullable for f in fs) or t == NULL
-        out.append(Field(name, t, nullable, native_type=" | ".join(sorted({f.native_type for f in fs}))))
+        out.append(
+            Field(name, t, nullable, native_type=" | ".join(sorted({f.native_type for f in fs if f.native_type})))
+        )
     return tuple(out)
 
 

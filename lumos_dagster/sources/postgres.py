@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import re
 from fnmatch import fnmatchcase
+from typing import cast
 
 import psycopg
 
@@ -196,7 +197,8 @@ class PostgresSource(TableSource):
                 conn.execute("SELECT set_config('search_path', '', false)")  # this connection only
                 wanted = [(oid, s, t, kind) for oid, s, t, kind, *_ in conn.execute(RELATIONS) if self._wanted(s, t)]
                 views = [
-                    (oid, s, t, conn.execute(VIEW_SQL, (oid,)).fetchone()[0])
+                    # a SELECT of one function call returns one row
+                    (oid, s, t, cast(tuple, conn.execute(VIEW_SQL, (oid,)).fetchone())[0])
                     for oid, s, t, kind in wanted
                     if KINDS[kind] in ("view", "materialized_view")
                 ]
@@ -205,7 +207,9 @@ class PostgresSource(TableSource):
             return None
         # the SQL parser would lose the parts, quotes or case of other names: those relations get plain ones
         plain = {(s, t): quote(s, t) for _, s, t, _ in wanted if _PLAIN.fullmatch(s) and _PLAIN.fullmatch(t)}
-        opaque = {(s, t): f"lumos_relation_{oid}" for oid, s, t, _ in wanted if (s, t) not in plain}
+        opaque: dict[tuple[str, ...], str] = {
+            (s, t): f"lumos_relation_{oid}" for oid, s, t, _ in wanted if (s, t) not in plain
+        }
         if opaque:  # the SQL parser loads slowly: only when a name needs it
             from lumos_dagster.code.sql import rename_tables
 

@@ -42,7 +42,7 @@ FORMAT = "delta"
 class DeltaFormat:
     type = FORMAT
     platform = "delta-lake"  # DataHub's platform for Delta tables, wherever they are stored
-    hidden = (LOG,)
+    hidden: tuple[str, ...] = (LOG,)
 
     def root_of(self, path: str) -> str | None:
         parts = path.split("/")
@@ -89,11 +89,13 @@ class DeltaLog:
         else:
             times = {v: datetime.fromtimestamp(t, timezone.utc) for v, t in self.commits.items() if v <= self.latest}
         out: list[TableVersion] = []
+        previous: datetime | None = None
         for v in sorted(times):
             at = times[v]
-            if out and at <= out[-1].committed_at:
-                at = out[-1].committed_at + _ONE_MS
+            if previous is not None and at <= previous:
+                at = previous + _ONE_MS
             out.append(TableVersion(FORMAT, str(v), at))
+            previous = at
         return out
 
     def _in_commit_times(self) -> dict[int, datetime]:

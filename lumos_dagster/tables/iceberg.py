@@ -45,7 +45,7 @@ def current_metadata(metadata_files: Iterable[str], hint: str | None = None) -> 
 class IcebergFormat:
     type = FORMAT
     platform = "iceberg"  # DataHub's platform for Iceberg tables
-    hidden = ()
+    hidden: tuple[str, ...] = ()
 
     def root_of(self, path: str) -> str | None:
         folder, name = posixpath.split(path)

@@ -1,0 +1,73 @@
+"""The registry as Dagster's definitions state: every process builds the code location from the
+same registry document.
+
+A code location's assets come from the registry, which sensors and `lumos discover` change while
+the deployment runs. Were each process to read the registry itself, the code server could plan a
+run with one set of datasets and the run worker load another. So the registry is Dagster defs
+state (`DefsStateStorage`, Dagster 1.13): the code server, when it loads, publishes the registry
+document as a state version named by its content (nothing new when it is unchanged), and Dagster
+pins that version in every run planned against it; a run worker loads the pinned version, never
+the registry as it is by then. A dataset recorded meanwhile appears at the code location's next
+load (a sensor asks for one: `sensors.reload`).
+
+Outside a Dagster load (tests building definitions, an instance without state storage) the
+registry is read directly.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+import time
+from pathlib import Path
+
+from dagster._core.definitions.definitions_load_context import DefinitionsLoadContext, DefinitionsLoadType
+from dagster._core.storage.defs_state.base import DefsStateStorage
+from dagster.components.utils.defs_state import DefsStateConfig
+from dagster_shared.serdes.objects.models.defs_state_info import DefsStateManagementType
+
+from lumos_dagster.config import LumosConfig
+from lumos_dagster.lineage.catalogue import RegistryState
+from lumos_dagster.store import SnapshotStore
+
+
+def state_key(config: LumosConfig) -> str:
+    """One key per code location (several share one instance and one store): its lumos.yaml's name
+    and where it is."""
+    where = hashlib.sha1(os.path.abspath(config.source_file).encode()).hexdigest()[:8]
+    return f"lumos_registry__{Path(config.source_file).stem}__{where}"
+
+
+def _config(config: LumosConfig) -> DefsStateConfig:
+    return DefsStateConfig(
+        key=state_key(config), management_type=DefsStateManagementType.VERSIONED_STATE_STORAGE, refresh_if_dev=False
+    )
+
+
+def _live(config: LumosConfig) -> RegistryState:
+    with SnapshotStore(config.store_url, f"{config.source_file}: store.url") as store:
+        return RegistryState.read(store, [s.name for s in config.sources])
+
+
+def registry_state(config: LumosConfig) -> RegistryState:
+    """The registry document this load builds from: the version Dagster pinned for a run worker,
+    else the registry now, published as the location's latest version when it is new."""
+    context, storage = DefinitionsLoadContext.get(), DefsStateStorage.get()
+    if storage is None:
+        return _live(config)
+    key = state_key(config)
+    if context.load_type == DefinitionsLoadType.RECONSTRUCTION:
+        with context.state_path(_config(config), storage, Path(config.base_dir)) as path:
+            if path is not None:
+                return RegistryState.loads(path.read_text())
+        return _live(config)  # a run planned before the location had state
+    state = _live(config)
+    known = context.get_defs_key_state_info(key)
+    if known is None or known.version != state.digest:
+        with tempfile.TemporaryDirectory(prefix="lumos-state-") as folder:
+            path = Path(folder) / "state"
+            path.write_text(state.text)
+            storage.upload_state_from_path(key, state.digest, path)
+        context.add_defs_state_info(key, state.digest, time.time())
+    return state

@@ -1,0 +1,126 @@
+"""Snapshot history, read: the captures of a dataset before a partition (what a new capture is
+versioned against), its latest capture, its whole history, the capture of a version."""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping, Sequence
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from lumos_dagster.model import Snapshot, snapshot_loads
+from lumos_dagster.store.connection import StoreConnection
+from lumos_dagster.store.rows import _chunks
+from lumos_dagster.store.tables import latest_captures, snapshots_table
+
+
+class History(StoreConnection):
+    """Reads of snapshot history, on their own transaction or on `versioning`'s."""
+
+    @staticmethod
+    def _by_partition(firsts: Mapping[str, str]) -> dict[str, list[str]]:
+        out: dict[str, list[str]] = {}
+        for urn, pk in firsts.items():
+            out.setdefault(pk, []).append(urn)
+        return out
+
+    def _later(self, conn: Connection, firsts: Mapping[str, str]) -> dict[str, list[tuple[int, Snapshot]]]:
+        """urn → (id, capture) of each capture of a partition after `firsts[urn]`, in partition then
+        capture order."""
+        t = snapshots_table
+        q = (
+            sa.select(t.c.id, t.c.urn, t.c.document)
+            .where(t.c.urn.in_(sa.bindparam("urns", expanding=True)), t.c.partition_key > sa.bindparam("pk"))
+            .order_by(t.c.urn, t.c.partition_key, t.c.id)
+        )
+        out: dict[str, list[tuple[int, Snapshot]]] = {}
+        for pk, urns in self._by_partition(firsts).items():
+            for chunk in _chunks(urns):
+                for sid, urn, document in conn.execute(q, {"urns": list(chunk), "pk": pk}):
+                    out.setdefault(urn, []).append((sid, snapshot_loads(document)))
+        return out
+
+    def _one(self, query) -> Snapshot | None:
+        with self._tx() as conn:
+            row = conn.execute(query.limit(1)).first()
+        return snapshot_loads(row[0]) if row else None
+
+    def previous(self, urn: str, partition_key: str | None) -> Snapshot | None:
+        """The latest readable capture of this dataset at or before `partition_key`."""
+        with self._tx() as conn:
+            return self._previous(conn, urn, partition_key or "")
+
+    @staticmethod
+    def _previous(conn: Connection, urn: str, partition_key: str) -> Snapshot | None:
+        t = snapshots_table
+        q = sa.select(t.c.document).where(t.c.urn == urn, t.c.partition_key <= partition_key, t.c.readable)
+        row = conn.execute(q.order_by(t.c.partition_key.desc(), t.c.id.desc()).limit(1)).first()
+        return snapshot_loads(row[0]) if row else None
+
+    def version_history(self, urn: str, partition_key: str | None, full: bool = False) -> list[Snapshot]:
+        """What a new capture at `partition_key` is versioned against: the previous capture
+        (see `previous`) and, when `full`, before it the latest capture of every earlier
+        version, oldest first."""
+        with self._tx() as conn:
+            return self._version_history(conn, urn, partition_key or "", full)
+
+    def _version_history(self, conn: Connection, urn: str, partition_key: str, full: bool) -> list[Snapshot]:
+        previous = self._previous(conn, urn, partition_key)
+        if previous is None or not full:
+            return [previous] if previous else []
+        t = snapshots_table
+        q = (
+            sa.select(t.c.version, t.c.document)
+            .where(t.c.urn == urn, t.c.partition_key <= partition_key, t.c.readable)
+            .order_by(t.c.partition_key, t.c.id)
+        )
+        by_version: dict[str, str] = {}
+        for version, document in conn.execute(q):
+            by_version.pop(version, None)  # re-insert: ordered by each version's latest capture
+            by_version[version] = document
+        by_version.pop(previous.version, None)
+        return [snapshot_loads(d) for d in by_version.values()] + [previous]
+
+    def version_histories(
+        self, urns: Sequence[str], partition_key: str | None, full: Collection[str] = ()
+    ) -> dict[str, list[Snapshot]]:
+        """`version_history` of many datasets: their previous captures in one query per 500
+        datasets (a run versions thousands), the whole history only of those in `full`."""
+        with self._tx() as conn:
+            return self._version_histories(conn, dict.fromkeys(urns, partition_key or ""), full)
+
+    def _version_histories(
+        self, conn: Connection, partitions: Mapping[str, str], full: Collection[str]
+    ) -> dict[str, list[Snapshot]]:
+        """`version_histories`, each dataset at its own partition key (urn → key)."""
+        t = snapshots_table
+        latest = latest_captures(t.c.partition_key <= sa.bindparam("pk"), t.c.readable)
+        out: dict[str, list[Snapshot]] = {}
+        for pk, urns in self._by_partition(partitions).items():
+            for chunk in _chunks(urns):
+                for urn, document in conn.execute(latest, {"urns": list(chunk), "pk": pk}):
+                    out[urn] = [snapshot_loads(document)]
+        for urn in full:
+            if urn in out:
+                out[urn] = self._version_history(conn, urn, partitions[urn], full=True)
+        return out
+
+    def latest(self, urn: str, partition_key: str | None = None) -> Snapshot | None:
+        """The latest capture of a partition, or of the newest partition when None."""
+        t = snapshots_table
+        q = sa.select(t.c.document).where(t.c.urn == urn)
+        if partition_key is not None:
+            q = q.where(t.c.partition_key == partition_key)
+        return self._one(q.order_by(t.c.partition_key.desc(), t.c.id.desc()))
+
+    def history(self, urn: str) -> list[Snapshot]:
+        t = snapshots_table
+        with self._tx() as conn:
+            rows = conn.execute(sa.select(t.c.document).where(t.c.urn == urn).order_by(t.c.partition_key, t.c.id))
+            return [snapshot_loads(r[0]) for r in rows]
+
+    def at_version(self, urn: str, version: str) -> Snapshot | None:
+        """The latest capture that has this schema version."""
+        t = snapshots_table
+        q = sa.select(t.c.document).where(t.c.urn == urn, t.c.version == version)
+        return self._one(q.order_by(t.c.partition_key.desc(), t.c.id.desc()))

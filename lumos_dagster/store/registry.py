@@ -1,0 +1,96 @@
+"""The dataset registry (the datasets discovery found, and when they were removed) and what code
+says about them (read whole at each discovery)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+
+import sqlalchemy as sa
+
+from lumos_dagster.model import DatasetRecord
+from lumos_dagster.store.connection import StoreConnection
+from lumos_dagster.store.rows import _now, _on_conflict_retry
+from lumos_dagster.store.tables import code_table, datasets_table
+
+
+class Registry(StoreConnection):
+    """The dataset registry and code docs."""
+
+    def upsert_datasets(self, records: Iterable[DatasetRecord]) -> int:
+        records = list(records)
+        return _on_conflict_retry(lambda: self._upsert_datasets(records))
+
+    def _upsert_datasets(self, records: list[DatasetRecord]) -> int:
+        now = _now()
+        n = 0
+        with self._tx() as conn:
+            existing = {r.urn for r in conn.execute(sa.select(datasets_table.c.urn))}
+            for rec in records:
+                values = dict(
+                    name=rec.name,
+                    platform=rec.platform,
+                    source=rec.source,
+                    location=rec.location,
+                    format=rec.format,
+                    domain=rec.domain,
+                    info=json.dumps(rec.info(), sort_keys=True),
+                    last_seen=now,
+                    removed_at=None,
+                )
+                if rec.urn in existing:
+                    conn.execute(datasets_table.update().where(datasets_table.c.urn == rec.urn).values(**values))
+                else:
+                    conn.execute(datasets_table.insert().values(urn=rec.urn, first_seen=now, **values))
+                n += 1
+        return n
+
+    def mark_removed(self, urns: Sequence[str]) -> None:
+        if not urns:
+            return
+        t = datasets_table
+        with self._tx() as conn:
+            conn.execute(t.update().where(t.c.urn.in_(list(urns))).values(removed_at=_now()))
+
+    def datasets(self, include_removed: bool = False) -> list[DatasetRecord]:
+        t = datasets_table
+        q = sa.select(t).order_by(t.c.name)
+        if not include_removed:
+            q = q.where(t.c.removed_at.is_(None))
+        with self._tx() as conn:
+            rows = conn.execute(q).mappings().all()
+        out = []
+        for r in rows:
+            info = json.loads(r["info"])
+            out.append(
+                DatasetRecord(
+                    name=r["name"],
+                    platform=r["platform"],
+                    source=r["source"],
+                    location=r["location"],
+                    format=r["format"],
+                    domain=r["domain"],
+                    partition_keys=tuple(info.get("partition_keys", ())),
+                    time_partition_key=info.get("time_partition_key"),
+                    time_format=info.get("time_format"),
+                    file_count=info.get("file_count", 0),
+                    total_bytes=info.get("total_bytes", 0),
+                    upstream=tuple(info.get("upstream", ())),
+                    first_partition=info.get("first_partition"),
+                )
+            )
+        return out
+
+    def save_code(self, docs: dict[str, dict]) -> None:
+        """Replace what code says about datasets (read whole at each discovery)."""
+        with self._tx() as conn:
+            conn.execute(code_table.delete())
+            if docs:
+                conn.execute(
+                    code_table.insert(), [{"dataset": k, "doc": json.dumps(v, sort_keys=True)} for k, v in docs.items()]
+                )
+
+    def code(self) -> dict[str, dict]:
+        with self._tx() as conn:
+            rows = conn.execute(sa.select(code_table.c.dataset, code_table.c.doc)).all()
+        return {name: json.loads(doc) for name, doc in rows}
