@@ -10,8 +10,10 @@ DEMO_FIRST = $(shell $(BIN)/python -c "import datetime as d; from lumos_dagster.
 	print(d.datetime.now(d.timezone.utc).date() - d.timedelta(days=DAYS - 1))")
 CODE := lumos_dagster assets resources sensors spark tests benchmarks
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+#: the port of `make ui` and `make deploy`
+PORT ?= 3000
 
-.PHONY: install browser node demo test ui lite bench clean
+.PHONY: install browser node demo test test-fast test-tuned check-dagster-latest ui lite bench clean
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -46,12 +48,40 @@ demo: $(STAMP) $(DAGSTER_HOME)/dagster.yaml
 		--partition-range $(DEMO_FIRST)...$(TODAY)
 	$(BIN)/lumos summary
 
-## lint, then the whole test suite
+## lint, the import contracts (layers, no package cycles), the type checker on the core, then the whole
+## test suite, on Dagster's stock instance (tests/conftest.py: --dagster-instance)
 test: $(STAMP) browser node
 	$(BIN)/ruff check $(CODE)
 	$(BIN)/ruff format --check $(CODE)
 	$(BIN)/lint-imports
+	$(BIN)/mypy
 	$(BIN)/pytest $(PYTEST_ARGS)
+
+## the core's tests alone, for the inner loop: no Spark, Dagster, server, browser or slow test (their
+## markers: pyproject.toml); about a minute
+FAST := not (spark or dagster or servers or browser or deployment or slow)
+test-fast: $(STAMP)
+	$(BIN)/pytest -p no:cacheprovider -q -m "$(FAST)" $(PYTEST_ARGS)
+
+## the whole test suite as on the tuned instance the repository's dagster.yaml names (resources/tuning)
+test-tuned: $(STAMP) browser node
+	$(BIN)/pytest --dagster-instance=tuned $(PYTEST_ARGS)
+
+## the tuned event logs' equivalence with Dagster's own (tests/test_event_log.py) on Dagster's newest
+## release, in its own environment (.venv-dagster-latest): this project, then Dagster upgraded past
+## constraints.txt and pyproject's ranges, and each library Lumos uses to its newest release (without
+## its exact pin on the core: a library can lag the core by a release). Fails when the tuning breaks.
+LATEST := .venv-dagster-latest
+DAGSTER_LIBRARIES := dagster-webserver dagster-graphql dagster-postgres dagster-pyspark dagster-spark dagster-aws
+check-dagster-latest:
+	test -x $(LATEST)/bin/python || $(PYTHON) -m venv $(LATEST)
+	$(LATEST)/bin/python -m pip install --quiet --upgrade pip
+	grep -v '^dagster' constraints.txt > $(LATEST)/constraints-without-dagster.txt
+	$(LATEST)/bin/python -m pip install --quiet -c $(LATEST)/constraints-without-dagster.txt -e '.[test]'
+	$(LATEST)/bin/python -m pip install --quiet --upgrade dagster
+	$(LATEST)/bin/python -m pip install --quiet --upgrade --no-deps $(DAGSTER_LIBRARIES)
+	@echo "Dagster under test:"; $(LATEST)/bin/python -m pip list --format=freeze 2>/dev/null | grep -i '^dagster'
+	$(LATEST)/bin/python -m pytest -p no:cacheprovider tests/test_event_log.py $(PYTEST_ARGS)
 
 ## Lumos beside DataHub's own s3 source and the physical floor, and the micro benchmarks; writes
 ## docs/benchmarks.md. ARGS=--large for the issue's target sizes. DataHub's s3 extra pins an older
@@ -66,11 +96,11 @@ bench: $(STAMP)
 	$(BIN)/python -m compileall -q $(CODE) > /dev/null
 	$(BIN)/python -m benchmarks $(ARGS)
 
-## the Dagster UI on http://127.0.0.1:3000 (after `make demo`). Run from DAGSTER_HOME: in the
-## repository root Dagster warns that the root's dagster.yaml (the template) is not DAGSTER_HOME's
+## the Dagster UI on http://127.0.0.1:$(PORT) (after `make demo`; `make ui PORT=3001`). Run from DAGSTER_HOME:
+## in the repository root Dagster warns that the root's dagster.yaml (the template) is not DAGSTER_HOME's
 ui: $(STAMP) $(DAGSTER_HOME)/dagster.yaml
 	cd $(DAGSTER_HOME) && LUMOS_CONFIG=$${LUMOS_CONFIG:-$(CURDIR)/lumos.yaml} \
-		$(CURDIR)/$(BIN)/dagster dev -w $(CURDIR)/workspace.yaml
+		$(CURDIR)/$(BIN)/dagster dev -p $(PORT) -w $(CURDIR)/workspace.yaml
 
 ## DataHub's own CLI on the demo's catalog, e.g. make lite ARGS='ls /data_platforms/file'
 lite: $(STAMP)
@@ -78,3 +108,18 @@ lite: $(STAMP)
 
 clean:
 	rm -rf .lumos
+
+## Lumos as a Dagster deployment on this machine, run as docs/deploy.md describes (lumos_dagster/cli/deploy.py):
+## Dagster's PostgreSQL storage on 127.0.0.1:5432 (database lumos_dagster, or PG_URL=postgresql://…), the
+## daemon with queued runs, a code server for lumos.yaml and the webserver on PORT, everything under
+## .lumos/deploy (logs/, pids.json); the demo lake is built and discovered first if it is missing.
+## ARGS: more `lumos deploy up` options (--max-concurrent-runs 4, --tuned, --reset after `make clean`).
+.PHONY: deploy deploy-stop
+deploy: $(STAMP)
+	@test -d "$${LUMOS_DEMO_LAKE:-.lumos/lake}" || { $(BIN)/lumos demo-lake && $(BIN)/lumos discover; }
+	@test -f .lumos/store.db || $(BIN)/lumos discover
+	$(BIN)/lumos deploy up --config lumos.yaml --port $(PORT) $(if $(PG_URL),--pg-url '$(PG_URL)') $(ARGS)
+
+## stop what `make deploy` started
+deploy-stop:
+	$(BIN)/lumos deploy down

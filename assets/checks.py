@@ -42,13 +42,20 @@ def _value(value) -> MetadataValue:
     return MetadataValue.int(value) if isinstance(value, int) else MetadataValue.float(value)
 
 
-def evaluation(key: AssetKey, outcome: CheckOutcome) -> AssetCheckEvaluation:
+def evaluation(key: AssetKey, outcome: CheckOutcome, partition: str | None = None) -> AssetCheckEvaluation:
     """Yielded as an event: a check result through an op output costs Dagster 1.13 a database query
     and a walk over every output of the step (docs/performance.md). Never `blocking` as Dagster means
     it (a failed blocking evaluation fails the step, and with it the run of every other dataset of
-    the op): the snapshot run holds back the datasets downstream of a failed blocking check itself."""
+    the op): the snapshot run holds back the datasets downstream of a failed blocking check itself.
+
+    `partition`: the run's partition when it has exactly one. Dagster records a planned execution of
+    each check for that partition when the run starts; an evaluation without the partition would
+    leave that row PLANNED for good and add one of its own. A run of a range judges each dataset
+    once over the range: its evaluation names no partition (one per partition would multiply the
+    events by the range's length)."""
     return AssetCheckEvaluation(
         asset_key=key,
+        partition=partition,
         check_name=outcome.name,
         passed=outcome.passed,
         severity=AssetCheckSeverity.ERROR if outcome.severity == "ERROR" else AssetCheckSeverity.WARN,

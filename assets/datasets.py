@@ -28,7 +28,6 @@ from dagster import (
     multi_asset,
 )
 
-from assets import dagster_speedups
 from assets.checks import check_specs
 from assets.keys import dagster_owners, dagster_tags, group_name
 from assets.snapshots import snapshot_events
@@ -122,7 +121,6 @@ def build_dataset_assets(
     config: LumosConfig, catalogue: Catalogue, sources: Mapping[str, Source], keys: Mapping[str, AssetKey]
 ) -> tuple[dict[str, list[AssetsDefinition]], list[AssetSpec]]:
     """(cadence → the multi_assets of its datasets, external specs for missing upstreams)."""
-    dagster_speedups.apply()
     bills = Bills(config, catalogue)  # one per code location: the bills are read once
     by_cadence: dict[str, list[AssetsDefinition]] = {}
     for cadence in sorted({d.cadence for d in catalogue.datasets}):

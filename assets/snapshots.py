@@ -47,7 +47,7 @@ def _services(context: AssetExecutionContext, spark: LumosSparkResource, config:
     def profile(d: DatasetSpec, files: Sequence[str]):
         from spark.profile import profile_files
 
-        return profile_files(spark.spark_session, files, d.format, d.profile.sample)
+        return profile_files(spark.spark_session, files, d.format, d.profile.sample if d.profile else 1.0)
 
     return Services(read=schema_reader(spark, config.spark), hours=hours, bills=bills.month, profile=profile,
                     say=context.log.info)  # fmt: skip
@@ -57,6 +57,8 @@ def _events(context: AssetExecutionContext, batch: BatchOutcome, keys: Mapping[s
     for warning in batch.warnings:
         context.log.warning(warning)
     pending = {f"lumos/pending/{name}": MetadataValue.int(n) for name, n in batch.pending.items()}
+    # a run of one partition: its check evaluations are of that partition (assets.checks.evaluation)
+    partition = context.partition_keys[0] if len(context.partition_keys) == 1 else None
     for o in batch.datasets:  # lineage order: upstreams first
         if o.held_back is not None:  # not materialized: the warning above says why
             continue
@@ -70,7 +72,7 @@ def _events(context: AssetExecutionContext, batch: BatchOutcome, keys: Mapping[s
         else:  # nothing landed for any partition: only the check that says so
             checks = tuple(c for c in checks if c.name == READABLE_CHECK)
         for outcome in checks:
-            yield evaluation(key, outcome)
+            yield evaluation(key, outcome, partition)
         progress.step()
     progress.done()
 

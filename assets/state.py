@@ -50,6 +50,17 @@ def _live(config: LumosConfig) -> RegistryState:
         return RegistryState.read(store, [s.name for s in config.sources])
 
 
+def _kept(storage: DefsStateStorage, key: str, version: str) -> bool:
+    """Whether the storage holds that version's document: the pointer lives in Dagster's database, the
+    documents in a folder (or a bucket), and a new folder may come with an old database."""
+    with tempfile.TemporaryDirectory(prefix="lumos-state-") as folder:
+        try:
+            storage.download_state_to_path(key, version, Path(folder) / "state")
+        except Exception:  # whatever the storage raises for a missing document
+            return False
+    return True
+
+
 def registry_state(config: LumosConfig) -> RegistryState:
     """The registry document this load builds from: the version Dagster pinned for a run worker,
     else the registry now, published as the location's latest version when it is new."""
@@ -64,7 +75,7 @@ def registry_state(config: LumosConfig) -> RegistryState:
         return _live(config)  # a run planned before the location had state
     state = _live(config)
     known = context.get_defs_key_state_info(key)
-    if known is None or known.version != state.digest:
+    if known is None or known.version != state.digest or not _kept(storage, key, state.digest):
         with tempfile.TemporaryDirectory(prefix="lumos-state-") as folder:
             path = Path(folder) / "state"
             path.write_text(state.text)

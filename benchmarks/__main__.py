@@ -3,10 +3,13 @@
     python -m benchmarks [--large] [--output docs/benchmarks.md]
 
 By default: the 1,000-dataset lake beside DataHub's source and the floor, runs of 100 and 1,000
-datasets, code locations of 1,000 and 5,000 datasets, Dagster's instance storages, the schema
-readers, a lake of 100 Delta tables × 20 versions and the micro benchmarks (about 15 minutes on 2
-cores). `--large` adds runs and code locations of 10,000 datasets and larger micro benchmarks.
-Ratios come from one run on one machine, never from timed tests.
+datasets, code locations of 1,000 and 5,000 datasets, Dagster's instance storages (stock and tuned),
+the store's growth, a short soak of the deployment, the schema readers, a lake of 100 Delta tables ×
+20 versions and the micro benchmarks (about 25 minutes on 2 cores). `--large` adds runs and code
+locations of 10,000 datasets and larger micro benchmarks. The long soak (`python -m benchmarks.soak
+--long`), the 100,000-dataset estate (`python -m benchmarks.estate`) and the API under load run on
+their own: their sections of the report are kept. Ratios come from one run on one machine, never
+from timed tests.
 """
 
 from __future__ import annotations
@@ -18,15 +21,16 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchmarks import dagster_floor, delta, instance, micro, scale, scan
+from benchmarks import dagster_floor, delta, growth, instance, micro, scale, scan, soak
 from benchmarks.lake import generate_lake
 from benchmarks.load_definitions import measure as load_definitions
 from benchmarks.measure import machine
 
 LAKE = (1_000, 10, 2)  # datasets, files, partitions: the lake beside DataHub's source
 DELTA_LAKE = (100, 20)
-#: sections of benchmarks run on their own (`python -m benchmarks.api_load`), kept from the report being replaced
-KEPT = "## The API under load"  # Delta tables, versions each: a backfill beside reading the logs with delta-rs
+#: the report's sections of benchmarks run on their own, kept from the report being replaced: from the
+#: first of these headings to the end
+KEPT = ("## Runs on their own",)
 
 
 def _log(text: str) -> None:
@@ -154,8 +158,12 @@ def main(argv: list[str] | None = None) -> None:
     ]
     side, runs = _side_by_side(*LAKE)
     floor = _dagster_floor(LAKE[0], runs["lumos"], runs["datahub"])
-    growth = scale.render(scale.measure([100, 1_000, 10_000] if args.large else [100, 1_000], _log))
+    scaling = scale.render(scale.measure([100, 1_000, 10_000] if args.large else [100, 1_000], _log))
     storages = instance.measure(500, _log)
+    _log("store growth…")
+    stored = growth.render(growth.measure_all(log=_log))
+    _log("short soak of the deployment…")
+    soaked = ["### Soak, short: `python -m benchmarks.soak`", "", soak.render(soak.soak(200, 4, 1.0, False, None))]
     definitions = _definitions([1_000, 5_000, 10_000] if args.large else [1_000, 5_000])
     _log("schema readers…")
     reading = readers(args.large)
@@ -166,8 +174,10 @@ def main(argv: list[str] | None = None) -> None:
     sections = [
         side,
         floor,
-        growth,
+        scaling,
         storages,
+        stored,
+        soaked,
         definitions,
         reading,
         tables,
@@ -176,8 +186,9 @@ def main(argv: list[str] | None = None) -> None:
     report = "\n".join(header + [line for section in sections for line in [*section, ""]])
     output = Path(args.output)
     earlier = output.read_text() if output.exists() else ""
-    if KEPT in earlier:  # a benchmark run on its own keeps its section
-        report += "\n" + earlier[earlier.index(KEPT) :]
+    kept = [earlier.index(h) for h in KEPT if h in earlier]
+    if kept:  # benchmarks run on their own keep their sections
+        report += "\n" + earlier[min(kept) :]
     output.write_text(report)
     print(report)
 

@@ -37,7 +37,7 @@ from lumos_dagster.api.auth import hash_token, new_token
 from lumos_dagster.model import DatasetRecord, DatasetRef, Field, Owner, Primitive, Schema, Snapshot, snapshot_loads
 from lumos_dagster.run.record import store_versioned
 from lumos_dagster.store import SnapshotStore
-from lumos_dagster.store.tables import snapshots_table
+from lumos_dagster.store.tables import snapshots_table, stored_document, with_bodies
 
 ROOT = Path(__file__).resolve().parents[1]
 PG = "postgresql+psycopg://postgres@127.0.0.1:5432/test"
@@ -160,13 +160,16 @@ def load(base: str, token: str, n: int, seconds: float, clients: int, mix=MIX) -
 
 
 def verify(url: str, initial: int, written: list) -> list[str]:
-    """Problems with the store after the run: captures missing, repeated or corrupt."""
+    """Problems with the store after the run: captures missing, repeated or corrupt. Each capture's
+    document is read as the store gives it back (its body from `lumos_documents`, put together with
+    the row's own fields: `tables.stored_document`)."""
     problems = []
     engine = sa.create_engine(url)
     t = snapshots_table
+    q = sa.select(t.c.urn, t.c.partition_key, t.c.version, t.c.fingerprint, stored_document("text"))
     try:
         with engine.connect() as conn:
-            rows = conn.execute(sa.select(t.c.urn, t.c.partition_key, t.c.version, t.c.fingerprint, t.c.document)).all()
+            rows = conn.execute(q.select_from(with_bodies())).all()
     finally:
         engine.dispose()
     if len(rows) != initial + len(written):

@@ -8,7 +8,7 @@ blocking), taken the way the Lumos benchmark takes its datasets: `dagster asset 
 --select '*' --partition 2026-11-02` on a fresh copy of the instance Lumos ships (dagster.yaml: its
 event log, console at INFO). The op does no Lumos work: it yields, per asset, one
 `AssetMaterialization` and two `AssetCheckEvaluation`s exactly as assets/datasets.py and
-assets/checks.py do (events, not outputs), on the same Dagster path (assets/dagster_speedups.py,
+assets/checks.py do (events, not outputs), on the same Dagster path (resources/tuning/speedups.py,
 the in-process executor, the collector paused while the definitions are built and skipped at exit).
 
 Variants: the events with empty metadata; with metadata of Lumos' size (a 15-row column schema and
@@ -162,10 +162,8 @@ def _assets(n: int, metadata: bool, checks: bool) -> dg.AssetsDefinition:
 @functools.cache  # Dagster's CLI loads a code location several times a command, as Lumos' does
 def build(n: int, metadata: bool, checks: bool) -> dg.Definitions:
     """The generated module's definitions, built as lumos_dagster/definitions.py builds Lumos'."""
-    from assets import dagster_speedups
     from lumos_dagster.collector import paused
 
-    dagster_speedups.apply()
     with paused():
         definitions = dg.Definitions(
             assets=[_assets(n, metadata, checks)],

@@ -141,12 +141,20 @@ def _encode(fmt: str, columns, records: list[dict]) -> bytes:
 
 
 def generate_lake(
-    root: str | Path, datasets: int, files: int, partitions: int, seed: int = 0, rows: int = 20
+    root: str | Path,
+    datasets: int,
+    files: int,
+    partitions: int,
+    seed: int = 0,
+    rows: int = 20,
+    folders: int = 10,
+    first_day: date = FIRST_DAY,
 ) -> dict[str, list[str]]:
-    """Write the lake under `root` and return (and write to `<root>/_truth.json`) its ground truth."""
+    """Write the lake under `root` and return (and write to `<root>/_truth.json`) its ground truth;
+    datasets spread over `folders` top folders (`d<k>`), partitions from `first_day` on."""
     root = Path(root)
     per_partition = math.ceil(files / partitions)
-    days = [f"dt={FIRST_DAY + timedelta(days=p)}" for p in range(partitions)]
+    days = [f"dt={first_day + timedelta(days=p)}" for p in range(partitions)]
     truth = {}
     for i in range(datasets):
         fmt = FORMATS[i % len(FORMATS)]
@@ -154,7 +162,7 @@ def generate_lake(
         columns = _columns(rng, nested=fmt != "csv")
         records = [{name: _value(rng, kind, ch) for name, kind, ch in columns} for _ in range(rows)]
         data = _encode(fmt, columns, records)
-        name = f"d{i % 10}/ds_{i}"
+        name = f"d{i % folders}/ds_{i}"
         for j in range(files):
             folder = root / name / days[j // per_partition]
             if j % per_partition == 0:

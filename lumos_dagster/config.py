@@ -92,6 +92,14 @@ else:
     Catalog = _union(CATALOGS, DEFAULT_CATALOG)
 
 
+def _cron(value: str) -> str:
+    from croniter import croniter
+
+    if not croniter.is_valid(value):
+        raise ValueError(f"not a cron expression: {value!r}")
+    return value
+
+
 class ScheduleDecl(ConfigModel):
     """When a dataset's data lands: the producing job's cron, in its time zone, plus how long
     until the data can be read."""
@@ -103,11 +111,7 @@ class ScheduleDecl(ConfigModel):
     @field_validator("cron")
     @classmethod
     def _cron(cls, value: str) -> str:
-        from croniter import croniter
-
-        if not croniter.is_valid(value):
-            raise ValueError(f"not a cron expression: {value!r}")
-        return value
+        return _cron(value)
 
     @field_validator("timezone")
     @classmethod
@@ -364,12 +368,33 @@ class RemovalConfig(ConfigModel):
     )
 
 
+class StoreRetention(ConfigModel):
+    outbox_days: float = Field(
+        7, gt=0, description="Delivered outbox entries are deleted after this many days (by `lumos_retention`)."
+    )
+
+
 class StoreConfig(ConfigModel):
     path: str = Field(".lumos/store.db", description="SQLite file of the snapshot store.")
     url: Secret | None = Field(
         None,
         description="SQLAlchemy URL; overrides `path` (e.g. postgresql+psycopg://…); its ${ENV}s are read on opening.",
     )
+    retention: StoreRetention = Field(default_factory=StoreRetention)
+
+
+class RetentionConfig(ConfigModel):
+    """What Dagster keeps of the past (it keeps everything by itself): the `lumos_retention` job."""
+
+    dagster_runs_days: float = Field(
+        30, gt=0, description="Ended Dagster runs older than this many days are deleted, with their events."
+    )
+    schedule: str = Field("30 4 * * *", description="When `lumos_retention` runs (cron, UTC).")
+
+    @field_validator("schedule")
+    @classmethod
+    def _cron(cls, value: str) -> str:
+        return _cron(value)
 
 
 def _default_start() -> date:
@@ -389,11 +414,23 @@ class PartitionsConfig(ConfigModel):
         description="A cadence's schedule splits its datasets into runs of at most this many (whole ops of "
         "lineage-linked datasets), which a deployment's run workers take at once (docs/deploy.md).",
     )
+    snapshot_lag: str = Field(
+        "0",
+        description="How long after a partition ends its schedule snapshots it, e.g. `+2h` when a day's files "
+        "land by 02:00 (below the cadence's length).",
+    )
 
     @field_validator("timezone")
     @classmethod
     def _known_zone(cls, value: str) -> str:
         return _known_zone(value)
+
+    @model_validator(mode="after")
+    def _lag_fits(self) -> "PartitionsConfig":
+        from lumos_dagster.windows import parse_lag, snapshot_cron
+
+        snapshot_cron(self.cadence, parse_lag(self.snapshot_lag))  # raises ValueError naming what is wrong
+        return self
 
 
 class SparkConfig(ConfigModel):
@@ -415,6 +452,7 @@ class LumosConfig(ConfigModel):
         description="One catalog, or a list: each gets every snapshot.",
     )
     removal: RemovalConfig = Field(default_factory=RemovalConfig)
+    retention: RetentionConfig = Field(default_factory=RetentionConfig)
     store: StoreConfig = Field(default_factory=StoreConfig)
     partitions: PartitionsConfig = Field(default_factory=PartitionsConfig)
     spark: SparkConfig = Field(default_factory=SparkConfig)

@@ -22,12 +22,14 @@ from lumos_dagster.config import LumosConfig, load_config
 from lumos_dagster.lineage.catalogue import RegistryState, catalogue_of
 from lumos_dagster.sources import FileSource, TableSource, build_sources
 from lumos_dagster.store import SnapshotStore
+from lumos_dagster.windows import parse_lag
 from resources.io_manager import LumosIOManager
 from resources.spark import spark_resource
 from resources.store import CatalogsResource, SnapshotStoreResource
 from sensors.discovery import discovery_job
 from sensors.nudges import nudge_job
 from sensors.releases import dataset_schedule_sensor, release_sensor
+from sensors.retention import retention_job
 from sensors.schedules import cadence_jobs, cadence_schedules
 from sensors.storage import storage_sensor
 from sensors.sync import lumos_sync
@@ -76,12 +78,18 @@ def assemble(config: LumosConfig, state: RegistryState | None = None) -> Assembl
     reports = [report_assets(config, catalogue)]
     discover, discover_daily = discovery_job(config, {d.name for d in catalogue.datasets})
     nudge = nudge_job(config)
+    retention, retention_daily = retention_job(
+        config.retention.dagster_runs_days, config.store.retention.outbox_days, config.retention.schedule
+    )
     definitions = Definitions(
         assets=[*(a for chunk in by_cadence.values() for a in chunk), *missing, *reports],
-        jobs=[*jobs.values(), discover, lumos_sync, *(nudge[:1] if nudge else ())],
+        jobs=[*jobs.values(), discover, lumos_sync, retention, *(nudge[:1] if nudge else ())],
         schedules=[
-            *cadence_schedules(by_cadence, jobs, config.partitions.datasets_per_run),
+            *cadence_schedules(
+                by_cadence, jobs, config.partitions.datasets_per_run, parse_lag(config.partitions.snapshot_lag)
+            ),
             discover_daily,
+            retention_daily,
             *(nudge[1:] if nudge else ()),
         ],
         sensors=sensors,

@@ -87,6 +87,26 @@ CADENCE_CRON = {"hourly": "0 * * * *", "daily": "0 0 * * *", "weekly": "0 0 * * 
 KEY_FORMAT = {"hourly": "%Y-%m-%d-%H:%M", "daily": "%Y-%m-%d", "weekly": "%Y-%m-%d", "monthly": "%Y-%m-%d"}
 
 
+#: how long a partition of each cadence is at least: a snapshot's lag stays below it
+PERIOD = {"hourly": timedelta(hours=1), "daily": timedelta(days=1), "weekly": timedelta(days=7),
+          "monthly": timedelta(days=28)}  # fmt: skip
+
+
+def snapshot_cron(cadence: str, lag: timedelta) -> str:
+    """When a cadence's snapshot schedule ticks: each partition's end, `lag` later (the data of the
+    day lands by 02:00: `+2h`). `lag` is below the cadence's period."""
+    if not timedelta() <= lag < PERIOD[cadence]:
+        raise ValueError(f"a lag of {lag} is not below a {cadence} partition's length")
+    minutes = int(lag.total_seconds()) // 60
+    minute, hour, day = minutes % 60, minutes // 60 % 24, minutes // 1440
+    return {
+        "hourly": f"{minute} * * * *",
+        "daily": f"{minute} {hour} * * *",
+        "weekly": f"{minute} {hour} * * {day}",
+        "monthly": f"{minute} {hour} {1 + day} * *",
+    }[cadence]
+
+
 def partition_window(cadence: str, key: str, tz: str) -> Window:
     """The window of partition `key` of `cadence` in zone `tz`; ValueError for a key that is not one."""
     return Window(key, *_bounds(cadence, key, tz))

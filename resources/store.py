@@ -79,7 +79,8 @@ class CatalogsResource(ConfigurableResource):
 
     def teardown_after_execution(self, context: InitResourceContext) -> None:
         if self._delivery is not None:
-            self._delivery.warn = context.log.warning
+            if context.log is not None:
+                self._delivery.warn = context.log.warning
             self._delivery.finish()
 
     def adapters(self) -> list[CatalogAdapter]:

@@ -13,6 +13,7 @@ from dagster import DefaultSensorStatus, RunRequest, SensorDefinition, SensorRes
 from lumos_dagster.naming import RELEASE_TAG, TRIGGER_TAG
 from lumos_dagster.schema.releases import read_manifests
 from lumos_dagster.windows import latest_due, next_window, parse_lag
+from sensors.run_tags import AUTOMATION_RUN_TAGS
 from sensors.triggers import Targets
 
 KEEP_DONE = 200  # names of fully requested releases kept in the cursor
@@ -40,7 +41,7 @@ def release_requests(manifests, done: set[str], targets: Targets, now: datetime)
                         run_key=f"release:{m.name}:{name}",
                         asset_selection=[targets.keys[name]],
                         partition_key=pk,
-                        tags={RELEASE_TAG: m.name, TRIGGER_TAG: "release"},
+                        tags={RELEASE_TAG: m.name, TRIGGER_TAG: "release", **AUTOMATION_RUN_TAGS},
                     )
                 )
         if not pending:
@@ -87,14 +88,14 @@ def schedule_requests(targets: Targets, now: datetime) -> list[RunRequest]:
         if pk is not None:
             groups.setdefault((spec.cadence, pk, tick.isoformat()), []).append(name)
     requests = []
-    for (_, pk, tick), names in sorted(groups.items()):
+    for (_, pk, when), names in sorted(groups.items()):
         ident = hashlib.sha1("\n".join(names).encode()).hexdigest()[:12]
         requests.append(
             RunRequest(
-                run_key=f"schedule:{tick}:{ident}",
+                run_key=f"schedule:{when}:{ident}",
                 asset_selection=[targets.keys[n] for n in names],
                 partition_key=pk,
-                tags={TRIGGER_TAG: "schedule"},
+                tags={TRIGGER_TAG: "schedule", **AUTOMATION_RUN_TAGS},
             )
         )
     return requests

@@ -10,7 +10,7 @@ so the run workers of a deployment snapshot a large estate side by side.
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Sequence
 
 from dagster import (
@@ -26,6 +26,9 @@ from dagster import (
     schedule,
 )
 from dagster._core.definitions.unresolved_asset_job_definition import UnresolvedAssetJobDefinition
+
+from lumos_dagster.windows import snapshot_cron
+from sensors.run_tags import AUTOMATION_RUN_TAGS
 
 PERIOD = {"hourly": "hour", "daily": "day", "weekly": "week", "monthly": "month"}
 
@@ -61,26 +64,28 @@ def cadence_jobs(assets_by_cadence: dict[str, list[AssetsDefinition]]) -> dict[s
     }
 
 
-def _snapshot_schedule(job, partitions, groups: list[list[AssetKey]], cadence: str, max_datasets: int):
+def _snapshot_schedule(job, partitions, groups: list[list[AssetKey]], cadence: str, max_datasets: int,
+                       lag: timedelta):  # fmt: skip
     split = len(groups) > 1
     runs = f", as {len(groups)} runs of at most {max_datasets} datasets" if split else ""
+    later = f", {lag} after it ends" if lag else ""
 
     @schedule(
         name=f"{job.name}_schedule",
-        cron_schedule=partitions.get_cron_schedule(),
+        cron_schedule=snapshot_cron(cadence, lag),
         execution_timezone=partitions.timezone,
         job=job,
         default_status=DefaultScheduleStatus.RUNNING,
-        description=f"The {cadence} snapshot of the {PERIOD[cadence]} that just ended{runs}.",
+        description=f"The {cadence} snapshot of the {PERIOD[cadence]} that just ended{later}{runs}.",
     )
     def _snapshot(context: ScheduleEvaluationContext):
-        key = ended_partition(partitions, context.scheduled_execution_time)
+        key = ended_partition(partitions, context.scheduled_execution_time - lag)
         if key is None:
             return SkipReason("no partition has ended yet")
         if not split:
-            return RunRequest(run_key=key, partition_key=key)
+            return RunRequest(run_key=key, partition_key=key, tags=AUTOMATION_RUN_TAGS)
         return [
-            RunRequest(run_key=f"{key}:{i}", partition_key=key, asset_selection=keys)
+            RunRequest(run_key=f"{key}:{i}", partition_key=key, asset_selection=keys, tags=AUTOMATION_RUN_TAGS)
             for i, keys in enumerate(groups, 1)
         ]
 
@@ -91,11 +96,13 @@ def cadence_schedules(
     assets_by_cadence: dict[str, list[AssetsDefinition]],
     jobs: dict[str, UnresolvedAssetJobDefinition],
     max_datasets: int,
+    lag: timedelta = timedelta(),
 ) -> list[ScheduleDefinition]:
+    """Each cadence's snapshot schedule, ticking `lag` after each partition ends."""
     schedules = []
     for cadence, assets_defs in sorted(assets_by_cadence.items()):
         groups = run_groups(assets_defs, max_datasets)
         schedules.append(
-            _snapshot_schedule(jobs[cadence], assets_defs[0].partitions_def, groups, cadence, max_datasets)
+            _snapshot_schedule(jobs[cadence], assets_defs[0].partitions_def, groups, cadence, max_datasets, lag)
         )
     return schedules

@@ -29,11 +29,14 @@ from lumos_dagster.sources import file_records
 from lumos_dagster.sources.base import FileSource
 from lumos_dagster.store import SnapshotStore
 from sensors.reload import request_reload
+from sensors.run_tags import AUTOMATION_RUN_TAGS
 from sensors.sync import SYNC_JOB, lumos_sync
 from sensors.triggers import Targets
 
 #: seconds between ticks: a change reaches the catalog within a tick, the queue and one run
 INTERVAL = 30
+#: while new datasets wait for the code location to know them, a reload is asked again this often
+RELOAD_AGAIN = 90
 
 
 def plan(source: str, changes: list[FileChange], targets: Targets) -> tuple[list[RunRequest], list[FileChange]]:
@@ -42,32 +45,29 @@ def plan(source: str, changes: list[FileChange], targets: Targets) -> tuple[list
     groups: dict[tuple[str, str], list[FileChange]] = defaultdict(list)
     later = []
     for change in changes:
-        if targets.known(change.dataset):
-            keys = targets.keys_for_date(change.dataset, change.partition)
+        name = change.dataset
+        if name is not None and targets.known(name):
+            keys = targets.keys_for_date(name, change.partition)
             if keys is None:
                 later.append(change)
             for pk in keys or ():
-                groups[targets.specs[change.dataset].cadence, pk].append(change)
+                groups[targets.specs[name].cadence, pk].append(change)
     requests = [
         RunRequest(
             run_key=f"storage:{source}:{pk}:{digest(group)}",
-            job_name=targets.job_name(group[0].dataset),
-            asset_selection=sorted({targets.keys[c.dataset] for c in group}, key=lambda k: k.to_user_string()),
+            job_name=targets.jobs[cadence].name,
+            asset_selection=sorted({targets.keys[str(c.dataset)] for c in group}, key=lambda k: k.to_user_string()),
             partition_key=pk,
-            tags={TRIGGER_TAG: "storage-change", "lumos/source": source},
+            tags={TRIGGER_TAG: "storage-change", "lumos/source": source, **AUTOMATION_RUN_TAGS},
         )
-        for (_, pk), group in sorted(groups.items())
+        for (cadence, pk), group in sorted(groups.items())
     ]
     return requests, later
 
 
-def newcomers(source: str, waiting: dict[str, str | None], targets: Targets) -> tuple[list[RunRequest], dict]:
-    """Run requests for the new datasets the code location knows now (the partition of each one's
-    newest file), and those that still wait: for the code location to reload, or for their partition."""
-    changes = [FileChange(f"(new dataset {name})", "created", name, day, name) for name, day in waiting.items()]
-    requests, later = plan(source, changes, targets)
-    still = {c.dataset for c in later} | {name for name in waiting if not targets.known(name)}
-    return requests, {name: day for name, day in waiting.items() if name in still}
+def newcomers(waiting: dict[str, str | None]) -> list[FileChange]:
+    """The new datasets waiting for the code location to know them, as changes of each one's newest file."""
+    return [FileChange(f"(new dataset {name})", "created", name, day, name) for name, day in waiting.items()]
 
 
 def is_preview(context) -> bool:
@@ -130,32 +130,39 @@ def storage_sensor(
             settling = [c for c in seen.changes if c.settling(now)]
             vanished = [name for name in seen.vanished if targets.known(name)]
             ready = [c for c in seen.changes if not c.settling(now) and c.dataset not in vanished]
-            requests, later = plan(source.name, ready, targets)
+            # the new datasets Dagster knows now, with the changes: one run request a partition for both
+            requests, later = plan(source.name, ready + newcomers(waiting), targets)
             said = []
             if not preview:
                 added = _record_new(store, source, seen, waiting) if seen.new_datasets else []
                 removed = _retire(store, config, source.name, vanished, context.log) if vanished else []
                 state = seen.save(store, source.name, settling + later)
-                if added or removed:
+                unknown = [n for n in waiting if not targets.known(n)]
+                asked = cursor.get("reload_asked", 0.0)
+                if added or removed or (unknown and now - asked > RELOAD_AGAIN):  # the last ask may have been lost
                     origin = context.code_location_origin
                     said.append(request_reload(origin.location_name if origin else None))
+                    asked = now
                 if added:
                     said.append(f"new datasets recorded: {', '.join(added)}")
                 if removed:
                     said.append(f"vanished, soft-deleted: {', '.join(removed)}")
+                    tags = {TRIGGER_TAG: "storage-change", **AUTOMATION_RUN_TAGS}
                     requests.append(RunRequest(run_key=f"sync:{source.name}:{seen.generation}", job_name=SYNC_JOB,
-                                               tags={TRIGGER_TAG: "storage-change"}))  # fmt: skip
+                                               tags=tags))  # fmt: skip
             else:
-                state = cursor.get("state")
-        arrived, waiting = newcomers(source.name, waiting, targets)
-        requests += arrived
+                state, asked = cursor.get("state"), cursor.get("reload_asked", 0.0)
+        # still waiting: for the code location to reload, or for their partition to exist
+        deferred = {c.dataset for c in later}
+        waiting = {n: day for n, day in waiting.items() if not targets.known(n) or n in deferred}
         if settling:
             said.append(f"{len(settling)} file(s) written in the last seconds: taken at the next tick")
         for change in later:
             said.append(f"{change.path}: dated {change.partition}, a partition that does not exist yet: deferred")
         for line in said:
             context.log.info(line)
-        next_cursor = json.dumps({"generation": seen.generation, "state": state, "new": waiting})
+        kept = {"generation": seen.generation, "state": state, "new": waiting, "reload_asked": asked}
+        next_cursor = json.dumps({k: v for k, v in kept.items() if v}, separators=(",", ":"))  # a few bytes
         if seen.baseline:
             return SensorResult(skip_reason=f"baseline of {seen.files} files recorded", cursor=next_cursor)
         return SensorResult(run_requests=requests, cursor=next_cursor)

@@ -5,6 +5,7 @@ from typing import Mapping, Sequence
 from zoneinfo import ZoneInfo
 
 from dagster import AssetKey, AssetsDefinition, TimeWindow
+from dagster._core.definitions.unresolved_asset_job_definition import UnresolvedAssetJobDefinition
 
 from lumos_dagster.datasets import DatasetSpec
 from lumos_dagster.windows import CADENCE_CRON
@@ -15,7 +16,8 @@ class Targets:
     cadence's snapshot job, which sensors request runs of."""
 
     def __init__(self, specs: Mapping[str, DatasetSpec], keys: Mapping[str, AssetKey],
-                 assets_by_cadence: Mapping[str, Sequence[AssetsDefinition]], jobs: Mapping[str, object]):  # fmt: skip
+                 assets_by_cadence: Mapping[str, Sequence[AssetsDefinition]],
+                 jobs: Mapping[str, UnresolvedAssetJobDefinition]):  # fmt: skip
         self.specs, self.keys, self.assets, self.jobs = specs, keys, assets_by_cadence, jobs
 
     def known(self, name: str | None) -> bool:
@@ -27,9 +29,6 @@ class Targets:
 
     def partitions(self, name: str):
         return self.assets[self.specs[name].cadence][0].partitions_def
-
-    def job_name(self, name: str) -> str:
-        return self.jobs[self.specs[name].cadence].name
 
     def keys_for_date(self, name: str, day: str | None) -> list[str] | None:
         """Partition keys covering a file's date; the current partition when the dataset has no dates;

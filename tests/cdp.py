@@ -34,7 +34,8 @@ class Browser:
         port = self._port()
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/json/list", timeout=10) as r:
             page = next(t for t in json.load(r) if t["type"] == "page")
-        self.ws = connect(page["webSocketDebuggerUrl"], max_size=None, open_timeout=10)
+        # held open across calls and closed by `close`: websockets 17 asks for `legacy=True` to connect so
+        self.ws = connect(page["webSocketDebuggerUrl"], max_size=None, open_timeout=10, legacy=True)
         self.ids = itertools.count(1)
         self.call("Page.enable")
         self.call("Emulation.setDeviceMetricsOverride", width=width, height=height, deviceScaleFactor=1, mobile=False)

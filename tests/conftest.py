@@ -4,14 +4,15 @@ import tempfile
 from pathlib import Path
 
 import pytest
+import yaml
 
 # DataHub's golden-file flags (--update-golden-files) and its UTC pin for the test process
 from datahub.testing.pytest_hooks import (  # noqa: F401
     load_golden_flags,
     local_timezone,
-    pytest_addoption,
     pytest_configure,
 )
+from datahub.testing.pytest_hooks import pytest_addoption as _datahub_options
 
 ROOT = Path(__file__).resolve().parents[1]
 S3_TEST_CREDENTIALS = {
@@ -22,6 +23,55 @@ S3_TEST_CREDENTIALS = {
 TESTDATA = ROOT.parent / "shared" / "testdata"
 # moto's request recorder writes into the working directory unless told otherwise (read at import)
 os.environ.setdefault("MOTO_RECORDER_FILEPATH", os.path.join(tempfile.mkdtemp(prefix="lumos-moto-"), "recording"))
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    _datahub_options(parser)
+    parser.addoption(
+        "--dagster-instance",
+        choices=("stock", "tuned"),
+        default="stock",
+        help="the Dagster instance the suite runs as on: Dagster's stock one (default), or the one the "
+        "repository's dagster.yaml names, with Lumos' tuning (resources/tuning). Tests of the tuned "
+        "classes themselves run either way.",
+    )
+
+
+def instance_yaml(kind: str) -> str:
+    """A DAGSTER_HOME's dagster.yaml: the repository's (`tuned`), or the same without its tuned event
+    log (`stock`: Dagster's own storage, nothing of Dagster replaced)."""
+    shipped = (ROOT / "dagster.yaml").read_text()
+    if kind == "tuned":
+        return shipped
+    settings = yaml.safe_load(shipped)
+    settings.pop("event_log_storage")
+    return yaml.safe_dump(settings)
+
+
+@pytest.fixture(scope="session")
+def dagster_instance(pytestconfig: pytest.Config) -> str:
+    """`stock` or `tuned`: what `--dagster-instance` says."""
+    return pytestconfig.getoption("--dagster-instance")
+
+
+@pytest.fixture
+def dagster_yaml(dagster_instance: str) -> str:
+    """The dagster.yaml a test's DAGSTER_HOME gets: the instance `--dagster-instance` names."""
+    return instance_yaml(dagster_instance)
+
+
+@pytest.fixture(autouse=True)
+def _process_as_on_the_instance(dagster_instance: str):
+    """The test process as a process of that instance: on the tuned one, with the tuning's patches of
+    Dagster, as building its event log applies them; on the stock one, without, even after a test
+    built a tuned event log (tests/test_event_log.py does) or applied them itself."""
+    if dagster_instance == "tuned":
+        from resources.tuning import speedups
+
+        speedups.apply()
+    yield
+    if dagster_instance == "stock" and "resources.tuning.speedups" in sys.modules:
+        sys.modules["resources.tuning.speedups"].revert()
 
 
 @pytest.fixture(scope="session")
@@ -67,3 +117,10 @@ def lite_aspect_versions(path: str) -> dict[tuple[str, str], str]:
         return out
     finally:
         lite.close()
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """A test that takes the `spark` fixture is in the spark lane (the session's JVM starts for it)."""
+    for item in items:
+        if "spark" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.spark)

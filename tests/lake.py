@@ -1,13 +1,16 @@
 """Small generated lakes for tests."""
 
+import json
 import os
 from datetime import date, timedelta
 from pathlib import Path
 
+import fastavro
 import pyarrow as pa
 import pyarrow.parquet as pq
 import yaml
 
+from lumos_dagster.demo import ORDER_SCHEMA
 from lumos_dagster.report import ScanReport
 from lumos_dagster.sources import build_sources, discover
 from lumos_dagster.store import SnapshotStore
@@ -107,3 +110,61 @@ def spark_run(spark, config, sources, catalogue, partitions):
     from spark.schemas import read_schemas
 
     return run_in_process(config, catalogue, sources, partitions, read=lambda items: read_schemas(spark, items))
+
+
+def drop_from_todays_orders(lake: Path, field: str) -> None:
+    """The demo lake's raw/orders of 2026-11-25 without `field` (a breaking change)."""
+    schema = {**ORDER_SCHEMA, "fields": [f for f in ORDER_SCHEMA["fields"] if f["name"] != field]}
+    path = lake / "raw" / "orders" / "dt=2026-11-25" / "orders.avro"
+    with open(path, "rb") as fh:
+        rows = [{k: v for k, v in r.items() if k != field} for r in fastavro.reader(fh)]
+    with open(path, "wb") as fh:
+        fastavro.writer(fh, fastavro.parse_schema(schema), rows)
+
+
+COST_NAMES = ["raw_events", "cleaned_events", "event_metrics", "feature_store", "ml_predictions"]
+FOCUS_HEADER = (
+    "BilledCost,EffectiveCost,ResourceId,ServiceName,ServiceCategory,Tags,ChargePeriodStart,ChargePeriodEnd\n"
+)
+
+
+def focus_rows(*rows) -> str:
+    lines = [FOCUS_HEADER]
+    for cost, resource, service, category, tags, start in rows:
+        tag_text = json.dumps(tags).replace('"', '""')
+        lines.append(f'{cost},{cost},{resource},{service},{category},"{tag_text}",{start},{start}\n')
+    return "".join(lines)
+
+
+def cost_example(tmp_path) -> Path:
+    """The design's cost example as a project under `tmp_path`: its graph as a lake, its storage billed
+    (FOCUS), its compute declared; its lumos.yaml."""
+    for name in COST_NAMES:
+        write_parquet(tmp_path / "lake" / "events" / name / "dt=2026-11-25/part.parquet", pa.table({"x": [1]}))
+    november = "2026-11-01T00:00:00Z"
+    (tmp_path / "focus.csv").write_text(focus_rows(
+        (500, "arn:aws:s3:::lake/raw", "Amazon S3", "Storage", {"lumos_dataset": "events/raw_events"}, november),
+        (200, "arn:aws:s3:::lake/fs", "Amazon S3", "Storage", {"lumos_dataset": "events/feature_store"}, november),
+        (99, "arn:aws:ec2:::i-1", "Amazon EC2", "Compute", {}, november),  # nobody's
+    ))  # fmt: skip
+    compute = {"cleaned_events": 3000, "event_metrics": 1000, "feature_store": 2000, "ml_predictions": 1500}
+    upstream = {"cleaned_events": ["raw_events"], "event_metrics": ["raw_events"], "feature_store": ["cleaned_events"],
+                "ml_predictions": ["feature_store"]}  # fmt: skip
+    weights = {"cleaned_events": 0.6, "event_metrics": 0.4}
+    datasets = []
+    for name in COST_NAMES:
+        decl = {"name": f"events/{name}", "upstream": [f"events/{u}" for u in upstream.get(name, [])],
+                "owners": [f"{name.split('_')[0]}@example.com"]}  # fmt: skip
+        cost = {}
+        if name in compute:
+            cost["compute"] = {"unit": "usd", "per_month": compute[name]}
+        if name in weights:
+            cost["weights"] = {"events/raw_events": weights[name]}
+        if cost:
+            decl["cost"] = cost
+        datasets.append(decl)
+    config = {"sources": [{"name": "lake", "root": "lake"}], "datasets": datasets, "store": {"path": "store.db"},
+              "catalog": {"path": "lite.db"}, "partitions": {"start": "2026-11-01"},
+              "cost": {"billing": ["focus.csv"], "method": "lineage_weighted"}}  # fmt: skip
+    (tmp_path / "lumos.yaml").write_text(yaml.safe_dump(config))
+    return tmp_path / "lumos.yaml"

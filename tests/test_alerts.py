@@ -4,6 +4,7 @@ a webhook that is down gets the alert later, from the next run or `lumos sync`."
 from datetime import UTC, datetime, timedelta
 
 import pyarrow as pa
+import pytest
 import yaml
 from click.testing import CliRunner
 from dagster import DagsterInstance
@@ -31,6 +32,8 @@ from lumos_dagster.store import SnapshotStore
 from tests.fake_servers import WebhookReceiver, free_port
 from tests.lake import register, write_parquet
 from tests.test_store import store_url  # noqa: F401  (the fixture: SQLite and PostgreSQL)
+
+pytestmark = [pytest.mark.dagster, pytest.mark.servers]
 
 T0 = datetime(2026, 11, 20, tzinfo=UTC)
 INT, STR = Primitive("int64"), Primitive("string")

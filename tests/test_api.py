@@ -30,6 +30,8 @@ from lumos_dagster.store import SnapshotStore
 from tests.lake import partitioned_lake, register, run_in_process, write_parquet
 from tests.test_store import PG
 
+pytestmark = pytest.mark.servers
+
 ROOT = Path(__file__).resolve().parents[1]
 LUMOS = str(Path(sys.executable).with_name("lumos"))
 DAYS = [datetime(2026, 11, 23, tzinfo=timezone.utc) + timedelta(days=d) for d in range(3)]

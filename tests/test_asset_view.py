@@ -8,6 +8,7 @@ from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
 import pyarrow as pa
+import pytest
 import yaml
 from croniter import croniter
 from dagster import AssetKey, DagsterInstance, build_schedule_context
@@ -19,6 +20,8 @@ from lumos_dagster.model import ColumnMapping, DatasetRef, LineageEdge, Snapshot
 from lumos_dagster.progress import Progress
 from sensors.schedules import ended_partition
 from tests.lake import partitioned_lake, register, write_parquet
+
+pytestmark = pytest.mark.dagster
 
 ROOT = Path(__file__).resolve().parents[1]
 FIRST = date(2026, 11, 23)  # partitioned_lake's first day

@@ -21,6 +21,8 @@ from lumos_dagster.store import SnapshotStore
 from tests.fake_atlas import FakeAtlas
 from tests.test_catalogs import estate
 
+pytestmark = pytest.mark.servers
+
 
 @pytest.fixture
 def atlas():
@@ -148,6 +150,13 @@ def test_atlas_down_or_a_wrong_password_is_an_error_to_retry(atlas):
     atlas.mode = "drop"
     with pytest.raises(requests.ConnectionError):  # not Undeliverable: the outbox keeps the batch
         AtlasCatalog(atlas.url, "admin", "s3cret", retries=0).emit(estate())
+
+
+def test_a_dataset_gone_right_after_its_write_is_an_error_to_retry(atlas, monkeypatch):
+    catalog = AtlasCatalog(atlas.url, "admin", "s3cret", retries=0)
+    monkeypatch.setattr(catalog, "_get", lambda type_name, qn: None)  # another writer deleted it in between
+    with pytest.raises(CatalogError, match="right after it was written"):  # not a TypeError on None
+        catalog.emit(estate())
 
 
 def test_lumos_yaml_configures_atlas_and_lumos_export_reads_it(tmp_path, monkeypatch, atlas):

@@ -9,6 +9,8 @@ from benchmarks import micro
 from lumos_dagster.cost.attribution import METHODS, attribute
 from lumos_dagster.schema.diff import diff_schemas
 
+pytestmark = pytest.mark.slow
+
 KEYS = {"benchmark", "size", "value", "unit", "target", "met"}
 
 

@@ -12,6 +12,8 @@ from benchmarks.floor import floor_scan
 from benchmarks.lake import FORMATS, generate_lake
 from benchmarks.measure import machine, run_measured
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def lake(tmp_path_factory):

@@ -1,7 +1,11 @@
 """Dagster's floor (benchmarks/dagster_floor.py) records what it stands for: per asset one
 materialization of the partition asked for and two check evaluations, in the shipped instance."""
 
+import pytest
+
 from benchmarks.dagster_floor import PARTITION, measure, render
+
+pytestmark = pytest.mark.slow
 
 
 def test_floor_records_one_materialization_and_two_checks_per_asset():

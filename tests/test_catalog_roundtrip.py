@@ -35,6 +35,8 @@ from tests.fake_atlas import FakeAtlas
 from tests.fake_servers import FakeGMS, FakeOpenMetadata
 from tests.test_catalogs import estate as three_datasets
 
+pytestmark = pytest.mark.servers
+
 #: the owners of three_datasets(), as OpenMetadata must know them to take them
 USERS, TEAMS = ("ann@example.com", "ghost@example.com"), ("data-eng",)
 

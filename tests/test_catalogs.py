@@ -44,6 +44,8 @@ from tests.lake import register
 from tests.test_datahub import GOLDEN
 from tests.test_datahub import snapshot as rich_snapshot
 
+pytestmark = [pytest.mark.dagster, pytest.mark.servers]
+
 BIN = pathlib.Path(sys.executable).parent
 
 
@@ -213,6 +215,11 @@ def test_openlineage_dataset_events_through_the_file_transport(tmp_path):
     assert all("_producer" in f and "_schemaURL" in f for f in facets.values())
     removed = catalog.event(replace(snapshots[0], removed=True))
     assert removed.dataset.facets["lifecycleStateChange"].lifecycleStateChange.value == "DROP"
+
+
+def test_openlineage_without_a_transport_is_refused_when_built():
+    with pytest.raises(ValueError, match="needs a url"):  # not a TypeError deep in the client at the first emit
+        OpenLineageCatalog("lumos")
 
 
 def test_openlineage_over_http_with_an_api_key(tmp_path):

@@ -12,6 +12,8 @@ from lumos_dagster.naming import asset_paths
 from tests.lake import write_parquet
 from tests.test_governance_pipeline import CUSTOMER_VALUE, MARTS_ORDERS
 
+pytestmark = pytest.mark.dagster
+
 
 @pytest.fixture
 def project(tmp_path, monkeypatch):

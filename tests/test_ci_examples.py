@@ -8,11 +8,14 @@ import sys
 from datetime import date
 from pathlib import Path
 
+import pytest
 import yaml
 
 from lumos_dagster.demo import build_demo_lake
 from tests.lake import demo_config
 from tests.test_gate import PK, drop_from_todays_orders
+
+pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[1]
 CI = ROOT / "examples" / "ci"

@@ -8,6 +8,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import pyarrow as pa
+import pytest
 import yaml
 from click.testing import CliRunner
 
@@ -15,6 +16,8 @@ from lumos_dagster.catalog.datahub_lite import DataHubLiteCatalog
 from lumos_dagster.cli import main
 from lumos_dagster.model import DatasetRef, Field, Primitive, Schema, Snapshot
 from tests.lake import demo_config, partitioned_lake, write_parquet
+
+pytestmark = pytest.mark.dagster
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent

@@ -25,6 +25,8 @@ from lumos_dagster.config import load_config
 from lumos_dagster.definitions import build_definitions
 from tests.lake import demo_project
 
+pytestmark = pytest.mark.dagster
+
 GOLDEN = Path(__file__).parent / "golden" / "cli"
 DAY = date(2026, 11, 25)
 DATASETS = 8

@@ -19,53 +19,16 @@ from lumos_dagster.cli import main
 from lumos_dagster.config import BillingRule, load_config
 from lumos_dagster.cost.billing import BillingError, allocate, read_focus
 from lumos_dagster.definitions import build_definitions
-from tests.lake import register, write_parquet
+from tests.lake import COST_NAMES as NAMES
+from tests.lake import cost_example, focus_rows, register, write_parquet
 
-NAMES = ["raw_events", "cleaned_events", "event_metrics", "feature_store", "ml_predictions"]
-FOCUS_HEADER = (
-    "BilledCost,EffectiveCost,ResourceId,ServiceName,ServiceCategory,Tags,ChargePeriodStart,ChargePeriodEnd\n"
-)
-
-
-def focus_rows(*rows) -> str:
-    lines = [FOCUS_HEADER]
-    for cost, resource, service, category, tags, start in rows:
-        tag_text = json.dumps(tags).replace('"', '""')
-        lines.append(f'{cost},{cost},{resource},{service},{category},"{tag_text}",{start},{start}\n')
-    return "".join(lines)
+pytestmark = pytest.mark.dagster
 
 
 @pytest.fixture
 def example(tmp_path, spark):
     """The design's graph as a lake, with its storage billed and its compute declared."""
-    for name in NAMES:
-        write_parquet(tmp_path / "lake" / "events" / name / "dt=2026-11-25/part.parquet", pa.table({"x": [1]}))
-    november = "2026-11-01T00:00:00Z"
-    (tmp_path / "focus.csv").write_text(focus_rows(
-        (500, "arn:aws:s3:::lake/raw", "Amazon S3", "Storage", {"lumos_dataset": "events/raw_events"}, november),
-        (200, "arn:aws:s3:::lake/fs", "Amazon S3", "Storage", {"lumos_dataset": "events/feature_store"}, november),
-        (99, "arn:aws:ec2:::i-1", "Amazon EC2", "Compute", {}, november),  # nobody's
-    ))  # fmt: skip
-    compute = {"cleaned_events": 3000, "event_metrics": 1000, "feature_store": 2000, "ml_predictions": 1500}
-    upstream = {"cleaned_events": ["raw_events"], "event_metrics": ["raw_events"], "feature_store": ["cleaned_events"],
-                "ml_predictions": ["feature_store"]}  # fmt: skip
-    weights = {"cleaned_events": 0.6, "event_metrics": 0.4}
-    datasets = []
-    for name in NAMES:
-        decl = {"name": f"events/{name}", "upstream": [f"events/{u}" for u in upstream.get(name, [])],
-                "owners": [f"{name.split('_')[0]}@example.com"]}  # fmt: skip
-        cost = {}
-        if name in compute:
-            cost["compute"] = {"unit": "usd", "per_month": compute[name]}
-        if name in weights:
-            cost["weights"] = {"events/raw_events": weights[name]}
-        if cost:
-            decl["cost"] = cost
-        datasets.append(decl)
-    config = {"sources": [{"name": "lake", "root": "lake"}], "datasets": datasets, "store": {"path": "store.db"},
-              "catalog": {"path": "lite.db"}, "partitions": {"start": "2026-11-01"},
-              "cost": {"billing": ["focus.csv"], "method": "lineage_weighted"}}  # fmt: skip
-    (tmp_path / "lumos.yaml").write_text(yaml.safe_dump(config))
+    cost_example(tmp_path)
     cfg = load_config(str(tmp_path / "lumos.yaml"))
     register(cfg)
     return cfg

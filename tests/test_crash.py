@@ -9,12 +9,15 @@ import time
 from pathlib import Path
 
 import dagster as dg
+import pytest
 import yaml
 
 from benchmarks.lake import FIRST_DAY, generate_lake
 from lumos_dagster.catalog.datahub_lite import DataHubLiteCatalog
 from lumos_dagster.config import load_config
 from lumos_dagster.store import SnapshotStore
+
+pytestmark = [pytest.mark.dagster, pytest.mark.servers, pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent

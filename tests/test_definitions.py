@@ -15,6 +15,8 @@ from lumos_dagster.definitions import build_definitions
 from lumos_dagster.errors import ConfigError
 from tests.lake import partitioned_lake, register
 
+pytestmark = pytest.mark.dagster
+
 ROOT = Path(__file__).resolve().parents[1]
 LINEAGE = {
     "raw/orders": [],

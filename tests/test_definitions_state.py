@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pyarrow as pa
+import pytest
 import yaml
 from dagster import AssetCheckKey, AssetKey, DagsterInstance, DagsterRunStatus
 from dagster._cli.job import _create_run
@@ -19,6 +20,8 @@ from dagster._serdes import serialize_value
 from lumos_dagster.config import load_config
 from lumos_dagster.store import SnapshotStore
 from tests.lake import partitioned_lake, register, write_parquet
+
+pytestmark = pytest.mark.dagster
 
 ROOT = Path(__file__).resolve().parents[1]
 DAGSTER = str(Path(sys.executable).parent / "dagster")

@@ -20,6 +20,8 @@ from lumos_dagster.store import SnapshotStore
 from tests.conftest import lite_aspect_versions
 from tests.lake import demo_config, register, write_parquet
 
+pytestmark = pytest.mark.dagster
+
 ROOT = Path(__file__).resolve().parents[1]
 DAY = date(2026, 11, 25)
 PK = str(DAY)

@@ -1,6 +1,9 @@
-"""The Dagster event log Lumos ships (resources/event_log.py): what it writes is what Dagster's own
-SQLite event log writes, other processes read it while a run writes, and a crash loses nothing
-that was committed nor corrupts the instance."""
+"""The tuned event logs (resources/tuning, the instance Lumos ships in dagster.yaml): what they
+write is what Dagster's own SQLite and PostgreSQL event logs write, other processes read a run
+while it writes, and a crash loses nothing that was committed nor corrupts the instance.
+
+These test the tuned classes themselves, whatever `--dagster-instance` the suite runs with, and are
+what `make check-dagster-latest` runs against Dagster's newest release."""
 
 import os
 import sqlite3
@@ -13,11 +16,13 @@ import dagster as dg
 import pytest
 from dagster._core.storage.event_log.sqlite.sqlite_event_log import SqliteEventLogStorage
 
-from resources.event_log import LumosSqliteEventLogStorage
+from resources.tuning import LumosSqliteEventLogStorage
 
 ROOT = Path(__file__).resolve().parents[1]
 PARTITIONS = dg.DailyPartitionsDefinition(start_date="2026-11-01")
 INSTANCE_YAML = (ROOT / "dagster.yaml").read_text()
+
+pytestmark = [pytest.mark.tuning, pytest.mark.dagster]
 
 
 def _job(n: int):
@@ -76,7 +81,7 @@ def _stock_and_ours(database: str, request, tmp_path: Path):
         return stock, ours, lambda which: _tables(tmp_path / which)
     from dagster_postgres.event_log.event_log import PostgresEventLogStorage
 
-    from resources.event_log_postgres import LumosPostgresEventLogStorage
+    from resources.tuning import LumosPostgresEventLogStorage
 
     urls = dict(zip(("stock", "ours"), request.getfixturevalue("postgres_databases"), strict=True))
     stock, ours = PostgresEventLogStorage(urls["stock"]), LumosPostgresEventLogStorage(urls["ours"])
@@ -150,6 +155,8 @@ def _materializations(instance: dg.DagsterInstance, run_id: str | None = None) -
 
 @pytest.fixture
 def home(tmp_path, monkeypatch):
+    """An instance as the repository's dagster.yaml makes it: the tuned one, whatever the suite runs on."""
+    assert "module: resources.tuning" in INSTANCE_YAML
     (tmp_path / "dagster.yaml").write_text(INSTANCE_YAML)
     monkeypatch.setenv("DAGSTER_HOME", str(tmp_path))
     return tmp_path
@@ -246,7 +253,7 @@ def _pg_tables(url: str) -> dict:
 
 @pytest.mark.parametrize("database", ["sqlite", "postgresql"])
 def test_a_write_that_fails_is_retried_without_writing_a_row_twice(database, request, tmp_path, monkeypatch):
-    from resources.event_log import GroupedEventWrites
+    from resources.tuning.event_log import GroupedEventWrites
 
     events = _events(3, ("2026-11-02",))
     stock, ours, tables = _stock_and_ours(database, request, tmp_path)

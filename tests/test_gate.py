@@ -3,20 +3,22 @@
 from datetime import date
 from pathlib import Path
 
-import fastavro
 import pyarrow as pa
+import pytest
 import sqlalchemy as sa
 import yaml
 from dagster import AssetKey, DagsterInstance
 
 from lumos_dagster.config import load_config
 from lumos_dagster.definitions import build_definitions
-from lumos_dagster.demo import ORDER_SCHEMA, build_demo_lake
+from lumos_dagster.demo import build_demo_lake
 from lumos_dagster.lineage.resolve import refresh_code
 from lumos_dagster.report import ScanReport
 from lumos_dagster.sources import build_sources, discover
 from lumos_dagster.store import SnapshotStore, acceptances
-from tests.lake import demo_config, write_parquet
+from tests.lake import demo_config, drop_from_todays_orders, write_parquet
+
+pytestmark = pytest.mark.dagster
 
 ROOT = Path(__file__).resolve().parents[1]
 PK = "2026-11-25"
@@ -54,15 +56,6 @@ def gate(result, name: str):
         for e in result.get_asset_check_evaluations()
         if "/".join(e.asset_key.path) == name and e.check_name == "schema_compatible"
     )
-
-
-def drop_from_todays_orders(lake: Path, field: str) -> None:
-    schema = {**ORDER_SCHEMA, "fields": [f for f in ORDER_SCHEMA["fields"] if f["name"] != field]}
-    path = lake / "raw" / "orders" / f"dt={PK}" / "orders.avro"
-    with open(path, "rb") as fh:
-        rows = [{k: v for k, v in r.items() if k != field} for r in fastavro.reader(fh)]
-    with open(path, "wb") as fh:
-        fastavro.writer(fh, fastavro.parse_schema(schema), rows)
 
 
 def test_a_breaking_change_fails_the_gate_and_holds_back_downstream_until_accepted(tmp_path, spark):

@@ -34,6 +34,8 @@ from lumos_dagster.run.assemble import build_snapshot
 from lumos_dagster.run.contents import Contents
 from lumos_dagster.store import SnapshotStore
 
+pytestmark = pytest.mark.browser
+
 DATA = Path(__file__).parent / "data"
 NOW = datetime(2026, 11, 25, 12, 0, tzinfo=UTC)
 DATASETS = ["warehouse/raw/orders", "warehouse/raw/customers", "marts/orders", "sales/orders", "lake/ref/fx_rates"]

@@ -24,6 +24,8 @@ from lumos_dagster.store import SnapshotStore
 from tests.fake_servers import WebhookReceiver, free_port
 from tests.lake import write_parquet
 
+pytestmark = [pytest.mark.dagster, pytest.mark.servers]
+
 DATA = Path(__file__).parent / "data"
 PARTITION = "2026-11-25"
 

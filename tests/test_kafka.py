@@ -38,6 +38,8 @@ from lumos_dagster.sources.kafka import KEY_FIELD
 from lumos_dagster.sources.schema_registry import RegisteredSchema, to_schema
 from tests.kafka_broker import SchemaRegistryStandIn, avro_bytes, create_topics, framed, produce, tansu_broker
 
+pytestmark = [pytest.mark.dagster, pytest.mark.servers]
+
 ORDER = {
     "type": "record", "name": "Order", "namespace": "shop",
     "fields": [
@@ -101,6 +103,7 @@ ORDER_SHAPE = [("id", I32, False), ("customer", STR, False), ("amount", F64, Tru
         ({"type": "string", "format": "date-time"}, (Timestamp("us", "UTC"), False)),
         ({"type": "string", "format": "date"}, (Primitive("date"), False)),
         ({"type": "string", "format": "uuid"}, (Primitive("uuid"), False)),
+        ({"type": "string", "format": ["date"]}, (STR, False)),  # a broken format is no format
         ({"type": "string", "contentEncoding": "base64"}, (Primitive("binary"), False)),
         ({"enum": ["new", "paid"]}, (Enum(("new", "paid")), False)),
         ({"type": "array", "items": {"type": "integer"}}, (Array(I64, False), False)),

@@ -24,6 +24,8 @@ from lumos_dagster.report import ScanReport
 from lumos_dagster.run.contents import files_in_window
 from lumos_dagster.sources import build_sources
 
+pytestmark = pytest.mark.servers
+
 TABLE = pa.table({"id": pa.array([1, 2], pa.int64()), "name": ["a", "b"]})
 AVRO_SCHEMA = {"type": "record", "name": "Refund", "fields": [{"name": "id", "type": "long"}]}
 

@@ -18,6 +18,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
+import pytest
 import yaml
 from datahub.emitter.mcp import MetadataChangeProposalWrapper
 from datahub.metadata.schema_classes import (
@@ -39,6 +40,8 @@ from lumos_dagster.catalog.datahub_lite import DataHubLiteCatalog, lite_config, 
 from lumos_dagster.catalog.lite_batch import open_batched
 from lumos_dagster.model import DatasetRef, Schema
 from tests.test_catalogs import estate
+
+pytestmark = [pytest.mark.servers, pytest.mark.slow]
 
 BIN = Path(sys.executable).parent
 ROOT = Path(__file__).resolve().parents[1]

@@ -25,6 +25,8 @@ from tests.fake_atlas import FakeAtlas
 from tests.fake_servers import FakeOpenMetadata
 from tests.lake import demo_project
 
+pytestmark = [pytest.mark.dagster, pytest.mark.servers, pytest.mark.slow]
+
 DAY = date(2026, 11, 25)
 GENERATED = 1000
 

@@ -38,6 +38,8 @@ from tests.emulators import s3_emulator
 from tests.kafka_broker import create_topics, produce, tansu_broker
 from tests.test_sources import PG
 
+pytestmark = [pytest.mark.dagster, pytest.mark.servers]
+
 # Azurite and fake-gcs-server: the module fixtures of tests/test_object_stores.py
 azure, gcs = test_object_stores.azure, test_object_stores.gcs
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "sources.md"

@@ -21,6 +21,8 @@ from lumos_dagster.store import SnapshotStore
 from tests.fake_servers import WebhookReceiver
 from tests.lake import demo_config, register, run_in_process
 
+pytestmark = [pytest.mark.dagster, pytest.mark.servers]
+
 RULES = [EscalationRule(after_days=14, action=NOTIFY_DOMAIN_OWNER), EscalationRule(after_days=30, action=DEPRECATE)]
 
 

@@ -29,7 +29,9 @@ from lumos_dagster.report import ScanReport
 from lumos_dagster.sources import build_sources, discover
 from tests.emulators import AZURITE_ACCOUNT, Azurite, CountingProxy, azurite_connection_string, gcs_emulator
 from tests.lake import register
-from tests.test_sensors import Ticks
+from tests.test_sensors import Ticks, settled  # noqa: F401  (the fixture: files count as written at once)
+
+pytestmark = [pytest.mark.dagster, pytest.mark.servers]
 
 ROWS = 40_000  # ~1.3 MB of random bytes per Parquet file, ~3 MB per CSV/JSON file: more than a schema costs
 
@@ -195,7 +197,7 @@ def test_snapshots_reach_datahub_lite_from_ranged_reads_and_schema_changes_versi
     assert {(c.path, c.kind) for c in snap.changes} == {("amount", "TYPE_PROMOTED"), ("note", "FIELD_REMOVED")}
 
 
-def test_the_storage_sensor_asks_for_exactly_the_changed_dataset(tmp_path, store):
+def test_the_storage_sensor_asks_for_exactly_the_changed_dataset(tmp_path, store, settled):  # noqa: F811
     upload_lake(store, "watched")
     cfg = project(tmp_path, store, "watched")
     ticks = Ticks(build_definitions(cfg), "lumos_storage_lake")

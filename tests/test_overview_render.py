@@ -16,6 +16,8 @@ import pytest
 
 from lumos_dagster.reports.render import to_csv_files, to_html, to_json, to_markdown, to_xlsx
 
+pytestmark = pytest.mark.browser
+
 # Dataset and domain names are data: they must show as text everywhere, never act as markup.
 EVIL = 'raw/</script><script>document.body.dataset.pwned = "yes"</script>'
 EVIL_DOMAIN = "<b>ops</b>"

@@ -23,6 +23,8 @@ from lumos_dagster.report import ScanReport
 from lumos_dagster.sources import build_sources, discover
 from tests.lake import write_parquet
 
+pytestmark = pytest.mark.dagster
+
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 PG = "postgresql://postgres@127.0.0.1:5432/test"

@@ -29,6 +29,8 @@ from lumos_dagster.store import SnapshotStore
 from tests.lake import demo_project
 from tests.test_model import names, snapshots, texts
 
+pytestmark = pytest.mark.dagster
+
 V1 = Path(__file__).parent / "data" / "portable" / "estate_v1.json"
 DAY = date(2026, 11, 25)
 CUSTOMER_ID = "Whom an order or event belongs to: the CRM's customer number."

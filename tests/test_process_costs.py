@@ -1,5 +1,5 @@
 """What a process pays besides its work: the collector's policy (lumos_dagster.collector), the
-Dagster functions replaced for code-location scale (assets/dagster_speedups.py), and what loading
+Dagster functions replaced for code-location scale (resources/tuning/speedups.py), and what loading
 the code location imports."""
 
 import gc
@@ -23,9 +23,11 @@ from dagster import (
 from dagster._core.types.dagster_type import Any as AnyType
 from dagster._core.types.dagster_type import DagsterType, Int
 
-from assets import dagster_speedups
 from lumos_dagster.collector import paused
+from resources.tuning import speedups as dagster_speedups
 from tests.test_definitions import LINEAGE, ROOT, make_project
+
+pytestmark = pytest.mark.dagster
 
 
 def _run(code: str, **env: str) -> str:

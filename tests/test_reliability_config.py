@@ -31,6 +31,8 @@ from lumos_dagster.store import SnapshotStore
 from tests.fake_servers import FakeGMS, FakeOpenLineage
 from tests.lake import partitioned_lake, register
 
+pytestmark = [pytest.mark.dagster, pytest.mark.servers, pytest.mark.slow]
+
 ROOT = Path(__file__).resolve().parents[1]
 BIN = ROOT / ".venv" / "bin"
 PG = "postgresql://postgres@127.0.0.1:5432/test"

@@ -19,6 +19,8 @@ from lumos_dagster.errors import ConfigError
 from lumos_dagster.store import SnapshotStore, claim_owner
 from tests.test_store import record_batch, snap, store_url  # noqa: F401  (store_url: SQLite and PostgreSQL)
 
+pytestmark = pytest.mark.slow
+
 POISON = "urn:lumos:dataset:file:"  # a dataset declared with an empty name: DataHub has no URN for it
 WHY = "InvalidUrnError: DatasetUrn name cannot be empty"
 

@@ -22,6 +22,8 @@ from lumos_dagster.store import Release, SnapshotStore
 from lumos_dagster.store.tables import datasets_table, releases_table, snapshots_table
 from tests.test_store import T0, record_batch, snap, store_url  # noqa: F401  (fixture: SQLite and PostgreSQL)
 
+pytestmark = [pytest.mark.servers, pytest.mark.slow]
+
 LUMOS = [sys.executable, "-c", "from lumos_dagster.cli import main; main()"]  # the code under test, as installed or not
 
 
@@ -284,6 +286,14 @@ def test_types_nested_deeper_than_the_limit_are_one_line(tmp_path):
         f"  invalid: datasets[0].snapshot.schema[0]: types nested deeper than {MAX_NESTING} levels, "
         "more than Lumos keeps\n"
     )
+
+
+def test_a_type_kind_that_is_not_a_string_is_a_problem_not_a_traceback(tmp_path):
+    doc = estate_doc(1, history=0)
+    doc["datasets"][0]["snapshot"]["schema"][0]["type"] = {"kind": ["primitive"]}
+    result = invoke("validate", write(tmp_path / "kind.json", doc))
+    assert result.exit_code == 1 and isinstance(result.exception, SystemExit)  # not a TypeError from a lookup
+    assert "invalid: datasets[0].snapshot.schema[0].type: {'kind': ['primitive']} is not valid" in result.output
 
 
 @pytest.mark.parametrize("command", ["validate", "import", "compare"])

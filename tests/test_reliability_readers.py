@@ -23,6 +23,8 @@ from lumos_dagster.sources import build_sources, discover
 from tests.lake import run_in_process, write_parquet
 from tests.test_plugins import install, run
 
+pytestmark = pytest.mark.slow
+
 LUMOS = Path(sys.executable).parent / "lumos"
 TOO_DEEP = f"nested more than {MAX_NESTING} levels deep"
 

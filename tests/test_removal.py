@@ -3,6 +3,7 @@
 import shutil
 from datetime import UTC, datetime
 
+import pytest
 import yaml
 from click.testing import CliRunner
 from dagster import DagsterInstance
@@ -15,6 +16,8 @@ from lumos_dagster.delivery.outbox import deliver
 from lumos_dagster.model import DatasetRef, Snapshot
 from lumos_dagster.store import SnapshotStore
 from tests.lake import partitioned_lake
+
+pytestmark = pytest.mark.dagster
 
 NAMES = ["sales/orders", "sales/refunds", "crm/contacts", "crm/accounts", "web/clicks"]
 

@@ -5,6 +5,7 @@ and whatever policy the dataset has now. `lumos snapshot` is the same run as a D
 import json
 
 import pyarrow as pa
+import pytest
 import yaml
 from click.testing import CliRunner
 from dagster import DagsterInstance
@@ -16,6 +17,8 @@ from lumos_dagster.definitions import build_definitions
 from lumos_dagster.model import snapshot_to_json
 from lumos_dagster.store import SnapshotStore, acceptances
 from tests.lake import register, write_parquet
+
+pytestmark = pytest.mark.dagster
 
 URN = "urn:lumos:dataset:file:raw/payments"
 

@@ -23,6 +23,8 @@ from sensors.releases import release_requests, schedule_requests
 from tests.lake import partitioned_lake, register, write_parquet
 from tests.test_sources import s3  # noqa: F401  (fixture: moto's S3 server)
 
+pytestmark = [pytest.mark.dagster, pytest.mark.servers]
+
 
 @pytest.fixture(autouse=True)
 def settled(monkeypatch):
@@ -396,3 +398,41 @@ def test_a_large_cadence_is_scheduled_as_several_runs_of_whole_ops(tmp_path, mon
     selected = [{"/".join(k.path) for k in r.asset_selection} for r in requests]
     assert all(any(op <= group for group in selected) for op in ops)
     assert set().union(*selected) == {"a/one", "a/two", "b/one", "b/two", "c/one"}
+
+
+LAGS = [
+    ("daily", "0", "0 0 * * *"),
+    ("daily", "+2h", "0 2 * * *"),
+    ("daily", "14h 23m", "23 14 * * *"),
+    ("hourly", "15m", "15 * * * *"),
+    ("weekly", "1d 6h", "0 6 * * 1"),
+    ("monthly", "2d", "0 0 3 * *"),
+]
+
+
+@pytest.mark.parametrize("cadence,lag,cron", LAGS, ids=[f"{c} {lag}" for c, lag, _ in LAGS])
+def test_a_snapshot_schedule_ticks_its_lag_after_each_partition_ends(cadence, lag, cron):
+    from lumos_dagster.windows import snapshot_cron
+
+    assert snapshot_cron(cadence, parse_lag(lag)) == cron
+
+
+def test_a_lag_as_long_as_the_partition_is_refused_naming_the_key(tmp_path):
+    from lumos_dagster.config import parse_config
+    from lumos_dagster.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="partitions.snapshot_lag|not below a daily partition"):
+        parse_config({"partitions": {"snapshot_lag": "25h"}})
+
+
+def test_the_lagged_schedule_snapshots_the_day_that_ended_before_its_lag(tmp_path):
+    from dagster import build_schedule_context
+
+    cfg = make_project(tmp_path, partitions={"start": "2026-11-01", "snapshot_lag": "+3h"})
+    defs = build_definitions(cfg)
+    schedule = defs.resolve_schedule_def("lumos_daily_snapshots_schedule")
+    assert schedule.cron_schedule == "0 3 * * *"
+    tick = datetime(2026, 11, 26, 3, 0, tzinfo=UTC)
+    context = build_schedule_context(scheduled_execution_time=tick, repository_def=defs.get_repository_def())
+    (request,) = schedule.evaluate_tick(context).run_requests
+    assert request.partition_key == "2026-11-25"

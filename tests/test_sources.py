@@ -42,6 +42,8 @@ from tests.conftest import S3_TEST_CREDENTIALS
 from tests.emulators import s3_emulator
 from tests.lake import spark_run
 
+pytestmark = [pytest.mark.dagster, pytest.mark.servers]
+
 # ------------------------------------------------------------------------ S3
 
 

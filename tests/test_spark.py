@@ -9,6 +9,7 @@ from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
 
 import pyarrow as pa
+import pytest
 from pyspark import cloudpickle
 
 from lumos_dagster.config import parse_config
@@ -19,6 +20,8 @@ from lumos_dagster.sources import build_sources, discover
 from spark.schemas import read_schemas
 from tests.lake import partitioned_lake, spark_run, write_parquet
 from tests.test_testdata import FILES
+
+pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[1]
 

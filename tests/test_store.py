@@ -1,5 +1,7 @@
 """The snapshot store on SQLite and on the real PostgreSQL server, and outbox delivery."""
 
+import dataclasses
+import json
 import multiprocessing
 import uuid
 from datetime import datetime, timedelta, timezone
@@ -12,7 +14,7 @@ from lumos_dagster.delivery.outbox import deliver
 from lumos_dagster.errors import StoreError
 from lumos_dagster.model import DatasetRecord, DatasetRef, Field, Primitive, Schema, Snapshot
 from lumos_dagster.store import SnapshotStore
-from lumos_dagster.store.tables import outbox_table, snapshots_table
+from lumos_dagster.store.tables import SCHEMA_VERSION, outbox_table, snapshots_table
 from tests.conftest import lite_aspect_versions
 
 PG = "postgresql+psycopg://postgres@127.0.0.1:5432/test"
@@ -311,5 +313,143 @@ def test_a_store_of_a_newer_schema_version_is_refused_naming_both_versions(store
     with engine.begin() as conn:
         conn.execute(sa.text("UPDATE lumos_meta SET value = '99' WHERE key = 'schema_version'"))
     engine.dispose()
-    with pytest.raises(StoreError, match="schema version 99, this Lumos uses 2"):
+    with pytest.raises(StoreError, match=f"schema version 99, this Lumos uses {SCHEMA_VERSION}"):
         SnapshotStore(store_url)
+
+
+# ------------------------------------------------- bodies kept once, outbox retention
+
+
+def _rich(name: str, pk: str | None, at: datetime, age: float | None = 30.25, fields: int = 3) -> Snapshot:
+    """A capture with what differs between captures of one content: partition, time, the data's age."""
+    from lumos_dagster.model import AssertionResult, Owner, Quality
+
+    return Snapshot(
+        DatasetRef("file", name, f"/lake/{name}", "parquet"),
+        pk,
+        at,
+        schema=Schema(tuple(Field(f"f{i}", Primitive("int64"), description=f"field {i}") for i in range(fields))),
+        version="1.0.0",
+        description="orders",
+        owners=(Owner("alice"),),
+        tags=("gold",),
+        sla="24h",
+        quality=Quality(0.9, "fresh", age, (AssertionResult("not_null", "pass", "completeness", "f0", "dbt"),)),
+    )
+
+
+def _reads(store: SnapshotStore, s: Snapshot) -> dict[str, str]:
+    """How each read of the store gives back capture `s` (its only capture, or its dataset's latest):
+    the document text of each."""
+    from lumos_dagster.model import snapshot_dumps
+    from lumos_dagster.store.tables import latest_captures
+
+    urn, pk = s.dataset.urn, s.partition_key or ""
+    got = {
+        "latest": store.latest(urn),
+        "latest of its partition": store.latest(urn, s.partition_key),
+        "previous": store.previous(urn, pk),
+        "history": store.history(urn)[-1],
+        "at_version": store.at_version(urn, s.version),
+        "version_history": store.version_history(urn, pk, full=True)[-1],
+        "version_histories": store.version_histories([urn], pk)[urn][-1],
+    }
+    out = {k: snapshot_dumps(v) for k, v in got.items()}
+    with store.engine.connect() as conn:  # the API's read (api.reading.ReadView.latest_many)
+        out["latest_captures"] = dict(conn.execute(latest_captures(), {"urns": [urn]}).all())[urn]
+    return out
+
+
+@pytest.mark.parametrize(
+    "at",
+    [
+        T0 + timedelta(microseconds=123456),
+        datetime(2026, 11, 20, 9, 30, tzinfo=timezone(timedelta(hours=2))),  # not UTC: kept as written
+        datetime(2026, 11, 20, 9, 30),  # naive
+    ],
+    ids=["utc", "offset", "naive"],
+)
+@pytest.mark.parametrize("pk", ["2026-11-20", None, ""], ids=["partition", "unpartitioned", "empty-key"])
+@pytest.mark.parametrize("age", [30.25, None, 0.1 + 0.2], ids=["age", "no-age", "long-float"])
+def test_every_read_gives_back_the_document_the_store_kept_whole_before(store_url, at, pk, age):
+    from lumos_dagster.model import snapshot_dumps
+
+    s = _rich("a", pk, at, age)
+    with SnapshotStore(store_url) as store:
+        store.put([s], catalogs=["c"])
+        assert set(_reads(store, s).values()) == {snapshot_dumps(s)}
+        (entry,) = store.claim("c", "test", 60)
+        assert entry.document == json.loads(snapshot_dumps(s)) and entry.snapshot == s
+
+
+def test_captures_of_unchanged_content_store_its_body_once(store_url):
+    from lumos_dagster.run.record import store_versioned
+    from lumos_dagster.store.tables import documents_table
+
+    days = [T0 + timedelta(days=d, minutes=5) for d in range(10)]
+    with SnapshotStore(store_url) as store:
+        for d, at in enumerate(days):  # a daily re-snapshot of an undated dataset, then re-runs of its last day
+            store_versioned(store, [_rich("a", at.date().isoformat(), at, age=24.0 * d + 3)], ["c"])
+        for r in range(3):
+            at = days[-1] + timedelta(minutes=10 * (r + 1))
+            store_versioned(store, [_rich("a", days[-1].date().isoformat(), at, age=300.0 + r)], ["c"])
+        with store.engine.connect() as conn:
+            bodies = conn.execute(sa.select(sa.func.count()).select_from(documents_table)).scalar()
+            rows = conn.execute(sa.select(snapshots_table.c.document, snapshots_table.c.body)).all()
+        assert bodies == 1  # one content, captured 13 times
+        assert len(rows) == 13 and all(doc == "" and body is not None for doc, body in rows)
+        history = store.history("urn:lumos:dataset:file:a")
+        assert [s.captured_at for s in history] == days + [days[-1] + timedelta(minutes=10 * r) for r in (1, 2, 3)]
+        assert [s.quality.age_hours for s in history] == [24.0 * d + 3 for d in range(10)] + [300.0, 301.0, 302.0]
+        assert {s.version for s in history} == {"1.0.0"} and store.outbox_counts("c") == {"pending": 13}
+
+
+def test_a_store_of_schema_version_2_opens_migrated_and_reads_its_whole_documents_as_before(store_url):
+    from lumos_dagster.model import snapshot_dumps
+    from lumos_dagster.store.tables import documents_table
+
+    old = [_rich("a", "2026-11-20", T0, 3.5), _rich("a", "2026-11-21", T0 + timedelta(days=1), 27.5, fields=4),
+           _rich("b", None, T0, None)]  # fmt: skip
+    SnapshotStore(store_url).close()
+    engine = sa.create_engine(store_url)
+    with engine.begin() as conn:  # what schema version 2 was, and what it wrote: whole documents
+        conn.execute(sa.text("DROP TABLE lumos_documents"))
+        for column in ("body", "capture"):
+            conn.execute(sa.text(f"ALTER TABLE lumos_snapshots DROP COLUMN {column}"))
+        conn.execute(sa.text("UPDATE lumos_meta SET value = '2' WHERE key = 'schema_version'"))
+        for s in old:
+            conn.execute(
+                sa.text("INSERT INTO lumos_snapshots (urn, partition_key, captured_at, version, fingerprint, readable, "
+                        "document) VALUES (:urn, :pk, :at, :version, :fp, :readable, :doc)"),
+                dict(urn=s.dataset.urn, pk=s.partition_key or "", at=s.captured_at, version=s.version,
+                     fp=s.fingerprint, readable=s.readable, doc=snapshot_dumps(s)),
+            )  # fmt: skip
+    engine.dispose()
+
+    with SnapshotStore(store_url) as store:
+        for s in old[1:]:
+            assert set(_reads(store, s).values()) == {snapshot_dumps(s)}
+        assert [snapshot_dumps(s) for s in store.history(old[0].dataset.urn)] == [snapshot_dumps(s) for s in old[:2]]
+        # a stored capture whose version moves (a run versioned an earlier partition since) takes the new layout
+        moved = dataclasses.replace(old[1], version="2.0.0", previous_version="1.0.0", change_class="major")
+        with store.versioning([moved.dataset.urn]) as v:
+            (sid,) = [i for i, s in v.after({moved.dataset.urn: "2026-11-20"})[moved.dataset.urn]]
+            v.revise([(sid, moved)])
+        assert set(_reads(store, moved).values()) == {snapshot_dumps(moved)}
+        store.put([_rich("c", "2026-11-22", T0)])
+        with store.engine.connect() as conn:
+            assert conn.execute(sa.select(sa.func.count()).select_from(documents_table)).scalar() == 2
+            layout = sa.select(snapshots_table.c.body.is_(None)).order_by(snapshots_table.c.id)
+            assert conn.execute(layout).scalars().all() == [True, False, True, False]  # whole, moved, whole, new
+
+
+def test_the_outbox_keeps_entries_done_with_for_its_retention_window_then_removes_them(store_url):
+    with SnapshotStore(store_url) as store:
+        ids = store.put([snap(f"o{i}", "2026-11-25") for i in range(6)], catalogs=["c"])
+        store.mark_many({"delivered": ids[:2], "unchanged": ids[2:3], "superseded": ids[3:4]})
+        store.mark(ids[4:5], "quarantined", "refused")  # ids[5] stays pending
+        now = datetime.now(timezone.utc)
+        assert store.prune_outbox(days=7, now=now) == 0  # all done with just now
+        assert store.prune_outbox(days=7, now=now + timedelta(days=8), batch=2) == 4  # in batches of 2
+        assert store.outbox_counts("c") == {"quarantined": 1, "pending": 1}
+        assert len(store.claim("c", "test", 60)) == 1  # the pending one is still delivered

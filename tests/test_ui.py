@@ -36,6 +36,8 @@ from lumos_dagster.store import SnapshotStore
 from tests.cdp import Browser
 from tests.lake import demo_config
 
+pytestmark = [pytest.mark.dagster, pytest.mark.servers, pytest.mark.browser]
+
 ROOT = Path(__file__).resolve().parents[1]
 IMAGES = ROOT / "docs" / "img"
 TODAY = datetime.now(UTC).date()

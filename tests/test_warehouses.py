@@ -26,6 +26,8 @@ from lumos_dagster.sources import build_sources, discover
 from lumos_dagster.sources.warehouse import UNTESTED, bind, to_type
 from tests.test_sources import PG
 
+pytestmark = [pytest.mark.dagster, pytest.mark.servers]
+
 # the same little warehouse everywhere: customers, orders, and a view joining them
 SCHEMA_SQL = """
 CREATE TABLE {s}.customers (id BIGINT PRIMARY KEY, name VARCHAR(40) NOT NULL, country VARCHAR(2));

@@ -33,6 +33,7 @@ COMMANDS = {
     "report": "governance:report",
     "search": "governance:search",
     "serve": "serve:serve",
+    "deploy": "deploy:deploy",
 }
 
 

@@ -33,10 +33,14 @@ def documented(schema: Schema, enrichment: Enrichment) -> Schema:
             path = prefix + f.name
             name = f.name.lower()
             terms = tuple(t for pattern, t in enrichment.glossary if fnmatch.fnmatchcase(name, pattern.lower()))
+
+            def inside(inner: tuple[Field, ...], p: str = path) -> tuple[Field, ...]:
+                return walk(inner, p + ".")
+
             out.append(
                 replace(
                     f,
-                    type=map_struct_fields(f.type, lambda inner, p=path: walk(inner, p + ".")),
+                    type=map_struct_fields(f.type, inside),
                     description=f.description or enrichment.column_descriptions.get(path),
                     terms=tuple(dict.fromkeys(f.terms + terms)),
                     is_key=f.is_key or path in enrichment.keys,

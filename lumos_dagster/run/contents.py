@@ -52,12 +52,12 @@ def file_contents(
     readable = []
     for path, _ in files:
         r = results[path]
-        if r.error is not None:
-            errors.append(FileError(path, r.error))
+        if r.error is not None or r.schema is None:
+            errors.append(FileError(path, r.error or "no schema"))
         else:
-            readable.append(r)
-    schema, conflicts = merge_schemas([(r.path, r.schema) for r in readable])
-    counts = [r.row_count for r in readable]
+            readable.append((r.path, r.schema, r.row_count))
+    schema, conflicts = merge_schemas([(p, s) for p, s, _ in readable])
+    counts = [n for _, _, n in readable if n is not None]
     partition_values: dict[str, set[str]] = {}
     for _, f in files:
         for key, value in f.partition:
@@ -69,7 +69,7 @@ def file_contents(
             file_count=len(files),
             total_bytes=sum(f.entry.size for _, f in files),
             # a partial count would mislead: known only when every file gave one
-            row_count=sum(counts) if counts and not errors and None not in counts else None,
+            row_count=sum(counts) if counts and not errors and len(counts) == len(readable) else None,
             last_modified=datetime.fromtimestamp(max(mtimes), timezone.utc) if mtimes else None,
             partition_values={k: sorted(v) for k, v in partition_values.items()},
         ),

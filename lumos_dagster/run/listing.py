@@ -20,7 +20,7 @@ from lumos_dagster.progress import Progress
 from lumos_dagster.report import ScanReport
 from lumos_dagster.run.contents import Cell, Contents, Observed, file_contents, files_in_window
 from lumos_dagster.run.tables import table_contents
-from lumos_dagster.sources import Source, TableDescription, TableSource
+from lumos_dagster.sources import FileSource, Source, TableDescription, TableSource
 from lumos_dagster.sources.discovery import DatasetFile, DiscoveredDataset
 from lumos_dagster.tables import table_format
 from lumos_dagster.windows import Window
@@ -48,7 +48,7 @@ def as_of(states: Sequence[TableDescription], end: datetime | None) -> TableDesc
     not exist yet); the newest when the run has no windows."""
     if end is None:
         return states[-1] if states else None
-    return next((s for s in reversed(states) if s.table.committed_at < end), None)
+    return next((s for s in reversed(states) if s.table and s.table.committed_at and s.table.committed_at < end), None)
 
 
 def _contents(desc: TableDescription) -> Contents:
@@ -89,29 +89,31 @@ def list_datasets(datasets: Sequence[DatasetSpec], windows: Sequence[Window], so
         else:
             found = source.dataset(spec.location, spec.format, report) if source else None
             table = table_format(found.format) if found else None
-            if table is not None:  # a table folder: its log says what each window sees, no file is read
+            if source is not None and found is not None and table is not None:
+                # a table folder: its log says what each window sees, no file is read
                 out.sizes[spec.name], described = table_contents(table, source, found, ends)
                 out.described.update({(spec.name, w.key): c for w, c in zip(windows, described, strict=True)})
             else:
                 out.found[spec.name] = found
                 out.sizes[spec.name] = sum(f.entry.size for f in found.files) if found else 0
                 for w in windows:
-                    files = files_in_window(found, w.start, w.end) if found else []
-                    out.files[spec.name, w.key] = [(source.uri(f.entry.path), f) for f in files]
+                    out.files[spec.name, w.key] = (
+                        [(source.uri(f.entry.path), f) for f in files_in_window(found, w.start, w.end)]
+                        if source is not None and found is not None
+                        else []
+                    )
         progress.step()
     return out
 
 
 def files_to_read(listing: Listing, sources: Mapping[str, Source]) -> list[tuple]:
     """The distinct (path, format, file system) items the listed datasets' partitions need."""
-    return list(
-        dict.fromkeys(
-            (path, found.format, sources[listing.specs[name].source].fs_spec)
-            for (name, _), files in listing.files.items()
-            if (found := listing.found[name]) is not None
-            for path, _ in files
-        )
-    )
+    items: dict[tuple, None] = {}
+    for (name, _), files in listing.files.items():
+        found, source = listing.found[name], sources.get(listing.specs[name].source or "")
+        if found is not None and isinstance(source, FileSource):
+            items.update(dict.fromkeys((path, found.format, source.fs_spec) for path, _ in files))
+    return list(items)
 
 
 def observe(listing: Listing, results: Mapping[str, FileResult], report: ScanReport) -> Observed:

@@ -27,7 +27,7 @@ from datetime import datetime, timezone
 from typing import Callable, Iterator, Mapping, Sequence
 
 from lumos_dagster.config import LumosConfig
-from lumos_dagster.cost.pricing import BillsLookup, HoursLookup, price
+from lumos_dagster.cost.pricing import Bills, BillsLookup, HoursLookup, price
 from lumos_dagster.datasets import Catalogue, DatasetSpec, chunks
 from lumos_dagster.delivery.worker import Delivery
 from lumos_dagster.formats import FileResult
@@ -64,7 +64,7 @@ class Services:
     read: Reader
     #: hours the Dagster asset producing a dataset ran this month (`cost.compute.dagster_asset`)
     hours: HoursLookup = lambda name: None
-    #: the FOCUS bills' allocation for a month (`cost.billing`); None: list prices only
+    #: the FOCUS bills' allocation for a month (`cost.billing`); None: the run reads lumos.yaml's bills itself
     bills: BillsLookup | None = None
     #: profile of a partition's readable files; None: no profiling here (e.g. no Spark)
     profile: Profiler | None = None
@@ -124,7 +124,7 @@ class Done:
 
 def held_message(outcome: DatasetOutcome) -> str:
     """Why a dataset was not snapshotted, with its own schema changes (judged when it is released)."""
-    check, upstream = outcome.held_back
+    check, upstream = outcome.held_back or ("", "")
     own = [c for s in outcome.snapshots.values() for c in s.changes]
     shown = ", ".join(f"{c.kind} `{c.path}`" for c in own[:5]) + (f" and {len(own) - 5} more" if len(own) > 5 else "")
     said = f"; its own schema changes, judged when it is released: {shown}" if own else ""
@@ -175,13 +175,14 @@ class SnapshotRun:
             return _Batch(batch, listing, report, {"list": time.perf_counter() - began}, reading)
 
         try:
-            following = start(batches[0]) if batches else None
+            current = start(batches[0]) if batches else None
             for i in range(len(batches)):
+                following = start(batches[i + 1]) if i + 1 < len(batches) else None  # read while this one finishes
+                if current is not None:
+                    outcome = self._finish(current, i + 1, len(batches), keys, captured_at)
+                    self.services.say(outcome.line())
+                    yield outcome
                 current = following
-                following = start(batches[i + 1]) if i + 1 < len(batches) else None
-                outcome = self._finish(current, i + 1, len(batches), keys, captured_at)
-                self.services.say(outcome.line())
-                yield outcome
         finally:  # done, or the caller stopped early, or a step failed: reads not started yet are dropped
             ahead.shutdown(wait=True, cancel_futures=True)
 
@@ -218,7 +219,7 @@ class SnapshotRun:
         snapshots = assemble(b.datasets, keys, observed, captured_at, b.report)
         lap("assemble")
         snapshots = price(config, catalogue, b.datasets, snapshots, observed.sizes, self._stored, services.hours,
-                          services.bills)  # fmt: skip
+                          services.bills or self._bills.month)  # fmt: skip
         lap("price")
         snapshots, warnings = govern(config, catalogue, b.datasets, snapshots, observed.readable, services.now(),
                                      services.profile)  # fmt: skip
@@ -242,6 +243,10 @@ class SnapshotRun:
         for step, s in seconds.items():
             self.seconds[step] = self.seconds.get(step, 0.0) + s
         return BatchOutcome(number, of, outcomes, tuple(warnings), pending, dict(seconds), b.report)
+
+    @functools.cached_property
+    def _bills(self) -> Bills:
+        return Bills(self.config, self.catalogue)
 
     @functools.cached_property
     def _specs(self) -> dict[str, DatasetSpec]:

@@ -23,7 +23,7 @@ def version_at(versions: Sequence[TableVersion], end: datetime | None) -> TableV
     """The version a window ending at `end` sees (None: no version yet); the newest without a window."""
     if end is None:
         return versions[-1] if versions else None
-    return next((v for v in reversed(versions) if v.committed_at < end), None)
+    return next((v for v in reversed(versions) if v.committed_at is not None and v.committed_at < end), None)
 
 
 def table_contents(

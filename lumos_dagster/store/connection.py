@@ -135,11 +135,20 @@ class StoreConnection:
             if int(found) < SCHEMA_VERSION:
                 # take the writer's lock first, then read again: two processes opening an old store migrate it once
                 conn.execute(t.update().where(version).values(value=t.c.value))
-                found = conn.execute(sa.select(t.c.value).where(version)).scalar()
+                # scalar_one: the row read above is still there (nothing deletes it)
+                found = conn.execute(sa.select(t.c.value).where(version)).scalar_one()
+                inspector = sa.inspect(conn)
                 for step in range(int(found) + 1, SCHEMA_VERSION + 1):
-                    for table, name in MIGRATIONS[step]:
+                    for change in MIGRATIONS[step]:
+                        if isinstance(change, sa.Index):
+                            change.create(conn, checkfirst=True)
+                            continue
+                        table, name = change
+                        if name in {c["name"] for c in inspector.get_columns(table.name)}:
+                            continue  # there already (each change is made once, whatever the store holds)
                         kind = table.c[name].type.compile(dialect=conn.dialect)
                         conn.execute(sa.text(f"ALTER TABLE {table.name} ADD COLUMN {name} {kind}"))
+                        inspector.clear_cache()
                 conn.execute(t.update().where(version).values(value=str(SCHEMA_VERSION)))
             elif int(found) > SCHEMA_VERSION:
                 raise StoreError(

@@ -8,10 +8,14 @@ from collections.abc import Collection, Mapping, Sequence
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from lumos_dagster.model import Snapshot, snapshot_loads
+from lumos_dagster.model import Snapshot, snapshot_from_json
 from lumos_dagster.store.connection import StoreConnection
+from lumos_dagster.store.documents import assemble
 from lumos_dagster.store.rows import _chunks
-from lumos_dagster.store.tables import latest_captures, snapshots_table
+from lumos_dagster.store.tables import latest_captures, snapshots_table, stored_document, with_bodies
+
+#: a capture's document as a dict (`tables.stored_document`): its row's latest capture
+_DOC = stored_document("dict")
 
 
 class History(StoreConnection):
@@ -29,7 +33,8 @@ class History(StoreConnection):
         capture order."""
         t = snapshots_table
         q = (
-            sa.select(t.c.id, t.c.urn, t.c.document)
+            sa.select(t.c.id, t.c.urn, _DOC)
+            .select_from(with_bodies())
             .where(t.c.urn.in_(sa.bindparam("urns", expanding=True)), t.c.partition_key > sa.bindparam("pk"))
             .order_by(t.c.urn, t.c.partition_key, t.c.id)
         )
@@ -37,13 +42,13 @@ class History(StoreConnection):
         for pk, urns in self._by_partition(firsts).items():
             for chunk in _chunks(urns):
                 for sid, urn, document in conn.execute(q, {"urns": list(chunk), "pk": pk}):
-                    out.setdefault(urn, []).append((sid, snapshot_loads(document)))
+                    out.setdefault(urn, []).append((sid, snapshot_from_json(document)))
         return out
 
     def _one(self, query) -> Snapshot | None:
         with self._tx() as conn:
             row = conn.execute(query.limit(1)).first()
-        return snapshot_loads(row[0]) if row else None
+        return snapshot_from_json(row[0]) if row else None
 
     def previous(self, urn: str, partition_key: str | None) -> Snapshot | None:
         """The latest readable capture of this dataset at or before `partition_key`."""
@@ -53,9 +58,10 @@ class History(StoreConnection):
     @staticmethod
     def _previous(conn: Connection, urn: str, partition_key: str) -> Snapshot | None:
         t = snapshots_table
-        q = sa.select(t.c.document).where(t.c.urn == urn, t.c.partition_key <= partition_key, t.c.readable)
+        q = sa.select(_DOC).select_from(with_bodies())
+        q = q.where(t.c.urn == urn, t.c.partition_key <= partition_key, t.c.readable)
         row = conn.execute(q.order_by(t.c.partition_key.desc(), t.c.id.desc()).limit(1)).first()
-        return snapshot_loads(row[0]) if row else None
+        return snapshot_from_json(row[0]) if row else None
 
     def version_history(self, urn: str, partition_key: str | None, full: bool = False) -> list[Snapshot]:
         """What a new capture at `partition_key` is versioned against: the previous capture
@@ -70,16 +76,17 @@ class History(StoreConnection):
             return [previous] if previous else []
         t = snapshots_table
         q = (
-            sa.select(t.c.version, t.c.document)
+            sa.select(t.c.version, stored_document("raw"))  # assembled for the versions kept only
+            .select_from(with_bodies())
             .where(t.c.urn == urn, t.c.partition_key <= partition_key, t.c.readable)
             .order_by(t.c.partition_key, t.c.id)
         )
-        by_version: dict[str, str] = {}
+        by_version: dict[str | None, str] = {}  # a capture's version may be null (`snapshots_table.c.version`)
         for version, document in conn.execute(q):
             by_version.pop(version, None)  # re-insert: ordered by each version's latest capture
             by_version[version] = document
         by_version.pop(previous.version, None)
-        return [snapshot_loads(d) for d in by_version.values()] + [previous]
+        return [snapshot_from_json(assemble(d)) for d in by_version.values()] + [previous]
 
     def version_histories(
         self, urns: Sequence[str], partition_key: str | None, full: Collection[str] = ()
@@ -94,12 +101,12 @@ class History(StoreConnection):
     ) -> dict[str, list[Snapshot]]:
         """`version_histories`, each dataset at its own partition key (urn → key)."""
         t = snapshots_table
-        latest = latest_captures(t.c.partition_key <= sa.bindparam("pk"), t.c.readable)
+        latest = latest_captures(t.c.partition_key <= sa.bindparam("pk"), t.c.readable, mode="dict")
         out: dict[str, list[Snapshot]] = {}
         for pk, urns in self._by_partition(partitions).items():
             for chunk in _chunks(urns):
                 for urn, document in conn.execute(latest, {"urns": list(chunk), "pk": pk}):
-                    out[urn] = [snapshot_loads(document)]
+                    out[urn] = [snapshot_from_json(document)]
         for urn in full:
             if urn in out:
                 out[urn] = self._version_history(conn, urn, partitions[urn], full=True)
@@ -108,19 +115,19 @@ class History(StoreConnection):
     def latest(self, urn: str, partition_key: str | None = None) -> Snapshot | None:
         """The latest capture of a partition, or of the newest partition when None."""
         t = snapshots_table
-        q = sa.select(t.c.document).where(t.c.urn == urn)
+        q = sa.select(_DOC).select_from(with_bodies()).where(t.c.urn == urn)
         if partition_key is not None:
             q = q.where(t.c.partition_key == partition_key)
         return self._one(q.order_by(t.c.partition_key.desc(), t.c.id.desc()))
 
     def history(self, urn: str) -> list[Snapshot]:
         t = snapshots_table
+        q = sa.select(_DOC).select_from(with_bodies()).where(t.c.urn == urn)
         with self._tx() as conn:
-            rows = conn.execute(sa.select(t.c.document).where(t.c.urn == urn).order_by(t.c.partition_key, t.c.id))
-            return [snapshot_loads(r[0]) for r in rows]
+            return [snapshot_from_json(d) for d in conn.execute(q.order_by(t.c.partition_key, t.c.id)).scalars()]
 
     def at_version(self, urn: str, version: str) -> Snapshot | None:
         """The latest capture that has this schema version."""
         t = snapshots_table
-        q = sa.select(t.c.document).where(t.c.urn == urn, t.c.version == version)
+        q = sa.select(_DOC).select_from(with_bodies()).where(t.c.urn == urn, t.c.version == version)
         return self._one(q.order_by(t.c.partition_key.desc(), t.c.id.desc()))

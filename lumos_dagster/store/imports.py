@@ -11,12 +11,12 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from lumos_dagster.errors import StoreError
-from lumos_dagster.model import DatasetRecord, Snapshot
+from lumos_dagster.model import DatasetRecord, Snapshot, snapshot_dumps
 from lumos_dagster.plugins import mask_secrets
 from lumos_dagster.store.connection import StoreConnection
 from lumos_dagster.store.releases import Release
-from lumos_dagster.store.rows import _chunks, _now, _snapshot_row
-from lumos_dagster.store.tables import datasets_table, releases_table, snapshots_table
+from lumos_dagster.store.rows import _chunks, _insert_or_ignore, _now, _snapshot_row, _with_bodies
+from lumos_dagster.store.tables import datasets_table, releases_table, snapshots_table, stored_document, with_bodies
 
 
 def _digest(document: str) -> str:
@@ -29,11 +29,7 @@ def _insert_missing(conn: Connection, table: sa.Table, rows: list[dict]) -> None
     NOTHING: one statement, no race with another writer)."""
     if not rows:
         return
-    if conn.dialect.name == "postgresql":
-        from sqlalchemy.dialects.postgresql import insert
-    else:
-        from sqlalchemy.dialects.sqlite import insert
-    conn.execute(insert(table).on_conflict_do_nothing(), rows)
+    conn.execute(_insert_or_ignore(conn, table), rows)
 
 
 class Imports(StoreConnection):
@@ -61,16 +57,16 @@ class Imports(StoreConnection):
                     rows = [_snapshot_row(s) for s in snapshots]
                     stored: set[tuple[str, str, str]] = set()
                     for chunk in _chunks(sorted({r["urn"] for r in rows})):
-                        q = sa.select(t.c.urn, t.c.partition_key, t.c.document).where(t.c.urn.in_(chunk))
-                        stored.update((u, pk, _digest(d)) for u, pk, d in conn.execute(q))
+                        q = sa.select(t.c.urn, t.c.partition_key, stored_document("text")).select_from(with_bodies())
+                        stored.update((u, pk, _digest(d)) for u, pk, d in conn.execute(q.where(t.c.urn.in_(chunk))))
                     new = []
-                    for row in rows:
-                        key = (row["urn"], row["partition_key"], _digest(row["document"]))
+                    for row, s in zip(rows, snapshots, strict=True):
+                        key = (row["urn"], row["partition_key"], _digest(snapshot_dumps(s)))
                         if key not in stored:
                             stored.add(key)
                             new.append(row)
                     if new:
-                        conn.execute(t.insert(), new)
+                        conn.execute(t.insert(), _with_bodies(conn, new))
                     written, skipped = written + len(new), skipped + len(rows) - len(new)
                 _insert_missing(conn, releases_table, [
                     dict(name=r.name, created_at=r.created_at, versions=json.dumps(dict(sorted(r.versions.items()))))

@@ -1,10 +1,11 @@
 """The catalog outbox: each stored capture is queued for each catalog, and deliveries claim the
 entries, send them and mark them (delivered, failed, quarantined), recording what each catalog
-now shows so the next delivery skips the same content."""
+now shows so the next delivery skips the same content. Entries done with (delivered, unchanged,
+superseded) are kept for a while, then removed (`prune_outbox`): the outbox does not grow with
+every capture ever delivered."""
 
 from __future__ import annotations
 
-import json
 import os
 import socket
 import zlib
@@ -16,8 +17,8 @@ from sqlalchemy.engine import Connection
 
 from lumos_dagster.model import SNAPSHOT_FORMAT, Snapshot, dataset_urn, snapshot_from_json
 from lumos_dagster.store.connection import StoreConnection
-from lumos_dagster.store.rows import _aware, _chunks, _now, _on_conflict_retry
-from lumos_dagster.store.tables import catalog_state_table, outbox_table, snapshots_table
+from lumos_dagster.store.rows import _aware, _chunks, _now, _on_conflict_retry, _upsert
+from lumos_dagster.store.tables import catalog_state_table, outbox_table, snapshots_table, stored_document, with_bodies
 
 
 class Delivery:
@@ -37,6 +38,8 @@ class Delivery:
     @property
     def snapshot(self) -> Snapshot:
         if self._snapshot is None:
+            if self.document is None:  # not while `__init__`'s rule holds
+                raise ValueError("a delivery needs its snapshot or its document")
             self._snapshot = snapshot_from_json(self.document)
         return self._snapshot
 
@@ -59,13 +62,18 @@ class Delivery:
         return f"Delivery({self.outbox_id}, {self.urn}, {self.partition_key})"
 
 
+#: the outbox entries done with, that retention removes after `store.retention.outbox_days`
+DONE = ("delivered", "unchanged", "superseded")
+#: `store.retention.outbox_days`' default: a week of delivered entries kept, to look into
+OUTBOX_DAYS = 7.0
+
 _CLAIM_LOCK = 0x6C756D6F73  # PostgreSQL advisory lock key ("lumos") that outbox claims take in turn
 
 
 def _max_ids(conn: Connection) -> int:
     """Ids one `IN (...)` may list: a whole delivery's in one statement, below the database's limit
     of bound parameters (SQLite: 32,766 since 3.32, 999 before; PostgreSQL: 65,535)."""
-    if conn.dialect.name == "sqlite" and conn.dialect.dbapi.sqlite_version_info < (3, 32):
+    if conn.dialect.name == "sqlite" and conn.dialect.loaded_dbapi.sqlite_version_info < (3, 32):
         return 900
     return 20_000
 
@@ -111,8 +119,8 @@ class Outbox(StoreConnection):
             .values(claimed_by=owner, claimed_until=now + timedelta(seconds=lease))
         )
         q = (
-            sa.select(o.c.id, s.c.document)
-            .join(s, s.c.id == o.c.snapshot_id)
+            sa.select(o.c.id, stored_document("dict"))
+            .select_from(o.join(with_bodies(), s.c.id == o.c.snapshot_id))
             .where(o.c.claimed_by == owner, o.c.status == "pending")
             .order_by(o.c.id)
         )
@@ -130,8 +138,7 @@ class Outbox(StoreConnection):
             conn.execute(take)
             rows = conn.execute(q).all()
         out = []
-        for outbox_id, text in rows:
-            document = json.loads(text)
+        for outbox_id, document in rows:
             if document.get("format_version") != SNAPSHOT_FORMAT:
                 snapshot_from_json(document)  # raises, naming the format this Lumos reads
             out.append(Delivery(outbox_id, document=document))
@@ -176,15 +183,10 @@ class Outbox(StoreConnection):
         t = catalog_state_table
         name = conn.dialect.name
         if name in ("sqlite", "postgresql"):  # INSERT … ON CONFLICT DO UPDATE: one statement, no race
-            if name == "sqlite":
-                from sqlalchemy.dialects.sqlite import insert
-            else:
-                from sqlalchemy.dialects.postgresql import insert
-            stmt = insert(t)
-            changed = {c: stmt.excluded[c] for c in ("partition_key", "content_hash", "delivered_at")}
-            conn.execute(stmt.on_conflict_do_update(index_elements=[t.c.catalog, t.c.urn], set_=changed), rows)
+            changed = ("partition_key", "content_hash", "delivered_at")
+            conn.execute(_upsert(conn, t, [t.c.catalog, t.c.urn], changed), rows)
             return
-        existing = set()
+        existing: set[str] = set()
         for chunk in _chunks([r["urn"] for r in rows]):
             q = sa.select(t.c.urn).where(t.c.catalog == rows[0]["catalog"], t.c.urn.in_(chunk))
             existing.update(conn.execute(q).scalars())
@@ -265,6 +267,28 @@ class Outbox(StoreConnection):
             values["delivered_at"] = _now()
         for chunk in _chunks(list(outbox_ids), _max_ids(conn)):
             conn.execute(o.update().where(o.c.id.in_(chunk)).values(**values))
+
+    def prune_outbox(self, days: float = OUTBOX_DAYS, now: datetime | None = None, batch: int = 10_000) -> int:
+        """Remove the entries done with (delivered, unchanged, superseded) more than `days` ago
+        (`store.retention.outbox_days`), `batch` at a time, each batch its own transaction (a writer
+        waits for one batch at most); how many. Pending and quarantined entries stay, however old;
+        what each catalog shows stays in `catalog_state`."""
+        o = outbox_table
+        cutoff = (now or _now()) - timedelta(days=days)
+        old = (
+            sa.select(o.c.id)
+            .where(o.c.status.in_(DONE), o.c.delivered_at < cutoff)
+            .order_by(o.c.id)
+            .limit(batch)
+            .scalar_subquery()
+        )
+        removed = 0
+        while True:
+            with self._tx() as conn:
+                done = conn.execute(o.delete().where(o.c.id.in_(old))).rowcount
+            removed += done
+            if done < batch:
+                return removed
 
     def outbox_counts(self, catalog: str) -> dict[str, int]:
         o = outbox_table

@@ -1,7 +1,11 @@
 """Snapshot history, written: `put` (captures whose versions are already decided: an import, a
 tombstone) and `versioning`, the transaction in which a run decides its captures' versions and
 stores them, with `Versioning`, what is read and written through it. Each stored capture is queued
-in the catalog outbox in the same transaction."""
+in the catalog outbox in the same transaction.
+
+Every capture has its row, and its document's body is stored once however many captures share it
+(`rows._with_bodies`): a capture of unchanged content costs its row (partition, capture time, the
+data's age, the body's id) and nothing more."""
 
 from __future__ import annotations
 
@@ -15,7 +19,7 @@ from sqlalchemy.engine import Connection
 from lumos_dagster.model import Acceptance, Snapshot
 from lumos_dagster.store.acceptances import acceptances as acceptances_of
 from lumos_dagster.store.history import History
-from lumos_dagster.store.rows import _now, _snapshot_row
+from lumos_dagster.store.rows import _now, _snapshot_row, _with_bodies
 from lumos_dagster.store.tables import meta_table, outbox_table, snapshots_table
 
 #: PostgreSQL advisory locks that serialize versioning per dataset: (space, slot) pairs, the
@@ -54,7 +58,7 @@ class Recording(History):
             yield Versioning(self, conn)
 
     def _put(self, conn: Connection, snapshots: Sequence[Snapshot], catalogs: Sequence[str]) -> list[int]:
-        rows = [_snapshot_row(s) for s in snapshots]
+        rows = _with_bodies(conn, [_snapshot_row(s) for s in snapshots])
         ids = self._insert_snapshots(conn, rows)
         self._queue(conn, [(sid, r["urn"], r["partition_key"]) for sid, r in zip(ids, rows, strict=True)], catalogs)
         return ids
@@ -104,13 +108,18 @@ class Versioning:
         return self.store._put(self.conn, snapshots, catalogs) if snapshots else []
 
     def revise(self, moved: Sequence[tuple[int, Snapshot]]) -> None:
-        """Stored captures (id, capture) whose version or changes moved."""
+        """Stored captures (id, capture) whose version or changes moved: their rows get the new body
+        and version (a row kept whole before schema version 3 gets its capture's own fields too)."""
         if moved:
             t = snapshots_table
+            rows = _with_bodies(self.conn, [_snapshot_row(s) for _, s in moved])
             update = t.update().where(t.c.id == sa.bindparam("b_id"))
-            self.conn.execute(update.values(version=sa.bindparam("version"), document=sa.bindparam("document")), [
-                {"b_id": sid, "version": row["version"], "document": row["document"]}
-                for sid, row in ((sid, _snapshot_row(s)) for sid, s in moved)
+            self.conn.execute(update.values(
+                version=sa.bindparam("version"), body=sa.bindparam("body"), document="",
+                capture=sa.case((t.c.body.is_(None), sa.bindparam("own")), else_=t.c.capture),
+            ), [
+                {"b_id": sid, "version": row["version"], "body": row["body"], "own": row["capture"]}
+                for (sid, _), row in zip(moved, rows, strict=True)
             ])  # fmt: skip
 
     def queue(self, entries: Sequence[tuple[int, str, str]], catalogs: Sequence[str]) -> None:

@@ -2,7 +2,9 @@
 
 SQLAlchemy Core over SQLite (default, WAL mode) or PostgreSQL, so the same code serves
 a laptop and a deployment. Snapshots are kept as their portable JSON document, with the
-columns needed to find them (dataset, partition, capture order) alongside.
+columns needed to find them (dataset, partition, capture order) alongside; the document's body
+(all but the capture's own fields) once however many captures share it (`documents.py`): a
+capture of unchanged content costs its row, about 200-300 bytes.
 
 A store holds one database connection from its first use to `close()` (use it as a context
 manager: `with SnapshotStore(url) as store:`), and writes many rows with one statement per
@@ -36,11 +38,14 @@ class SnapshotStore(Registry, Recording, History, Outbox, FileState, Releases, I
     - `recording.py` (`Recording`, `Versioning`): snapshot history, written (`put`, `versioning`),
       each capture queued in the outbox in the same transaction;
     - `outbox.py` (`Outbox`, `Delivery`, `claim_owner`): the catalog outbox (`claim`, `renew`,
-      `release`, `mark`, `mark_many`, `record_deliveries`, `catalog_state`, `outbox_counts`, …);
+      `release`, `mark`, `mark_many`, `record_deliveries`, `catalog_state`, `outbox_counts`,
+      `prune_outbox`, …);
     - `file_state.py` (`FileState`): per-source file state (`file_state`, `save_file_state`);
     - `releases.py` (`Releases`, `Release`): releases and acceptances (`add_release`,
       `record_release_versions`, `releases`, `acceptances`);
     - `imports.py` (`Imports`): importing an estate (`import_estate`);
-    - `rows.py`: helpers several jobs share; `tables.py`: the tables; `acceptances.py`: the
+    - `rows.py`: helpers several jobs share (a capture's row, its body stored once); `tables.py`:
+      the tables, and the select of a capture's document (`stored_document`); `documents.py`: a
+      document split into body and capture fields, and put together again; `acceptances.py`: the
       acceptances table.
     """

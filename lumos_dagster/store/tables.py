@@ -1,12 +1,21 @@
-"""The snapshot store's tables (SQLAlchemy Core): registry, snapshots, outbox, catalog state, file
-state, releases and what code says about datasets."""
+"""The snapshot store's tables (SQLAlchemy Core): registry, snapshots and their documents, outbox,
+catalog state, file state, releases and what code says about datasets.
+
+A capture's document is kept in two parts (schema version 3): its body, everything but what differs
+between captures of the same content, once per distinct body in `lumos_documents`; and the
+capture's own fields (partition, capture time, the data's age) in its `lumos_snapshots` row, with
+the body's id. Rows written before keep their whole document inline (`document`, `body` null); the
+reads below give back the same document either way (`stored_document`)."""
 
 import sqlalchemy as sa
+from sqlalchemy.ext.compiler import compiles
+
+from lumos_dagster.store.documents import DOCUMENT_MODES, assemble, packed
 
 metadata = sa.MetaData()
 
 #: bumped when the tables change; an older store is brought up to date by MIGRATIONS, a newer one is refused
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 meta_table = sa.Table(
     "lumos_meta",
@@ -42,8 +51,23 @@ snapshots_table = sa.Table(
     sa.Column("fingerprint", sa.String(64), nullable=False),
     # an unreadable capture is history, but never what the next one is versioned against
     sa.Column("readable", sa.Boolean, nullable=False),
+    # the whole document, as rows written before schema version 3 keep it; '' when `body` is set
     sa.Column("document", sa.Text, nullable=False),
+    # lumos_documents.id of the document's body; null: the document is inline (an older row)
+    sa.Column("body", sa.Integer),
+    # JSON: the capture's own fields its columns do not give back as they were (the data's age;
+    # a capture time not in UTC), the age alone as its bare number; null when there are none
+    sa.Column("capture", sa.Text),
     sa.Index("ix_lumos_snapshots_urn_partition", "urn", "partition_key", "id"),
+)
+
+documents_table = sa.Table(
+    "lumos_documents",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("hash", sa.String(64), nullable=False),  # sha256 of `body`: one row per distinct body
+    sa.Column("body", sa.Text, nullable=False),  # JSON: a document without its capture's own fields
+    sa.Index("ux_lumos_documents_hash", "hash", unique=True),
 )
 
 outbox_table = sa.Table(
@@ -104,14 +128,65 @@ code_table = sa.Table(
 )
 
 
-def latest_captures(*conditions) -> sa.Select:
+class _UtcText(sa.sql.functions.FunctionElement):
+    """A capture time as text, in UTC and without its zone: `YYYY-MM-DD HH:MM:SS.ffffff`."""
+
+    type = sa.Text()
+    inherit_cache = True
+    name = "lumos_utc_text"
+
+
+@compiles(_UtcText)
+def _utc_text(element, compiler, **kw) -> str:  # SQLite: the text SQLAlchemy stored, the time as given (UTC)
+    return f"CAST({compiler.process(element.clauses, **kw)} AS TEXT)"
+
+
+@compiles(_UtcText, "postgresql")
+def _utc_text_pg(element, compiler, **kw) -> str:  # whatever the session's time zone
+    return f"to_char(({compiler.process(element.clauses, **kw)}) AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.US')"
+
+
+class StoredDocument(sa.types.TypeDecorator):
+    """What `stored_document` selects, read back as the capture's document: its JSON text ("text",
+    as the store kept it before schema version 3), its dict ("dict"), or what was selected ("raw",
+    for `documents.assemble` later)."""
+
+    impl = sa.Text
+    cache_ok = True
+
+    def __init__(self, mode: str = "dict"):
+        if mode not in DOCUMENT_MODES:
+            raise ValueError(f"mode: one of {DOCUMENT_MODES}, not {mode!r}")
+        super().__init__()
+        self.mode = mode
+
+    def process_result_value(self, value, dialect):
+        return None if value is None else assemble(value, self.mode)
+
+
+def stored_document(mode: str = "dict") -> sa.Label:
+    """A capture's document (see `StoredDocument` for `mode`), selected from its row and its body
+    (outer-joined: `with_bodies`). The parts are joined in SQL into one text; `StoredDocument` puts
+    them together."""
+    t, d = snapshots_table, documents_table
+    parts = packed(t.c.partition_key, _UtcText(t.c.captured_at), t.c.capture, d.c.body)
+    whole = sa.case((t.c.body.is_(None), t.c.document), else_=parts)
+    return sa.type_coerce(whole, StoredDocument(mode)).label("document")
+
+
+def with_bodies() -> sa.FromClause:
+    """The snapshots with each row's body, for `stored_document`: `select(…).select_from(with_bodies())`."""
+    return snapshots_table.outerjoin(documents_table, documents_table.c.id == snapshots_table.c.body)
+
+
+def latest_captures(*conditions, mode: str = "text") -> sa.Select:
     """(urn, document) of each dataset's latest capture (newest partition, then capture) among the
-    rows matching `conditions`; the datasets are the expanding parameter `urns`."""
+    rows matching `conditions`; the datasets are the expanding parameter `urns`. The document as
+    `stored_document(mode)`: by default its JSON text, as the store kept it before schema version 3."""
     t = snapshots_table
     ranked = (
         sa.select(
-            t.c.urn,
-            t.c.document,
+            t.c.id,
             sa.func.row_number()
             .over(partition_by=t.c.urn, order_by=(t.c.partition_key.desc(), t.c.id.desc()))
             .label("rank"),
@@ -119,10 +194,16 @@ def latest_captures(*conditions) -> sa.Select:
         .where(t.c.urn.in_(sa.bindparam("urns", expanding=True)), *conditions)
         .subquery()
     )
-    return sa.select(ranked.c.urn, ranked.c.document).where(ranked.c.rank == 1)
+    return (
+        sa.select(t.c.urn, stored_document(mode))
+        .select_from(ranked.join(t, t.c.id == ranked.c.id).outerjoin(documents_table, documents_table.c.id == t.c.body))
+        .where(ranked.c.rank == 1)
+    )
 
 
-#: the columns each schema version added, by (table, column): an older store gets them when opened
-MIGRATIONS: dict[int, list[tuple[sa.Table, str]]] = {
+#: what each schema version added: (table, column) for a column, an index as itself; an older store
+#: gets them when opened (a table new in a version is created with the others when the store opens)
+MIGRATIONS: dict[int, list[tuple[sa.Table, str] | sa.Index]] = {
     2: [(outbox_table, "claimed_by"), (outbox_table, "claimed_until")],  # outbox claims
+    3: [(snapshots_table, "body"), (snapshots_table, "capture")],  # bodies kept once (lumos_documents)
 }

@@ -1,6 +1,9 @@
-"""Three of Dagster's per-output costs that a code location of thousands of datasets pays, cut
-without changing what Dagster builds (written against Dagster 1.13; the upstream report's
-reproduction is benchmarks/dagster_outputs.py).
+"""The tuning's process-wide patches: three of Dagster's per-output costs that a code location of
+thousands of datasets pays, cut without changing what Dagster builds (written against Dagster
+1.13; the upstream report's reproduction is benchmarks/dagster_outputs.py).
+
+Applied only by building a tuned event log (the switch: resources/tuning/__init__.py), so only
+in a process whose instance is tuned; never on Dagster's stock instance.
 
 * `resolve_dagster_type` runs every typing check on each output's type, yet nearly every output
   of a Lumos op is typed with a DagsterType (`Any`, `Nothing`) or None: 35,000 calls, ~0.6 s, for
@@ -14,12 +17,14 @@ reproduction is benchmarks/dagster_outputs.py).
   subset is a new one), so the set is built once per instance, frozen.
 
 Each is replaced only where the function found is the one it was written for (its qualified
-name); tests compare the replacements with Dagster's own functions.
+name); tests compare the replacements with Dagster's own functions. `revert` puts Dagster's own
+back (a test process that built a tuned event log, when the suite runs on the stock instance).
 """
 
 from __future__ import annotations
 
 import functools
+import inspect
 from types import ModuleType
 
 import dagster._core.definitions.decorators.decorator_assets_definition_builder as builder
@@ -78,8 +83,38 @@ def _cache_keys() -> None:
     setattr(AssetsDefinition, _KEYS, property(keys, doc=original.__doc__))
 
 
+_REPLACED = (
+    ("resolve_dagster_type", _resolve_dagster_type, types, (input_module, output_module)),
+    ("_validate_check_specs_target_relevant_asset_keys", _validate_check_specs, builder, ()),
+)
+
+
 def apply() -> None:
-    """Idempotent: the code location calls it before building its assets."""
+    """Idempotent: building a tuned event log calls it, before the process builds its definitions
+    (Dagster builds the instance first in a code server, a run worker and `dagster asset materialize`)."""
     _cache_keys()
-    _replace("resolve_dagster_type", _resolve_dagster_type, types, input_module, output_module)
-    _replace("_validate_check_specs_target_relevant_asset_keys", _validate_check_specs, builder)
+    for name, make, home, importers in _REPLACED:
+        _replace(name, make, home, *importers)
+
+
+def applied() -> bool:
+    """Whether any of the patches is in place in this process."""
+    keys = AssetsDefinition.__dict__.get(_KEYS)
+    return (isinstance(keys, property) and keys.fget.__qualname__ == f"lumos.{_KEYS}") or any(
+        getattr(getattr(home, name), "__qualname__", None) == f"lumos.{name}" for name, _, home, _ in _REPLACED
+    )
+
+
+def revert() -> None:
+    """Dagster's own functions back, wherever `apply` put a replacement."""
+    keys = AssetsDefinition.__dict__.get(_KEYS)
+    if isinstance(keys, property) and keys.fget.__qualname__ == f"lumos.{_KEYS}":
+        original = inspect.getclosurevars(keys.fget).nonlocals["original"]
+        setattr(AssetsDefinition, _KEYS, original)
+    for name, _, home, importers in _REPLACED:
+        replacement = getattr(home, name)
+        if getattr(replacement, "__qualname__", None) != f"lumos.{name}":
+            continue
+        for module in (home, *importers):
+            if getattr(module, name, None) is replacement:
+                setattr(module, name, replacement.__wrapped__)
