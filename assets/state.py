@@ -29,7 +29,6 @@ from dagster_shared.serdes.objects.models.defs_state_info import DefsStateManage
 
 from lumos_dagster.config import LumosConfig
 from lumos_dagster.lineage.catalogue import RegistryState
-from lumos_dagster.store import SnapshotStore
 
 
 def state_key(config: LumosConfig) -> str:
@@ -43,11 +42,6 @@ def _config(config: LumosConfig) -> DefsStateConfig:
     return DefsStateConfig(
         key=state_key(config), management_type=DefsStateManagementType.VERSIONED_STATE_STORAGE, refresh_if_dev=False
     )
-
-
-def _live(config: LumosConfig) -> RegistryState:
-    with SnapshotStore(config.store_url, f"{config.source_file}: store.url") as store:
-        return RegistryState.read(store, [s.name for s in config.sources])
 
 
 def _kept(storage: DefsStateStorage, key: str, version: str) -> bool:
@@ -66,14 +60,14 @@ def registry_state(config: LumosConfig) -> RegistryState:
     else the registry now, published as the location's latest version when it is new."""
     context, storage = DefinitionsLoadContext.get(), DefsStateStorage.get()
     if storage is None:
-        return _live(config)
+        return RegistryState.of_location(config)
     key = state_key(config)
     if context.load_type == DefinitionsLoadType.RECONSTRUCTION:
         with context.state_path(_config(config), storage, Path(config.base_dir)) as path:
             if path is not None:
                 return RegistryState.loads(path.read_text())
-        return _live(config)  # a run planned before the location had state
-    state = _live(config)
+        return RegistryState.of_location(config)  # a run planned before the location had state
+    state = RegistryState.of_location(config)
     known = context.get_defs_key_state_info(key)
     if known is None or known.version != state.digest or not _kept(storage, key, state.digest):
         with tempfile.TemporaryDirectory(prefix="lumos-state-") as folder:

@@ -21,7 +21,6 @@ from lumos_dagster.collector import paused, skip_final_collection
 from lumos_dagster.config import LumosConfig, load_config
 from lumos_dagster.lineage.catalogue import RegistryState, catalogue_of
 from lumos_dagster.sources import FileSource, TableSource, build_sources
-from lumos_dagster.store import SnapshotStore
 from lumos_dagster.windows import parse_lag
 from resources.io_manager import LumosIOManager
 from resources.spark import spark_resource
@@ -55,8 +54,7 @@ def build_definitions(config: LumosConfig, state: RegistryState | None = None) -
 def assemble(config: LumosConfig, state: RegistryState | None = None) -> Assembly:
     sources = build_sources(config)
     if state is None:
-        with SnapshotStore(config.store_url, f"{config.source_file}: store.url") as store:
-            state = RegistryState.read(store)
+        state = RegistryState.of_location(config)
     catalogue = catalogue_of(config, state, {name: s.root for name, s in sources.items()})
     keys = dataset_keys(catalogue)
     by_cadence, missing = build_dataset_assets(config, catalogue, sources, keys)

@@ -88,7 +88,7 @@ def _record_new(store: SnapshotStore, source: FileSource, seen: Look, waiting: d
 
 def _retire(store: SnapshotStore, config: LumosConfig, source: str, vanished: list[str], log) -> list[str]:
     """Soft-delete the datasets whose files are all gone, unless too many of the source went at once."""
-    known = [r for r in store.datasets() if r.source == source]
+    known = store.datasets(sources=[source])
     gone = [r for r in known if r.name in set(vanished)]
     if not gone:
         return []

@@ -70,6 +70,17 @@ def test_registry_upsert_keeps_first_seen_and_updates_counts(store_url):
     store.close()
 
 
+def test_a_code_location_reads_the_datasets_of_its_own_sources_only(store_url):
+    # a location of an estate in many locations must not read (and pay for) every other location's
+    with SnapshotStore(store_url) as store:
+        store.upsert_datasets(
+            [DatasetRecord(f"d{i}/t", "file", f"part{i}", f"/lake/d{i}/t", "parquet") for i in range(3)]
+        )
+        assert [r.source for r in store.datasets(sources=["part2", "part0"])] == ["part0", "part2"]
+        assert store.datasets(sources=[]) == []
+        assert len(store.datasets()) == 3
+
+
 def test_history_previous_and_latest(store_url):
     store = SnapshotStore(store_url)
     store.put(

@@ -266,6 +266,7 @@ class Deployment:
         self.write()
         deadline = started + timeout
         try:
+            self._create_storage()
             commands = self.commands()
             for name in [n for n in commands if n.startswith(CODE_SERVER_PREFIX)]:
                 self._start(name, *commands[name])
@@ -396,9 +397,24 @@ class Deployment:
             except LumosError as exc:
                 raise DeployError(f"code location {x.name}: {exc}") from None
 
-    def _start(self, name: str, command: list[str], env: dict[str, str]) -> None:
+    def _create_storage(self) -> None:
+        # Dagster's processes create the instance's tables on first use, each on its own: code
+        # servers starting together on a new database race to CREATE TABLE and all but one fail
+        done = subprocess.run(
+            [_bin("dagster"), "instance", "migrate"], cwd=self.dagster_home, env=self._environment({}),
+            stdin=subprocess.DEVNULL, capture_output=True, text=True,
+        )  # fmt: skip
+        if done.returncode:
+            why = done.stderr or done.stdout
+            raise DeployError(f"`dagster instance migrate` for {self.dagster_home} failed:\n{why}")
+
+    def _environment(self, env: dict[str, str]) -> dict[str, str]:
         environment = {k: v for k, v in os.environ.items() if k not in ("LUMOS_CONFIG", "DAGSTER_IS_DEV_CLI")}
         environment.update(self.instance_env(), PYTHONUNBUFFERED="1", **env)
+        return environment
+
+    def _start(self, name: str, command: list[str], env: dict[str, str]) -> None:
+        environment = self._environment(env)
         with open(self.log(name), "wb") as log:  # a file, never a pipe nobody reads
             # a session of its own: `make deploy` returns, and `down` stops the whole group
             self._started[name] = subprocess.Popen(

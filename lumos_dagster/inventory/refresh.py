@@ -68,7 +68,7 @@ def reconcile(
     out = Reconciliation()
     found = {r.urn for r in discovery.records}
     for source in discovery.scanned:
-        known = [r for r in store.datasets() if r.source == source]
+        known = store.datasets(sources=[source])
         vanished = [r for r in known if r.urn not in found]
         if not vanished:
             continue

@@ -106,7 +106,7 @@ def look(
             where[f.entry.path] = (ds.name, date.isoformat() if date else None)
     out = Look(generation=(generation or 0) + 1, files=len(entries), baseline=generation is None, state=digest_now)
     out.current = {p: (fp, *where.get(p, (None, None))) for p, fp in fingerprints.items()}
-    known = {r.name for r in store.datasets(include_removed=True)}
+    known = {r.name for r in store.datasets(include_removed=True, sources=[source.name])}
     out.new_datasets = {name: ds for name, ds in grouping.datasets.items() if name not in known}
     if generation is not None:
         mtimes = {e.path: e.mtime for e in entries}

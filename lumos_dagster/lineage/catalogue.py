@@ -32,10 +32,13 @@ class RegistryState:
     @classmethod
     def read(cls, store: SnapshotStore, sources: Sequence[str] | None = None) -> RegistryState:
         """The registry now; only the datasets of `sources` when given (a code location's own)."""
-        records = store.datasets()
-        if sources is not None:
-            records = [r for r in records if r.source in sources]
-        return cls(tuple(records), store.code())
+        return cls(tuple(store.datasets(sources=sources)), store.code())
+
+    @classmethod
+    def of_location(cls, config: LumosConfig) -> RegistryState:
+        """The registry now, as a code location of `config` sees it: its own sources' datasets."""
+        with SnapshotStore(config.store_url, f"{config.source_file}: store.url") as store:
+            return cls.read(store, [s.name for s in config.sources])
 
     @functools.cached_property
     def text(self) -> str:

@@ -4,7 +4,7 @@ says about them (read whole at each discovery)."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 
 import sqlalchemy as sa
 
@@ -52,11 +52,15 @@ class Registry(StoreConnection):
         with self._tx() as conn:
             conn.execute(t.update().where(t.c.urn.in_(list(urns))).values(removed_at=_now()))
 
-    def datasets(self, include_removed: bool = False) -> list[DatasetRecord]:
+    def datasets(self, include_removed: bool = False, sources: Collection[str] | None = None) -> list[DatasetRecord]:
+        """The registry, by name; only the datasets of `sources` when given (a code location or a
+        sensor reads its own, not the whole estate's)."""
         t = datasets_table
         q = sa.select(t).order_by(t.c.name)
         if not include_removed:
             q = q.where(t.c.removed_at.is_(None))
+        if sources is not None:
+            q = q.where(t.c.source.in_(list(sources)))
         with self._tx() as conn:
             rows = conn.execute(q).mappings().all()
         out = []
