@@ -126,6 +126,8 @@ def _check_instance(deployment: Deployment) -> None:
         assert isinstance(instance.run_coordinator, QueuedRunCoordinator)
         assert instance.run_coordinator.get_run_queue_config().max_concurrent_runs == 2
         assert instance.run_monitoring_enabled and instance.run_monitoring_max_runtime_seconds == 3600
+        # no freshness daemon: it would write an event per asset of the estate, none having a policy
+        assert "FRESHNESS_DAEMON" not in instance.get_required_daemon_types()
         retention = instance.get_tick_retention_settings(InstigatorType.SENSOR)
         assert {s.value: days for s, days in retention.items()} == {
             "STARTED": -1, "SKIPPED": 1, "SUCCESS": 7, "FAILURE": 30,

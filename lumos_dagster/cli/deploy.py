@@ -65,7 +65,8 @@ INSTANCE_NOTES = """\
 # - run monitoring: DefaultRunLauncher cannot check a STARTED run's worker, so a run whose worker
 #   died fails when it passes max_runtime_seconds;
 # - defs_state_storage: the content of the code-location state whose versions the database keeps
-#   (Lumos' registry): it goes with this database; beyond one machine, shared storage (s3://…).
+#   (Lumos' registry): it goes with this database; beyond one machine, shared storage (s3://…);
+# - freshness disabled: Dagster's freshness daemon writes an event for each asset without a policy.
 """
 
 
@@ -147,7 +148,8 @@ class Deployment:
     # -- what is written
 
     def instance_config(self) -> dict:
-        """dagster.yaml: Dagster's PostgreSQL storages, queued runs, run monitoring, tick retention."""
+        """dagster.yaml: Dagster's PostgreSQL storages, queued runs, run monitoring, tick retention, no
+        freshness daemon."""
         url = _url(self.pg_url)
 
         def storage(module: str, cls: str) -> dict:
@@ -201,6 +203,10 @@ class Deployment:
                 "class": "UPathDefsStateStorage",
                 "config": {"base_path": str(self.dagster_home / "defs_state")},
             },
+            # Dagster's freshness daemon evaluates every asset of every location each 30 s, and for an
+            # asset without a freshness policy (none of Lumos' has one) writes one event the first time:
+            # at 100,000 datasets it held most of the daemon's CPU and 4.7 GB (docs/deploy.md)
+            "freshness": {"enabled": False},
             "telemetry": {"enabled": False},
             "python_logs": {"python_log_level": "INFO"},
         }
