@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -60,6 +61,15 @@ def _database(name: str, drop: bool = False) -> None:
         conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
         if not drop:
             conn.execute(f'CREATE DATABASE "{name}"')
+
+
+def discard(work: Path) -> None:
+    """Remove a benchmark's lake and deployment (gigabytes at estate size), but keep them, logs and
+    all, when the benchmark is failing."""
+    if sys.exc_info()[0] is None:
+        shutil.rmtree(work, ignore_errors=True)
+    else:
+        log(f"kept {work} for its logs")
 
 
 def project(work: Path, lake: Path, store_db: str) -> Path:
@@ -341,6 +351,7 @@ def soak(datasets: int, minutes: float, rate: float, tuned: bool, png: Path | No
         deployment.down()
         _database(store_db, drop=True)
         _database(dagster_db, drop=True)
+        discard(work)
 
 
 def _serve(work: Path, config: Path, token: str):
