@@ -13,7 +13,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 #: the port of `make ui` and `make deploy`
 PORT ?= 3000
 
-.PHONY: install browser node demo test test-fast test-tuned check-dagster-latest ui lite bench clean
+.PHONY: install cycles browser node demo test test-fast test-tuned check-dagster-latest ui lite bench clean
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -22,6 +22,10 @@ $(STAMP): pyproject.toml constraints.txt
 	rm -f $(VENV)/.installed-* && touch $@
 
 install: $(STAMP)
+
+## the package cycles the acyclic contract counts (0 on main; on an older checkout it lists each)
+cycles: $(STAMP)
+	$(BIN)/lint-imports --contract acyclic
 
 ## headless Chromium: the tests open the HTML report in it (Debian's package)
 browser:
