@@ -26,6 +26,7 @@ It prints a markdown report and writes a PNG of lag and memory over the soak.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import shutil
@@ -480,6 +481,9 @@ def main() -> None:
     args = parser.parse_args()
     if args.long:
         args.datasets, args.minutes = max(args.datasets, 1000), max(args.minutes, 60)
+    if args.png is not None and importlib.util.find_spec("matplotlib") is None:
+        # found before the hour of soaking, not after it
+        parser.error("--png needs matplotlib: pip install -e '.[bench]' (make bench installs it)")
     result = soak(args.datasets, args.minutes, args.rate, args.tuned, args.png)
     if args.json:
         args.json.write_text(json.dumps(result, indent=2, default=str))
