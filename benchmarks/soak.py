@@ -235,39 +235,43 @@ def _duplicates(path: Path) -> int:
     return dupes
 
 
-def _torn(api: str, token: str, names: set[str]) -> list[str]:
-    """Datasets written torn whose schema ever changed: the mutator never changes a torn dataset's
-    columns, so any version after its first (its removal aside) is a torn file become a version."""
-    out = []
+def _timelines(api: str, token: str, names: set[str]) -> dict[str, list[dict]]:
+    """Each dataset's version timeline through the API (`GET /v1/datasets/{name}/history`); a dataset
+    with no version has none."""
+    out = {}
     with httpx.Client(base_url=api, headers={"Authorization": f"Bearer {token}"}, timeout=30) as client:
         for name in sorted(names):
-            timeline = client.get(f"/v1/datasets/{name}/history").json()
-            kinds = {c["kind"] for e in timeline for c in e["changes"]} - {"DATASET_REMOVED", "DATASET_ADDED"}
-            if kinds:
-                out.append(f"{name}: {sorted(kinds)}")
+            r = client.get(f"/v1/datasets/{name}/history")
+            if r.status_code == 200:
+                out[name] = r.json()
     return out
 
 
-def _histories(api: str, token: str, names: list[str]) -> tuple[int, int, list[str]]:
-    """(datasets whose versions are out of order, versions given twice or without a change, examples),
-    from each dataset's version timeline through the API (`GET /v1/datasets/{name}/history`)."""
+def _torn(timelines: dict[str, list[dict]], names: set[str]) -> list[str]:
+    """Datasets written torn whose schema ever changed: the mutator never changes a torn dataset's
+    columns, so any version after its first (its removal aside) is a torn file become a version."""
+    out = []
+    for name in sorted(names & timelines.keys()):
+        kinds = {c["kind"] for e in timelines[name] for c in e["changes"]} - {"DATASET_REMOVED", "DATASET_ADDED"}
+        if kinds:
+            out.append(f"{name}: {sorted(kinds)}")
+    return out
+
+
+def _histories(timelines: dict[str, list[dict]]) -> tuple[int, int, list[str]]:
+    """(datasets whose versions are out of order, versions given twice or without a change, examples)."""
     wrong = dup = 0
     examples = []
-    with httpx.Client(base_url=api, headers={"Authorization": f"Bearer {token}"}, timeout=30) as client:
-        for name in names:
-            r = client.get(f"/v1/datasets/{name}/history")
-            if r.status_code != 200:
-                continue
-            timeline = r.json()
-            versions = [tuple(int(x) for x in e["version"].split(".")) for e in timeline]
-            if versions != sorted(versions):
-                wrong += 1
-                examples.append(f"{name}: {[e['version'] for e in timeline]}")
-            twice = len(set(versions)) != len(versions)
-            empty = [e["version"] for e in timeline if e["previous_version"] and not e["changes"]]
-            if twice or empty:
-                dup += 1
-                examples.append(f"{name}: {[e['version'] for e in timeline]} (without a change: {empty})")
+    for name, timeline in timelines.items():
+        versions = [tuple(int(x) for x in e["version"].split(".")) for e in timeline]
+        if versions != sorted(versions):
+            wrong += 1
+            examples.append(f"{name}: {[e['version'] for e in timeline]}")
+        twice = len(set(versions)) != len(versions)
+        empty = [e["version"] for e in timeline if e["previous_version"] and not e["changes"]]
+        if twice or empty:
+            dup += 1
+            examples.append(f"{name}: {[e['version'] for e in timeline]} (without a change: {empty})")
     return wrong, dup, examples
 
 
@@ -335,9 +339,11 @@ def soak(datasets: int, minutes: float, rate: float, tuned: bool, png: Path | No
         rows2, bytes2 = _event_rows(dagster_db), _store_bytes(store_db)
         _materialize(denv, day)  # the same day again: nothing changed
         rows3, bytes3 = _event_rows(dagster_db), _store_bytes(store_db)
-        wrong, dup, examples = _histories(api[0], token, sorted(lake.datasets))
-        torn = _torn(api[0], token, {e.dataset for e in observer.done + observer.pending if e.change == "torn_file"}
-                     - lake.removed)  # fmt: skip
+        torn_names = {e.dataset for e in observer.done + observer.pending if e.change == "torn_file"} - lake.removed
+        # one timeline per dataset, read once for both checks
+        timelines = _timelines(api[0], token, set(lake.datasets) | torn_names)
+        wrong, dup, examples = _histories(timelines)
+        torn = _torn(timelines, torn_names)
         result = _result(lake, observer, sampler, runs, changes, minutes, cpu, soak_start,
                          {"rows_soak": rows1 - rows0, "bytes_soak": bytes1 - bytes0, "rows_day": rows2 - rows1,
                           "bytes_day": bytes2 - bytes1, "rows_unchanged_day": rows3 - rows2,

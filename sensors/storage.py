@@ -88,8 +88,8 @@ def _record_new(store: SnapshotStore, source: FileSource, seen: Look, waiting: d
 
 def _retire(store: SnapshotStore, config: LumosConfig, source: str, vanished: list[str], log) -> list[str]:
     """Soft-delete the datasets whose files are all gone, unless too many of the source went at once."""
-    known = store.datasets(sources=[source])
-    gone = [r for r in known if r.name in set(vanished)]
+    known, vanished_names = store.datasets(sources=[source]), set(vanished)
+    gone = [r for r in known if r.name in vanished_names]
     if not gone:
         return []
     why = too_many(len(gone), len(known), config.removal.max_share)
