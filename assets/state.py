@@ -55,6 +55,10 @@ def _kept(storage: DefsStateStorage, key: str, version: str) -> bool:
     return True
 
 
+#: the state this process's last initializing load built, by state key
+_PLANNED: dict[str, RegistryState] = {}
+
+
 def registry_state(config: LumosConfig) -> RegistryState:
     """The registry document this load builds from: the version Dagster pinned for a run worker,
     else the registry now, published as the location's latest version when it is new."""
@@ -66,8 +70,11 @@ def registry_state(config: LumosConfig) -> RegistryState:
         with context.state_path(_config(config), storage, Path(config.base_dir)) as path:
             if path is not None:
                 return RegistryState.loads(path.read_text())
-        return RegistryState.of_location(config)  # a run planned before the location had state
-    state = RegistryState.of_location(config)
+        # no pinned version: a run executed in the process that planned it (`dagster asset
+        # materialize` reconstructs the job several times) builds from the state it planned with;
+        # else a run planned before the location had state
+        return _PLANNED.get(key) or RegistryState.of_location(config)
+    state = _PLANNED[key] = RegistryState.of_location(config)
     known = context.get_defs_key_state_info(key)
     if known is None or known.version != state.digest or not _kept(storage, key, state.digest):
         with tempfile.TemporaryDirectory(prefix="lumos-state-") as folder:

@@ -87,3 +87,34 @@ def test_a_run_worker_builds_the_definitions_its_run_was_planned_with(tmp_path, 
         context.__exit__(None, None, None)
         assert reloaded == {"sales/orders", "crm/contacts"}
     assert os.path.isdir(home / "storage" / "defs_state") or any(home.rglob("defs_state"))
+
+
+def test_a_run_in_the_process_that_planned_it_builds_what_was_planned(tmp_path, monkeypatch):
+    """`dagster asset materialize` plans and runs in one process and reconstructs the job several
+    times with no pinned version: each reconstruction builds from the state the plan used, without
+    reading the registry again."""
+    from dagster._core.definitions.definitions_load_context import DefinitionsLoadContext, DefinitionsLoadType
+    from dagster._core.storage.defs_state.base import set_defs_state_storage
+
+    from assets.state import registry_state
+
+    partitioned_lake(tmp_path / "lake", "sales/orders", days=1)
+    config = {"sources": [{"name": "lake", "root": "lake"}], "store": {"path": "store.db"},
+              "catalog": {"path": "lite.db"}, "partitions": {"start": "2026-11-20"}}  # fmt: skip
+    (tmp_path / "lumos.yaml").write_text(yaml.safe_dump(config))
+    cfg = load_config(str(tmp_path / "lumos.yaml"))
+    register(cfg)
+    home = tmp_path / "dagster"
+    home.mkdir()
+    monkeypatch.setenv("DAGSTER_HOME", str(home))
+    with DagsterInstance.get() as instance, set_defs_state_storage(instance.defs_state_storage):
+        with DefinitionsLoadContext.scoped(DefinitionsLoadContext(DefinitionsLoadType.INITIALIZATION)):
+            planned = registry_state(cfg)
+        write_parquet(tmp_path / "lake" / "crm" / "contacts" / "a.parquet", pa.table({"id": [1]}))
+        register(cfg)  # a dataset recorded after planning
+        with DefinitionsLoadContext.scoped(DefinitionsLoadContext(DefinitionsLoadType.RECONSTRUCTION)):
+            rebuilt = registry_state(cfg)
+        with DefinitionsLoadContext.scoped(DefinitionsLoadContext(DefinitionsLoadType.INITIALIZATION)):
+            reloaded = registry_state(cfg)
+    assert rebuilt.digest == planned.digest
+    assert reloaded.digest != planned.digest  # the next load sees the registry as it is

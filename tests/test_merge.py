@@ -1,8 +1,11 @@
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from lumos_dagster.formats.merge import MAX_CONFLICT_FILES, merge_schemas, widen
+from lumos_dagster.formats.merge import MAX_CONFLICT_FILES, _merge, merge_schemas, widen
 from lumos_dagster.model import Decimal, Field, Primitive, Schema, Timestamp, schema_from_json, schema_to_json
 from tests.cases import load_cases
+from tests.test_model import schemas
 
 
 @pytest.mark.parametrize("case", load_cases("merge.yaml"), ids=lambda c: c["title"])
@@ -43,3 +46,12 @@ def test_conflicts_name_a_sample_of_files_and_count_them_all():
 def test_widen(a, b, expected):
     assert widen(a, b) == expected
     assert widen(b, a) == expected
+
+
+@settings(max_examples=200, deadline=None)
+@given(schemas, st.integers(1, 4))
+def test_files_written_alike_merge_to_what_the_full_merge_gives(schema, copies):
+    """merge_schemas skips the merge when every file's schema is the same: the shortcut must give what
+    merging would."""
+    files = [(f"f{i}.parquet", schema) for i in range(copies)]
+    assert merge_schemas(files) == _merge(files)

@@ -92,6 +92,8 @@ class _Merger:
             native_type=first.native_type if same("native_type") else None,
             field_id=first.field_id if same("field_id") else None,
             aliases=first.aliases if same("aliases") else (),
+            is_key=first.is_key if same("is_key") else False,
+            terms=first.terms if same("terms") else (),
         )
 
     def type(self, path: str, variants: list[tuple[str, DataType]]) -> DataType:
@@ -145,6 +147,16 @@ class _Merger:
 
 def merge_schemas(files: Sequence[tuple[str, Schema]]) -> tuple[Schema, tuple[SchemaConflict, ...]]:
     """Merge (file path, schema) pairs, given in a stable order, into one schema."""
+    if len(files) > 1 and all(schema == files[0][1] for _, schema in files[1:]):
+        # the common case, a partition's files written alike: merging one gives the same schema,
+        # unless that one disagrees with itself (a name used twice), whose conflicts count files
+        merged, conflicts = _merge(files[:1])
+        if not conflicts:
+            return merged, conflicts
+    return _merge(files)
+
+
+def _merge(files: Sequence[tuple[str, Schema]]) -> tuple[Schema, tuple[SchemaConflict, ...]]:
     merger = _Merger()
     fields = merger.fields("", [(path, schema.fields) for path, schema in files])
     return Schema(fields), tuple(merger.conflicts)
