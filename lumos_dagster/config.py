@@ -17,7 +17,6 @@ import zoneinfo
 from collections import Counter
 from datetime import date
 from functools import cached_property
-from graphlib import CycleError, TopologicalSorter
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Iterator, Literal, Union
 
@@ -27,6 +26,7 @@ from pydantic_core import ErrorDetails
 
 from lumos_dagster.api_config import ApiConfig
 from lumos_dagster.errors import ConfigError
+from lumos_dagster.graphs import first_cycle
 from lumos_dagster.model import DEFAULT_POLICY, OWNERSHIP_TYPES, POLICIES
 from lumos_dagster.plugins import (
     CATALOGS,
@@ -479,14 +479,10 @@ class LumosConfig(ConfigModel):
     @model_validator(mode="after")
     def _acyclic_upstream(self) -> "LumosConfig":
         # here rather than when the code location loads: `lumos discover` and CI see it first
-        try:
-            TopologicalSorter({d.name: d.upstream for d in self.datasets}).prepare()
-        except CycleError as exc:
-            ring = exc.args[1][:-1]  # told from the dataset declared first
-            index = {d.name: i for i, d in enumerate(self.datasets)}
-            k = min(range(len(ring)), key=lambda j: index[ring[j]])
-            cycle = " → ".join(ring[k:] + ring[:k] + [ring[k]])
-            raise ValueError(f"datasets[{index[ring[k]]}].upstream: lineage has a cycle: {cycle}") from None
+        order = [d.name for d in self.datasets]
+        ring = first_cycle({d.name: d.upstream for d in self.datasets}, order)
+        if ring is not None:
+            raise ValueError(f"datasets[{order.index(ring[0])}].upstream: lineage has a cycle: {' → '.join(ring)}")
         return self
 
     def resolve(self, path: str) -> str:

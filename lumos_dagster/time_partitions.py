@@ -1,7 +1,10 @@
 """Which Hive-style partition folders drive time, and at what granularity.
 
 * `year=/month=/day=` together are one date (`year/month/day`, values may be unpadded);
-* otherwise a key whose values are all dates: `dt=`, `date=`, `ds=` first, then any other;
+* otherwise a key whose values are dates: `dt=`, `date=`, `ds=` first, then any other;
+* a few odd folders beside the dates (Hive's null partition, an empty `dt=`, `dt=2026-13-45`, a file
+  outside the date folders) leave the key in place: discovery leaves their files out and says so. A
+  key of mostly odd values drives no time;
 * an `hour=` folder below the date makes it hourly (`dt/hour`, `year/month/day/hour`).
 
 A composite key is the keys joined by `/` (no key can hold one: keys are folder names), its
@@ -18,6 +21,8 @@ DATE_FORMATS = ("%Y-%m-%d", "%Y%m%d")
 DATE_KEYS = ("dt", "date", "ds")  # Hive's usual names for a date partition, preferred to other date-valued keys
 YEAR_MONTH_DAY = ("year", "month", "day")
 HOUR = "hour"
+#: the folder Hive writes rows under when their partition value is null
+HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"
 
 
 @functools.lru_cache(maxsize=4096)
@@ -67,6 +72,18 @@ def time_key(keys: tuple[str, ...], partitions: list[Mapping[str, str]]) -> tupl
         options = [((*parts, HOUR), f"{fmt}/%H"), (parts, fmt)] if below else [(parts, fmt)]
         for chosen, chosen_fmt in options:
             key = "/".join(chosen)
-            if all(partition_time(key, chosen_fmt, p) for p in partitions):
+            if mostly_times(key, chosen_fmt, partitions):
                 return key, chosen_fmt
     return None, None
+
+
+def mostly_times(key: str, fmt: str, partitions: list[Mapping[str, str]]) -> bool:
+    """Whether the key's values name times, odd ones aside: one stray folder must not turn a daily
+    dataset into an unpartitioned one (whose every snapshot would read every file). Odd values are
+    tolerated when they are Hive's null partition or empty, or at most a third of the distinct values."""
+    good, odd = set(), set()
+    for p in partitions:
+        value = "/".join(p.get(k, "") for k in key.split("/"))
+        (good if partition_time(key, fmt, p) else odd).add(value)
+    null = all(v.split("/")[0] in ("", HIVE_NULL) for v in odd)
+    return bool(good) and (null or len(good) >= 2 * len(odd))

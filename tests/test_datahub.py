@@ -5,6 +5,7 @@ from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
 
+import pytest
 from datahub.emitter.mcp import MetadataChangeProposalWrapper
 from datahub.ingestion.sink.file import write_metadata_file
 from datahub.metadata.schema_classes import (
@@ -311,3 +312,34 @@ def test_shared_aspects_are_sent_once_per_distinct_content():
     assert keys.count((job, "dataJobInputOutput")) == 2  # two outputs: two contents, both sent, in order
     every = [(m.entityUrn, m.aspectName, m.aspect) for s in (orders, twin) for m in snapshot_aspects(s)]
     assert len(mcps) == len({(u, a, json.dumps(x.to_obj(), sort_keys=True)) for u, a, x in every})
+
+
+def test_a_folder_container_goes_once_across_the_batches_of_a_run_and_again_after_a_failed_batch():
+    """A run delivers in batches; the datasets of one folder in two batches send its container once.
+    A batch the catalog refused is not remembered: its shared aspects go with the next try."""
+    from lumos_dagster.catalog.datahub import DataHubCatalog
+
+    class Recording(DataHubCatalog):  # the transport only: what the adapter hands to DataHub
+        def __init__(self):
+            super().__init__("recording")
+            self.sent, self.down = [], False
+
+        def _send(self, mcps):
+            if self.down:
+                raise ConnectionError("catalog down")
+            self.sent += [(m.entityUrn, m.aspectName) for m in mcps]
+
+    orders = snapshot()
+    batches = [
+        [replace(orders, dataset=DatasetRef("file", f"sales/t{i}", f"/lake/sales/t{i}", "csv"))] for i in range(3)
+    ]
+    catalog = Recording()
+    catalog.down = True
+    with pytest.raises(ConnectionError):
+        catalog.emit(batches[0])
+    catalog.down = False
+    for batch in batches:
+        catalog.emit(batch)
+    folders = [k for k in catalog.sent if k[1] == "containerProperties"]
+    assert folders and len(folders) == len(set(folders))  # each folder's container once, after the failure
+    assert sum(1 for k in catalog.sent if k[1] == "schemaMetadata") == 3

@@ -70,3 +70,24 @@ def test_listing_gives_root_relative_paths_of_every_walked_file(tmp_path, subpat
         if not any(h in f"/{f}" for h in hidden) and (not start or f == start or f.startswith(start + "/"))
     )
     assert listed == expected
+
+
+def test_a_symlinked_file_is_read_only_when_it_points_under_the_root(tmp_path):
+    """A link to a file outside the root (a CSV whose first line would become column names in the
+    store and the catalog) is skipped and reported; a link within the root is listed."""
+    from lumos_dagster.report import ScanReport
+
+    secret = tmp_path / "outside" / "passwd.csv"
+    secret.parent.mkdir()
+    secret.write_text("root:x:0:0\n1\n")
+    root = tmp_path / "lake"
+    (root / "sales" / "orders").mkdir(parents=True)
+    (root / "sales" / "orders" / "a.csv").write_text("id\n1\n")
+    (root / "sales" / "orders" / "b.csv").symlink_to(root / "sales" / "orders" / "a.csv")
+    (root / "sales" / "orders" / "leak.csv").symlink_to(secret)
+    (root / "top.csv").symlink_to(secret)
+    report = ScanReport()
+    listed = sorted(e.path for e in list_files(str(root), "", report))
+    assert listed == ["sales/orders/a.csv", "sales/orders/b.csv"]
+    assert report.skipped_samples["symlink to a file outside the source's root"] == ["top.csv", "sales/orders/leak.csv"]
+    assert list(list_files(str(root), "top.csv", ScanReport())) == []  # asked for by name too

@@ -97,7 +97,31 @@ CASES = {
         "datasets[0].snapshot.stats.row_count: 1e+30 is not an integer within the signed 64-bit range",
     ),
     "one dataset under two spellings": (_respelled, "datasets[3]: raw/d1 appears twice (as raw/d1 before)"),
+    # what lumos.yaml or the store refuses (issue 30)
+    "a NUL in a name": (
+        lambda d: _set(d, ["datasets", 2, "snapshot", "description"], "orders\x00"),
+        "datasets[2].snapshot.description: holds a NUL character, which the store cannot keep",
+    ),
+    "a self-loop": (
+        lambda d: _link(d, (0, 0)),
+        "datasets[0].snapshot.upstream: lineage has a cycle: raw/d0 → raw/d0",
+    ),
+    "a cycle": (
+        lambda d: _link(d, (0, 2), (2, 1), (1, 0)),
+        "datasets[0].snapshot.upstream: lineage has a cycle: raw/d0 → raw/d1 → raw/d2 → raw/d0",
+    ),
+    "one edge listed three times": (
+        lambda d: _link(d, (1, 0), (1, 0), (1, 0)),
+        "datasets[1].snapshot.upstream[1]: raw/d1 lists upstream raw/d0 again (as upstream[0])",
+    ),
 }
+
+
+def _link(doc, *edges):
+    """(downstream, upstream) lineage edges between the document's datasets, by index."""
+    for down, up in edges:
+        ref = doc["datasets"][up]["snapshot"]["dataset"]
+        doc["datasets"][down]["snapshot"]["upstream"].append({"upstream": ref, "columns": [], "job": None})
 
 
 @pytest.mark.parametrize("case", CASES)

@@ -602,6 +602,10 @@ def canonical_document(doc: Mapping[str, Any]) -> dict:
     return out
 
 
+#: the shared aspects (folders, jobs, terms) an adapter remembers having sent
+SHARED_REMEMBERED = 50_000
+
+
 class DataHubCatalog:
     """What every DataHub-speaking adapter shares; subclasses only differ in `_send`."""
 
@@ -611,11 +615,18 @@ class DataHubCatalog:
     def __init__(self, name: str, env: str = "PROD"):
         self.name = name
         self.env = env
+        #: shared aspects this adapter has delivered, as `aspects` keeps them: a run delivers in batches,
+        #: and a folder's container need not go again with the next batch's datasets of that folder
+        self._shared_sent: dict[tuple, list] = {}
 
-    def aspects(self, snapshots: Sequence[Snapshot]) -> list[MetadataChangeProposalWrapper]:
-        """Every snapshot's aspects; what datasets share (folder containers, jobs, terms) is sent once."""
+    def aspects(
+        self, snapshots: Sequence[Snapshot], sent: Mapping[tuple, list] | None = None
+    ) -> list[MetadataChangeProposalWrapper]:
+        """Every snapshot's aspects; what datasets share (folder containers, jobs, terms) is sent once,
+        and not at all when `sent` ((entity, aspect) → contents) holds it already."""
         out: list[MetadataChangeProposalWrapper] = []
-        seen: dict[tuple[str | None, str | None], list] = {}  # (entity, aspect) → the distinct contents sent
+        # (entity, aspect) → the distinct contents sent
+        seen: dict[tuple[str | None, str | None], list] = {k: list(v) for k, v in (sent or {}).items()}
         folders: dict[tuple, Any] = {}  # (platform, folder path) → its innermost key: built once a batch
         rejected: dict[int, str] = {}
         for i, s in enumerate(snapshots):
@@ -656,8 +667,14 @@ class DataHubCatalog:
         return content_hash([ASPECT_MAPPING_VERSION, self.env, canonical_document(document)])
 
     def emit(self, snapshots: Sequence[Snapshot]) -> int:
-        mcps = self.aspects(snapshots)
+        mcps = self.aspects(snapshots, self._shared_sent)
         self._send(mcps)
+        if len(self._shared_sent) > SHARED_REMEMBERED:  # a long-lived process: forget, send again
+            self._shared_sent.clear()
+        own = {dataset_urn(s.dataset, self.env) for s in snapshots}
+        for mcp in mcps:  # only once delivered: a batch that failed sends them again
+            if mcp.entityUrn not in own:
+                self._shared_sent.setdefault((mcp.entityUrn, mcp.aspectName), []).append(mcp.aspect)
         return len(mcps)
 
     def deprecate(self, refs: Sequence[DatasetRef], note: str, deprecated: bool = True) -> None:

@@ -31,6 +31,7 @@ from lumos_dagster.catalog.ordering import upstream_first
 from lumos_dagster.errors import LumosError
 from lumos_dagster.estate import parts as estate_parts
 from lumos_dagster.estate.migration import STEPS, migrate_document
+from lumos_dagster.graphs import first_cycle
 from lumos_dagster.model import (
     MAX_NESTING,
     DatasetRecord,
@@ -356,15 +357,28 @@ def validate(doc: dict) -> Validation:
             if _identity(h["dataset"]) != key:
                 problems.append(f"datasets[{i}].history[{j}]: belongs to {h['dataset']['name']}, not {name}")
             problems.extend(_snapshot_problems(h, f"datasets[{i}].history[{j}]"))
-    edges = 0
+    edges, graph = 0, {}
     for i, d in enumerate(doc["datasets"]):
+        name, listed = d["snapshot"]["dataset"]["name"], {}
         for j, e in enumerate(d["snapshot"]["upstream"]):
+            up = _identity(e["upstream"])
+            if up in listed:  # one edge counted once, as lumos.yaml and the store count it
+                problems.append(f"datasets[{i}].snapshot.upstream[{j}]: {name} lists upstream "
+                                f"{e['upstream']['name']} again (as upstream[{listed[up]}])")  # fmt: skip
+                continue
+            listed[up] = j
             edges += 1
-            if _identity(e["upstream"]) not in names:
+            if up not in names:
                 problems.append(
-                    f"datasets[{i}].snapshot.upstream[{j}]: {d['snapshot']['dataset']['name']} has upstream "
+                    f"datasets[{i}].snapshot.upstream[{j}]: {name} has upstream "
                     f"{e['upstream']['name']}, which is not in the document"
                 )
+        graph[names.get(_identity(d["snapshot"]["dataset"]), name)] = [names[u] for u in listed if u in names]
+    order = [d["snapshot"]["dataset"]["name"] for d in doc["datasets"]]
+    ring = first_cycle(graph, order)
+    if ring is not None:  # lumos.yaml refuses it too; a self-loop is a ring of one
+        problems.append(f"datasets[{order.index(ring[0])}].snapshot.upstream: lineage has a cycle: {' → '.join(ring)}")
+    problems.extend(_nul_problems(doc))
     seen: set[str] = set()
     for i, r in enumerate(doc["releases"]):
         if r["name"] in seen:
@@ -385,6 +399,21 @@ def validate(doc: dict) -> Validation:
         releases=len(doc["releases"]),
         stale=stale,
     )
+
+
+def _nul_problems(doc: Any, path: str = "") -> Iterator[str]:
+    """Strings holding a NUL character, which PostgreSQL's text columns refuse mid-import."""
+    if isinstance(doc, str):
+        if "\x00" in doc:
+            yield f"{path or '$'}: holds a NUL character, which the store cannot keep"
+    elif isinstance(doc, dict):
+        for key, value in doc.items():
+            if "\x00" in key:
+                yield f"{path or '$'}: a key holds a NUL character, which the store cannot keep"
+            yield from _nul_problems(value, f"{path}.{key}" if path else key)
+    elif isinstance(doc, list):
+        for i, value in enumerate(doc):
+            yield from _nul_problems(value, f"{path}[{i}]")
 
 
 def _schema_problems(validator: Any, doc: Any) -> list[str]:

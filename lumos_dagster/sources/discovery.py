@@ -29,7 +29,7 @@ from typing import Callable
 from lumos_dagster.errors import ConfigError
 from lumos_dagster.formats import format_from, format_of, needs_head
 from lumos_dagster.tables import claim
-from lumos_dagster.time_partitions import DATE_FORMATS, parse_date, partition_time
+from lumos_dagster.time_partitions import DATE_FORMATS, mostly_times, partition_time
 from lumos_dagster.time_partitions import time_key as time_key_of
 
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
@@ -119,7 +119,8 @@ def _stem(filename: str) -> str:
         filename = stem
 
 
-def _finish(ds: DiscoveredDataset, time_key: str | None = None, time_format: str | None = None) -> DiscoveredDataset:
+def _finish(ds: DiscoveredDataset, result: Grouping, time_key: str | None = None,
+            time_format: str | None = None) -> DiscoveredDataset:  # fmt: skip
     keys: list[str] = []
     for f in ds.files:
         keys.extend(k for k, _ in f.partition if k not in keys)
@@ -127,6 +128,16 @@ def _finish(ds: DiscoveredDataset, time_key: str | None = None, time_format: str
     if time_key is None:
         time_key, time_format = time_key_of(ds.partition_keys, [dict(f.partition) for f in ds.files])
     ds.time_partition_key, ds.time_format = time_key, time_format
+    if time_key is not None:
+        # the odd folders a time key tolerates (time_partitions): their files belong to no window
+        kept: list[DatasetFile] = []
+        for f in ds.files:
+            if partition_time(time_key, time_format, dict(f.partition)):
+                kept.append(f)
+            else:
+                value = "/".join(dict(f.partition).get(k, "") for k in time_key.split("/"))
+                result.skipped.append((f.entry.path, f"{time_key}={value!r} is not a time: left out of {ds.name}"))
+        ds.files = kept
     ds.files.sort(key=lambda f: f.entry.path)
     return ds
 
@@ -248,9 +259,9 @@ def _group_by_template(tpl: PathTemplate, accepted: list[tuple[FileEntry, str]],
             continue
         ds.files.append(DatasetFile(e, partition))
     for ds in result.datasets.values():
-        dates = {dict(f.partition).get(time_key) for f in ds.files} if time_key else set()
-        date_fmt = next((f for f in DATE_FORMATS if all(v and parse_date(v, f) for v in dates)), None)
-        _finish(ds, time_key if date_fmt else None, date_fmt)
+        parts = [dict(f.partition) for f in ds.files]
+        date_fmt = next((f for f in DATE_FORMATS if time_key and mostly_times(time_key, f, parts)), None)
+        _finish(ds, result, time_key if date_fmt else None, date_fmt)
 
 
 def _group_auto(accepted: list[tuple[FileEntry, str]], result: Grouping) -> None:
@@ -279,7 +290,7 @@ def _group_auto(accepted: list[tuple[FileEntry, str]], result: Grouping) -> None
         domain = parts[0] if len(parts) > 1 else None
         for fmt, files in per_format.items():
             name = location if len(per_format) == 1 else f"{location}.{fmt}"
-            result.datasets[name] = _finish(DiscoveredDataset(name, location, fmt, domain, files))
+            result.datasets[name] = _finish(DiscoveredDataset(name, location, fmt, domain, files), result)
 
     stems: dict[str, int] = defaultdict(int)
     for e, _ in root_files:
@@ -287,4 +298,4 @@ def _group_auto(accepted: list[tuple[FileEntry, str]], result: Grouping) -> None
     for e, fmt in root_files:
         stem = _stem(e.path)
         name = stem if stems[stem] == 1 and stem not in result.datasets else f"{stem}.{fmt}"
-        result.datasets[name] = _finish(DiscoveredDataset(name, e.path, fmt, None, [DatasetFile(e)]))
+        result.datasets[name] = _finish(DiscoveredDataset(name, e.path, fmt, None, [DatasetFile(e)]), result)

@@ -18,10 +18,16 @@ def list_files(root: str, subpath: str = "", report: ScanReport | None = None) -
 
     Folders named `.x` or `_x` (`_temporary`, `.git`) are not walked, but for a table's own
     (`_delta_log`: `lumos_dagster.tables.hidden_folders`); symlinked
-    folders are not followed (no loops). Unreadable folders go to the report.
+    folders are not followed (no loops), symlinked files only to a file under the root (a link
+    to /etc/passwd would otherwise publish its first line as column names). Unreadable folders
+    go to the report.
     """
     start = os.path.join(root, subpath) if subpath else root
     if os.path.isfile(start):
+        if os.path.islink(start) and _outside(start, root):
+            if report is not None:
+                report.skip(subpath, OUTSIDE)
+            return
         st = os.stat(start)
         yield FileEntry(subpath, st.st_size, st.st_mtime_ns / 1e9, str(st.st_mtime_ns))
         return
@@ -46,8 +52,20 @@ def list_files(root: str, subpath: str = "", report: ScanReport | None = None) -
                 if e.name[:1] not in (".", "_") or e.name in walked:
                     stack.append((e.path, f"{prefix}{e.name}/"))
             elif e.is_file():
+                if e.is_symlink() and _outside(e.path, root):
+                    if report is not None:
+                        report.skip(prefix + e.name, OUTSIDE)
+                    continue
                 st = e.stat()
                 yield FileEntry(prefix + e.name, st.st_size, st.st_mtime_ns / 1e9, str(st.st_mtime_ns))
+
+
+OUTSIDE = "symlink to a file outside the source's root"
+
+
+def _outside(link: str, root: str) -> bool:
+    top = os.path.realpath(root)
+    return os.path.commonpath([os.path.realpath(link), top]) != top
 
 
 class LocalSource(FileSource):
