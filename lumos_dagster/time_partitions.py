@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import functools
 from datetime import date, datetime
-from typing import Iterable, Mapping
+from typing import Iterable, Mapping, Sequence
 
 DATE_FORMATS = ("%Y-%m-%d", "%Y%m%d")
 DATE_KEYS = ("dt", "date", "ds")  # Hive's usual names for a date partition, preferred to other date-valued keys
@@ -77,11 +77,12 @@ def time_key(keys: tuple[str, ...], partitions: list[Mapping[str, str]]) -> tupl
     return None, None
 
 
-def mostly_times(key: str, fmt: str, partitions: list[Mapping[str, str]]) -> bool:
+def mostly_times(key: str, fmt: str, partitions: Sequence[Mapping[str, str]]) -> bool:
     """Whether the key's values name times, odd ones aside: one stray folder must not turn a daily
     dataset into an unpartitioned one (whose every snapshot would read every file). Odd values are
     tolerated when they are Hive's null partition or empty, or at most a third of the distinct values."""
-    good, odd = set(), set()
+    good: set[str] = set()
+    odd: set[str] = set()
     for p in partitions:
         value = "/".join(p.get(k, "") for k in key.split("/"))
         (good if partition_time(key, fmt, p) else odd).add(value)

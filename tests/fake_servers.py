@@ -97,9 +97,10 @@ class FakeGMS(FakeServer):
     DataHubGraph reads back with: `scrollAcrossEntities` (GraphQL, one page of every entity of
     the requested types) and `/entitiesV2/{urn}` (the latest version of each aspect)."""
 
-    def __init__(self, token: str | None = None, port: int = 0):
+    def __init__(self, token: str | None = None, port: int = 0, refuse: tuple[str, ...] = ()):
         super().__init__(token, port)
         self.aspects: dict[tuple[str, str], list] = {}  # (urn, aspect name) → versions (typed aspects)
+        self.refuse = refuse  # entity URNs answered 422 as GMS's validation does, refusing their whole request
 
     def ingest(self, proposal: dict) -> str:
         mcpc = MetadataChangeProposalClass.from_obj(post_json_transform(proposal))
@@ -114,6 +115,9 @@ class FakeGMS(FakeServer):
         if method == "GET" and path == "/config":
             return 200, {"noCode": "true", "versions": {"acryldata/datahub": {"version": "v1.2.0"}}}
         if method == "POST" and path == "/aspects" and query.get("action") == ["ingestProposalBatch"]:
+            bad = [p["entityUrn"] for p in body["proposals"] if p.get("entityUrn") in self.refuse]
+            if bad:
+                return 422, {"status": 422, "message": f"Failed to validate entity URN {bad[0]}"}
             return 200, {"value": [self.ingest(p) for p in body["proposals"]]}
         if method == "POST" and path == "/aspects" and query.get("action") == ["ingestProposal"]:
             return 200, {"value": self.ingest(body["proposal"])}
@@ -157,6 +161,7 @@ class FakeOpenMetadata(FakeServer):
     def __init__(self, token: str | None = None, users: tuple[str, ...] = (), teams: tuple[str, ...] = ()):
         super().__init__(token)
         self.drop_lineage_to: set[str] = set()  # table FQNs
+        self.refuse_tables: set[str] = set()  # table names a PUT is answered 400 for, as its validation does
         self.types = {n: {"id": str(uuid.uuid5(uuid.NAMESPACE_URL, f"type/{n}")), "name": n, "customProperties": []}
                       for n in ("table", "string")}  # fmt: skip
         self.entities: dict[str, dict[str, dict]] = {}  # kind → fully qualified name → entity
@@ -244,6 +249,8 @@ class FakeOpenMetadata(FakeServer):
             return 200, found
         if method == "GET" and path == "/api/v1/tables":
             return 200, self._list_tables(query)
+        if method == "PUT" and path == "/api/v1/tables" and body["name"] in self.refuse_tables:
+            return 400, {"code": 400, "message": f'[name must match "^((?!::).)*$"] for {body["name"]}'}
         if method == "GET" and path.startswith("/api/v1/lineage/table/name/"):
             return self._lineage(path.rsplit("/", 1)[-1], query)
         for kind in ("users", "teams"):
@@ -287,12 +294,15 @@ class FakeOpenMetadata(FakeServer):
 class FakeOpenLineage(FakeServer):
     """An OpenLineage consumer (Marquez-style): POST /api/v1/lineage."""
 
-    def __init__(self, token: str | None = None):
+    def __init__(self, token: str | None = None, refuse: tuple[str, ...] = ()):
         super().__init__(token)
         self.events: list[dict] = []
+        self.refuse = refuse  # dataset names whose events are answered 422, as Marquez's validation does
 
     def handle(self, method, path, query, body, headers):
         if method == "POST" and path == "/api/v1/lineage":
+            if body["dataset"]["name"] in self.refuse:
+                return 422, {"errors": [f"invalid dataset name {body['dataset']['name']}"]}
             self.events.append(body)
             return 201, {}
         return 404, {"message": f"no route {method} {path}"}

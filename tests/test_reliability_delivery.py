@@ -55,6 +55,74 @@ def test_an_entry_the_catalog_cannot_take_is_quarantined_and_holds_back_no_other
         catalog.close()
 
 
+def test_an_entry_gms_refuses_with_a_4xx_is_quarantined_and_a_gms_that_refuses_everyone_is_down(tmp_path):
+    """GMS's 422 for one dataset of a batch quarantines that dataset and delivers the rest; a 401 (a wrong
+    token) is the catalog being down: every entry waits. The GMS is tests/fake_servers.FakeGMS (no GMS
+    can run here)."""
+    from lumos_dagster.catalog.datahub_rest import DataHubRestCatalog
+    from tests.fake_servers import FakeGMS
+
+    bad = "urn:li:dataset:(urn:li:dataPlatform:file,b,PROD)"
+    server = FakeGMS(token="t0k", refuse=(bad,)).start()
+    try:
+        with SnapshotStore(f"sqlite:///{tmp_path}/store.db") as store:
+            wrong = DataHubRestCatalog(server.url, token="wrong", retries=0)
+            store.put([snap(n, "2026-11-24") for n in "abc"], catalogs=[wrong.name])
+            report = deliver(store, wrong)  # the catalog is down: nothing is quarantined, everything waits
+            assert (report.delivered, report.quarantined) == (0, {}) and len(report.failed) == 3
+            assert all("authentication error" in error for error in report.failed.values()), report.failed
+
+            catalog = DataHubRestCatalog(server.url, token="t0k", retries=0)
+            report = deliver(store, catalog)
+            assert report.delivered == 2 and list(report.quarantined) == ["urn:lumos:dataset:file:b"]
+            why = report.quarantined["urn:lumos:dataset:file:b"]
+            assert "DataHub GMS refused it (HTTP 422)" in why and "Failed to validate entity URN" in why
+            delivered = {u for u, _ in server.aspects if u.startswith("urn:li:dataset")}
+            assert delivered == {f"urn:li:dataset:(urn:li:dataPlatform:file,{n},PROD)" for n in "ac"}
+    finally:
+        server.stop()
+
+
+@pytest.mark.parametrize("kind", ["openlineage", "openmetadata"])
+def test_an_entry_openlineage_or_openmetadata_refuses_is_quarantined_and_the_rest_delivered_once(kind, tmp_path):
+    """The server refuses one dataset of the batch (Marquez 422, OpenMetadata 400): that one is quarantined,
+    the others are delivered, lineage included, and none is sent twice. The servers are tests/fake_servers
+    (neither Marquez nor OpenMetadata can run here)."""
+    from dataclasses import replace
+
+    from lumos_dagster.catalog.openlineage import OpenLineageCatalog
+    from lumos_dagster.catalog.openmetadata import OpenMetadataCatalog
+    from lumos_dagster.model import DatasetRef, LineageEdge
+    from tests.fake_servers import FakeOpenLineage, FakeOpenMetadata
+
+    if kind == "openlineage":
+        server = FakeOpenLineage(refuse=("raw/b",)).start()
+        catalog = OpenLineageCatalog("lumos", url=server.url)
+    else:
+        server = FakeOpenMetadata().start()
+        server.refuse_tables.add("b")
+        catalog = OpenMetadataCatalog(server.url, retries=0)
+    try:
+        a, b = snap("raw/a", "2026-11-24"), snap("raw/b", "2026-11-24")
+        c = replace(snap("raw/c", "2026-11-24"), upstream=(LineageEdge(DatasetRef("file", "raw/a", "/lake/raw/a")),))
+        with SnapshotStore(f"sqlite:///{tmp_path}/store.db") as store:
+            store.put([a, b, c], catalogs=[catalog.name])
+            report = deliver(store, catalog)
+            assert report.delivered == 2 and report.failed == {}
+            assert list(report.quarantined) == ["urn:lumos:dataset:file:raw/b"]
+            assert "refused it (HTTP 4" in report.quarantined["urn:lumos:dataset:file:raw/b"]
+            assert store.outbox_counts(catalog.name) == {"delivered": 2, "quarantined": 1}
+        if kind == "openlineage":
+            assert sorted(e["dataset"]["name"] for e in server.events) == ["raw/a", "raw/c"]  # each once
+        else:
+            tables = server.entities["tables"]
+            assert sorted(tables) == ["lumos.lake.raw.a", "lumos.lake.raw.c"]
+            assert server.lineage == {(tables["lumos.lake.raw.a"]["id"], tables["lumos.lake.raw.c"]["id"])}
+            assert sum(1 for m, p, _ in server.requests if m == "PUT" and p == "/api/v1/tables") == 3
+    finally:
+        server.stop()
+
+
 def test_lumos_sync_reports_a_quarantined_entry_in_one_line_and_retries_it_on_demand(tmp_path):
     lite = tmp_path / "lite.db"
     (tmp_path / "lumos.yaml").write_text(f"catalog:\n  type: datahub-lite\n  path: {lite}\nstore:\n  path: store.db\n")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from typing import Any, Iterator, Protocol, Sequence
+from typing import Any, Callable, Iterator, Protocol, Sequence
 
 from lumos_dagster.errors import CatalogError
 from lumos_dagster.model import Snapshot
@@ -51,11 +51,54 @@ class ReadableCatalog(CatalogAdapter, Protocol):
 
 class Undeliverable(CatalogError):
     """Snapshots the catalog can never take as they are (no retry helps): their positions in the
-    emitted batch, each with why. Nothing of the batch was sent."""
+    emitted batch, each with why; `delivered`, the positions that went through meanwhile (none for
+    an adapter that builds the whole batch before sending any of it)."""
 
-    def __init__(self, rejected: dict[int, str]):
+    def __init__(self, rejected: dict[int, str], delivered: frozenset[int] = frozenset()):
         super().__init__("; ".join(rejected.values()))
         self.rejected = rejected
+        self.delivered = delivered
+
+
+#: HTTP answers refusing one entry as it is (validation); any other failure (unreachable, 401, 403, 404,
+#: 408, 429, 5xx) says the catalog cannot take anything now, and the entries wait
+REFUSED_STATUSES = frozenset({400, 422})
+
+
+def http_status(exc: BaseException) -> int | None:
+    """The HTTP status behind an exception (requests', or one an adapter chains from it)."""
+    for e in (exc, exc.__cause__):
+        status = getattr(getattr(e, "response", None), "status_code", None)
+        if status is not None:
+            return status
+    return None
+
+
+def send_each(snapshots: Sequence[Snapshot], build: Callable[[Snapshot], Any], send: Callable[[Any], int],
+              catalog: str) -> int:  # fmt: skip
+    """Build and send the snapshots one at a time; one that cannot be built, or that the catalog
+    refuses (`REFUSED_STATUSES`), is held back with its reason while the others go on. Any other
+    failure is the catalog's: it propagates, and the whole batch waits (sending is idempotent)."""
+    rejected: dict[int, str] = {}
+    sent, delivered = 0, set()
+    for i, snapshot in enumerate(snapshots):
+        try:
+            item = build(snapshot)
+        except Exception as exc:  # building is pure: what fails for this snapshot fails every time
+            rejected[i] = f"{type(exc).__name__}: {exc}"
+            continue
+        try:
+            sent += send(item)
+        except Exception as exc:
+            status = http_status(exc)
+            if status not in REFUSED_STATUSES:
+                raise
+            rejected[i] = f"{catalog} refused it (HTTP {status}): {str(exc)[:300]}"
+            continue
+        delivered.add(i)
+    if rejected:
+        raise Undeliverable(rejected, frozenset(delivered))
+    return sent
 
 
 def content_hash(payload: Any) -> str:

@@ -620,13 +620,13 @@ class DataHubCatalog:
         self._shared_sent: dict[tuple, list] = {}
 
     def aspects(
-        self, snapshots: Sequence[Snapshot], sent: Mapping[tuple, list] | None = None
+        self, snapshots: Sequence[Snapshot], known: Mapping[tuple, list] | None = None
     ) -> list[MetadataChangeProposalWrapper]:
         """Every snapshot's aspects; what datasets share (folder containers, jobs, terms) is sent once,
-        and not at all when `sent` ((entity, aspect) → contents) holds it already."""
+        and not at all when `known` ((entity, aspect) → contents) holds it already."""
         out: list[MetadataChangeProposalWrapper] = []
         # (entity, aspect) → the distinct contents sent
-        seen: dict[tuple[str | None, str | None], list] = {k: list(v) for k, v in (sent or {}).items()}
+        seen: dict[tuple[str | None, str | None], list] = {k: list(v) for k, v in (known or {}).items()}
         folders: dict[tuple, Any] = {}  # (platform, folder path) → its innermost key: built once a batch
         rejected: dict[int, str] = {}
         for i, s in enumerate(snapshots):

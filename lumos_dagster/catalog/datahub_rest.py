@@ -4,11 +4,13 @@ DataHubGraph (search for the datasets, then their aspects)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
+from datahub.configuration.common import OperationalError
 from datahub.emitter.mcp import MetadataChangeProposalWrapper
 from datahub.emitter.rest_emitter import DatahubRestEmitter
 
+from lumos_dagster.catalog.base import REFUSED_STATUSES, http_status, send_each
 from lumos_dagster.catalog.datahub import READ_ASPECTS, DataHubCatalog, snapshots_from_entities
 from lumos_dagster.model import Snapshot
 
@@ -42,6 +44,16 @@ class DataHubRestCatalog(DataHubCatalog):
             emitter.test_connection()  # a wrong URL or token fails here, with DataHub's own message
             self._emitter = emitter
         return self._emitter
+
+    def emit(self, snapshots: Sequence[Snapshot]) -> int:
+        try:
+            return super().emit(snapshots)
+        except OperationalError as exc:
+            if http_status(exc) not in REFUSED_STATUSES:
+                raise
+        # GMS refused the batch for some entry of it: one snapshot at a time tells which (what the
+        # first try sent GMS keeps once: it stores a new version only for new content)
+        return send_each(snapshots, lambda s: [s], super().emit, "DataHub GMS")
 
     def _send(self, mcps: list[MetadataChangeProposalWrapper]) -> None:
         emitter = self._connected()

@@ -26,7 +26,7 @@ from openlineage.client.transport import Transport
 from openlineage.client.transport.file import FileConfig, FileTransport
 from openlineage.client.transport.http import ApiKeyTokenProvider, HttpConfig, HttpTransport, TokenProvider
 
-from lumos_dagster.catalog.base import content_hash
+from lumos_dagster.catalog.base import content_hash, send_each
 from lumos_dagster.model import Array, Field, Map, Snapshot, Struct, type_str
 
 PRODUCER = "https://github.com/lumos/lumos"
@@ -123,9 +123,11 @@ class OpenLineageCatalog:
         return content_hash(doc)
 
     def emit(self, snapshots: Sequence[Snapshot]) -> int:
-        for s in snapshots:
-            self.client.emit(self.event(s))
-        return len(snapshots)
+        return send_each(snapshots, self.event, self._send, "OpenLineage")
+
+    def _send(self, event: DatasetEvent) -> int:
+        self.client.emit(event)
+        return 1
 
     def close(self) -> None:
         self.client.close(timeout=5)

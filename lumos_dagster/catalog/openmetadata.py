@@ -24,7 +24,7 @@ import requests
 from requests.adapters import HTTPAdapter
 from urllib3.util.retry import Retry
 
-from lumos_dagster.catalog.base import CURRENT_STATE_ONLY, content_hash
+from lumos_dagster.catalog.base import CURRENT_STATE_ONLY, Undeliverable, content_hash, send_each
 from lumos_dagster.catalog.datahub import MAX_RECORDED_ERRORS
 from lumos_dagster.catalog.openmetadata_read import (
     CLASSIFICATION,
@@ -154,7 +154,8 @@ class OpenMetadataCatalog:
             return None
         if response.status_code >= 400:
             status, text = response.status_code, response.text[:300]
-            raise CatalogError(f"OpenMetadata {method} /api/v1/{path}: HTTP {status}: {text}")
+            cause = requests.HTTPError(response=response)  # its status tells a refused entry from a catalog down
+            raise CatalogError(f"OpenMetadata {method} /api/v1/{path}: HTTP {status}: {text}") from cause
         return response.json()
 
     def _owner(self, kind: str, owner_id: str) -> dict | None:
@@ -253,20 +254,26 @@ class OpenMetadataCatalog:
         for tag in sorted({t for s in snapshots for t in s.tags}):
             self._call("PUT", "tags", {"name": tag, "classification": CLASSIFICATION, "description": tag})
             calls += 1
-        ids = {}
+        ids: dict[str, str] = {}
         for s in [s for s in snapshots if s.removed]:
             # a soft delete (the table stays restorable, and a later PUT restores it); CreateTable
             # has no `deleted` field
             self._call("DELETE", f"tables/name/{self._table_fqn(s.dataset.name)}?hardDelete=false", missing_ok=True)
             calls += 1
-        snapshots = [s for s in snapshots if not s.removed]
-        for s in snapshots:  # tables first, then lineage: an edge needs both ends
-            body = self.table_body(s)
-            owners = [ref for o in s.owners if (ref := self._owner(o.kind, o.id))]
-            if owners:
-                body["owners"] = owners
-            ids[s.dataset.name] = self._call("PUT", "tables", body)["id"]
-            calls += 1
+        live = [i for i, s in enumerate(snapshots) if not s.removed]
+
+        def put(request: tuple[str, dict]) -> int:
+            ids[request[0]] = self._call("PUT", "tables", request[1])["id"]
+            return 1
+
+        refused = None
+        try:  # tables first, then lineage: an edge needs both ends
+            calls += send_each([snapshots[i] for i in live], self._table_request, put, "OpenMetadata")
+        except Undeliverable as exc:  # the others' lineage still goes; the batch's positions, not live's
+            removed = set(range(len(snapshots))) - set(live)
+            refused = Undeliverable({live[j]: why for j, why in exc.rejected.items()},
+                                    frozenset(removed | {live[j] for j in exc.delivered}))  # fmt: skip
+        snapshots = [s for s in snapshots if s.dataset.name in ids]
         for s in snapshots:
             for edge in s.upstream:
                 there, here = self._table_fqn(edge.upstream.name), self._table_fqn(s.dataset.name)
@@ -293,7 +300,16 @@ class OpenMetadataCatalog:
                     edge_body["lineageDetails"] = {"columnsLineage": mapped}
                 self._call("PUT", "lineage", {"edge": edge_body})
                 calls += 2
+        if refused is not None:
+            raise refused
         return calls
+
+    def _table_request(self, s: Snapshot) -> tuple[str, dict]:
+        body = self.table_body(s)
+        owners = [ref for o in s.owners if (ref := self._owner(o.kind, o.id))]
+        if owners:
+            body["owners"] = owners
+        return s.dataset.name, body
 
     def read_all(self) -> Iterator[Snapshot]:
         yield from read_tables(self)

@@ -109,6 +109,16 @@ def _deliver(
         to_send.append((best, content))
     store.mark_many({"superseded": superseded, "unchanged": unchanged})
     report.superseded, report.unchanged = len(superseded), len(unchanged)
+
+    def delivered(sent: list) -> None:
+        store.record_deliveries(
+            catalog.name,
+            [(d.urn, d.partition_key or "", content) for d, content in sent],
+            delivered=[d.outbox_id for d, _ in sent],
+        )
+        report.delivered += len(sent)
+        progress(f"{catalog.name}: {report.delivered}/{len(to_send)} delivered")
+
     for start in range(0, len(to_send), BATCH):
         batch = to_send[start : start + BATCH]
         if start:  # the claim is fresh for the first batch; later ones renew it and keep what is still theirs
@@ -117,24 +127,20 @@ def _deliver(
         while batch:
             try:
                 report.aspects += catalog.emit([d.snapshot for d, _ in batch])
-            except Undeliverable as exc:  # quarantine those, send the rest of the batch
+            except Undeliverable as exc:  # quarantine those, keep what went through, send the rest
                 for i, reason in exc.rejected.items():
                     d = batch[i][0]
                     store.mark([d.outbox_id], "quarantined", reason)
                     report.quarantined[d.urn] = reason
-                batch = [b for i, b in enumerate(batch) if i not in exc.rejected]
+                if exc.delivered:
+                    delivered([batch[i] for i in sorted(exc.delivered)])
+                batch = [b for i, b in enumerate(batch) if i not in exc.rejected and i not in exc.delivered]
                 continue
             except Exception as exc:  # any other failure to deliver keeps the batch queued
                 error = f"{type(exc).__name__}: {exc}"
                 store.mark([d.outbox_id for d, _ in batch], "pending", error)
                 report.failed.update({d.snapshot.dataset.name: error for d, _ in batch})
                 break
-            store.record_deliveries(
-                catalog.name,
-                [(d.urn, d.partition_key or "", content) for d, content in batch],
-                delivered=[d.outbox_id for d, _ in batch],
-            )
-            report.delivered += len(batch)
-            progress(f"{catalog.name}: {report.delivered}/{len(to_send)} delivered")
+            delivered(batch)
             break
     return report

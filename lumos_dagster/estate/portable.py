@@ -358,8 +358,9 @@ def validate(doc: dict) -> Validation:
                 problems.append(f"datasets[{i}].history[{j}]: belongs to {h['dataset']['name']}, not {name}")
             problems.extend(_snapshot_problems(h, f"datasets[{i}].history[{j}]"))
     edges, graph = 0, {}
+    listed: dict[str, int]
     for i, d in enumerate(doc["datasets"]):
-        name, listed = d["snapshot"]["dataset"]["name"], {}
+        name, listed = d["snapshot"]["dataset"]["name"], {}  # upstream identity → its first position
         for j, e in enumerate(d["snapshot"]["upstream"]):
             up = _identity(e["upstream"])
             if up in listed:  # one edge counted once, as lumos.yaml and the store count it
