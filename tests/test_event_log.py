@@ -180,10 +180,15 @@ def test_another_process_reads_and_watches_a_run_while_it_writes(home):
                 instance.get_run_by_id(run.run_id).status != dg.DagsterRunStatus.SUCCESS and time.monotonic() < deadline
             ):
                 time.sleep(0.2)
-            time.sleep(1.5)  # the watcher's last wake-up
             assert _materializations(instance) == 40
-            watched = [e for e in followed if e.dagster_event_type == dg.DagsterEventType.ASSET_MATERIALIZATION]
-            assert len(watched) == 40  # the watcher replays from the start, then follows the -wal file
+
+            def watched() -> int:
+                return sum(e.dagster_event_type == dg.DagsterEventType.ASSET_MATERIALIZATION for e in followed)
+
+            deadline = time.monotonic() + 60  # the watcher's last wake-up: waited for, not guessed
+            while watched() < 40 and time.monotonic() < deadline:
+                time.sleep(0.1)
+            assert watched() == 40  # the watcher replays from the start, then follows the -wal file
     finally:
         process.kill()
         process.wait()
