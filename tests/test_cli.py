@@ -54,6 +54,32 @@ def test_discover_records_datasets_and_reports(tmp_path):
     assert "scanning local" in result.stderr
 
 
+def test_discover_says_which_datasets_are_new_or_removed_and_that_the_ui_needs_a_reload(tmp_path):
+    import shutil
+
+    partitioned_lake(tmp_path / "lake", "sales/orders", days=1)
+    partitioned_lake(tmp_path / "lake", "sales/returns", days=1)
+    (tmp_path / "lumos.yaml").write_text(yaml.safe_dump({"sources": [{"root": "lake"}], "store": {"path": "s.db"},
+                                                         "catalog": {"path": "lite.db"}}))  # fmt: skip
+
+    def discover():
+        result = CliRunner().invoke(main, ["discover", "-c", str(tmp_path / "lumos.yaml")])
+        assert result.exit_code == 0, result.output
+        return {line.split()[0]: line for line in result.stdout.splitlines() if line.startswith("  ")}, result.stdout
+
+    lines, out = discover()
+    assert lines["sales/orders"].endswith("(new)") and lines["sales/returns"].endswith("(new)")
+    assert '2 new, 0 removed: a running `dagster dev` shows the change after "Reload definitions"' in out
+    lines, out = discover()  # nothing changed
+    assert not lines["sales/orders"].endswith("(new)") and "no dataset new or removed" in out
+    shutil.rmtree(tmp_path / "lake" / "sales" / "returns")
+    partitioned_lake(tmp_path / "lake", "crm/contacts", days=1)
+    lines, out = discover()
+    assert lines["crm/contacts"].endswith("(new)") and not lines["sales/orders"].endswith("(new)")
+    assert "removed (soft-deleted in the catalogs)" in lines["sales/returns"]
+    assert "1 new, 1 removed" in out
+
+
 def test_discover_fails_when_a_root_is_missing(tmp_path):
     (tmp_path / "lumos.yaml").write_text(yaml.safe_dump({"sources": [{"root": "nowhere"}], "store": {"path": "s.db"}}))
     result = CliRunner().invoke(main, ["discover", "-c", str(tmp_path / "lumos.yaml")])

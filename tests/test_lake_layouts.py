@@ -85,8 +85,8 @@ def lake(tmp_path):
 
 
 def _summary(stdout: str) -> dict[str, tuple[str, int, str]]:
-    """dataset → (format, files, partition text) from `lumos discover`'s table."""
-    rows = re.findall(r"^  (\S+)\s+(\S+)\s+(\d+) files?  (.+)$", stdout, re.M)
+    """dataset → (format, files, partition text) from `lumos discover`'s table (new ones marked so)."""
+    rows = re.findall(r"^  (\S+)\s+(\S+)\s+(\d+) files?  (.+?)(?:  \(new\))?$", stdout, re.M)
     return {name: (fmt, int(n), part) for name, fmt, n, part in rows}
 
 

@@ -67,6 +67,7 @@ def discover(config_file: str | None) -> None:
     finally:
         store.close()
     found, result, code, report = refreshed.found, refreshed.reconciliation, refreshed.code, refreshed.report
+    added = set(result.added)
     for r in sorted(found.records, key=lambda r: r.name):
         time_keys = r.time_partition_key.split("/") if r.time_partition_key else []
         others = [k for k in r.partition_keys if k not in time_keys]
@@ -79,9 +80,18 @@ def discover(config_file: str | None) -> None:
             part += f", keys {', '.join(others)}"
         elif not time_keys:
             part = "not partitioned"
-        click.echo(f"  {r.name:<40} {r.format:<8} {plural(r.file_count, 'file'):>12}  {part}")
+        new = "  (new)" if r.name in added else ""
+        click.echo(f"  {r.name:<40} {r.format:<8} {plural(r.file_count, 'file'):>12}  {part}{new}")
     for name in result.removed:
         click.echo(f"  {name:<40} removed (soft-deleted in the catalogs)")
+    if added or result.removed:
+        # a code location builds its assets from the registry when it loads
+        click.echo(
+            f"{len(added)} new, {len(result.removed)} removed: a running `dagster dev` shows the change after "
+            '"Reload definitions" (Deployment → Code locations); a deployment\'s sensors reload on their own'
+        )
+    else:
+        click.echo("no dataset new or removed")
     if code is not None:
         edges = sum(len(d.edges) for d in code.docs.values())
         built = plural(len(code.docs), "dataset")

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 @dataclass
 class Reconciliation:
     recorded: int = 0
+    added: list[str] = field(default_factory=list)  # names the registry did not hold (or held as removed)
     removed: list[str] = field(default_factory=list)
     refused: dict[str, str] = field(default_factory=dict)  # source → why nothing was removed
 
@@ -67,8 +68,10 @@ def reconcile(
     listed, or lost more than `max_share` of its datasets at once, removes nothing."""
     out = Reconciliation()
     found = {r.urn for r in discovery.records}
+    registered: set[str] = set()
     for source in discovery.scanned:
         known = store.datasets(sources=[source])
+        registered.update(r.urn for r in known)
         vanished = [r for r in known if r.urn not in found]
         if not vanished:
             continue
@@ -78,6 +81,7 @@ def reconcile(
             report.fail(f"source {source}", why)
             continue
         out.removed += retire(store, vanished, catalogs())
+    out.added = sorted(r.name for r in discovery.records if r.urn not in registered)
     out.recorded = store.upsert_datasets(discovery.records)
     return out
 
