@@ -218,6 +218,8 @@ def test_impact_and_fan_out(project):
     ] == ["clean/orders"]
     ranking = json.loads(invoke("impact", "-c", project, "--format", "json").stdout)
     assert ranking[:2] == [{"dataset": "raw/orders", "downstream": 3}, {"dataset": "clean/orders", "downstream": 2}]
+    table = invoke("impact", "-c", project).stdout.splitlines()  # a header says what the numbers are
+    assert table[1].split() == ["downstream", "dataset"] and table[2].split() == ["3", "raw/orders"]
 
 
 def test_history_evolution_and_releases(project):

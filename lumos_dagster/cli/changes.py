@@ -177,8 +177,10 @@ def impact(dataset, depth, top, fmt, config_file) -> None:
             if fmt == "json":
                 click.echo(json.dumps([{"dataset": n, "downstream": k} for n, k in ranking], indent=2))
             else:
+                click.echo(f"the {len(ranking)} datasets with the most downstream (`lumos impact DATASET` for one):")
+                click.echo(f"{'downstream':>10}  dataset")
                 for n, k in ranking:
-                    click.echo(f"{k:>6}  {n}")
+                    click.echo(f"{k:>10}  {n}")
             return
         if dataset not in catalogue.by_name():
             raise click.ClickException(f"unknown dataset {dataset} (run `lumos discover`?)")
