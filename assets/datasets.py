@@ -62,11 +62,11 @@ def partitions_def(config: PartitionsConfig, cadence: str, first: str | None = N
 
 
 def _asset_spec(d: DatasetSpec, keys: Mapping[str, AssetKey]) -> AssetSpec:
-    description = d.description or f"{d.format or 'dataset'} at {d.uri}"  # the text the catalogs get
     return AssetSpec(
         key=keys[d.name],
         deps=[keys[u] for u in d.upstream + d.missing_upstream],
-        description=description,
+        # the text the catalogs get, and none where they get none: where it lives is `lumos/location`
+        description=d.description,
         group_name=group_name(d.domain, keys[d.name]),
         kinds={k for k in (d.format, d.platform) if k},
         owners=dagster_owners(d.enrichment.owners),

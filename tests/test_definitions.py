@@ -74,6 +74,8 @@ def test_dataset_assets_carry_their_groups_kinds_owners_checks_and_partitions(tm
     assert node.owners == ["ann@example.com", "team:data-eng"]  # spelled as in lumos.yaml and the catalogs
     assert node.metadata["lumos/urn"] == "urn:lumos:dataset:file:clean/orders"
     assert {c.name for c in node.check_keys} == {"files_readable", "schema_compatible"}
+    assert "/lake" not in (node.description or "")  # nobody described it: not "parquet at /abs/path"
+    assert node.metadata["lumos/location"].path.endswith("/lake/clean/orders")  # where it lives, as such
     assert node.backfill_policy == BackfillPolicy.single_run()
     partitions = node.partitions_def
     today = datetime.now(timezone.utc).strftime("%Y-%m-%d")

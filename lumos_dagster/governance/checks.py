@@ -179,9 +179,7 @@ def quality(snapshot: Snapshot, min_score: float) -> CheckOutcome:
         QUALITY_CHECK,
         passed=not problems,
         severity=ERROR if failed else WARN,
-        description="; ".join(problems)
-        if problems
-        else ("no quality evidence yet" if q is None else "tests pass, fresh"),
+        description="; ".join(problems) if problems else "tests pass, fresh",
         metadata=metadata,
     )
 
@@ -200,7 +198,7 @@ def dataset_checks(config: LumosConfig, catalogue: Catalogue, d: DatasetSpec, sn
     names = check_names(config, d)
     if COMPLETE_CHECK in names:
         checks.append(complete(last, config))
-    if QUALITY_CHECK in names:
+    if QUALITY_CHECK in names and last.quality is not None:  # no evidence: not evaluated rather than "passed"
         checks.append(quality(last, config.quality.min_score))
     return tuple(checks)
 
