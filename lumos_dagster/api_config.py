@@ -1,6 +1,6 @@
 """The `api:` section of lumos.yaml: who may call `lumos serve`, where it listens, its limits.
 
-Tokens are never written down, only their hashes (`lumos serve --hash-token` makes a token and its
+Tokens are never written down, only their hashes (`lumos serve --new-token` makes a token and its
 hash); see `lumos_dagster.api.auth` for the hash format.
 """
 
@@ -15,8 +15,9 @@ from lumos_dagster.plugins import ConfigModel
 
 Scope = Literal["read", "check", "write"]
 SCOPES: tuple[str, ...] = ("read", "check", "write")
-#: the hash format of a token (lumos_dagster.api.auth makes and checks them)
-SCHEME = "scrypt"
+#: the hash formats of a token (lumos_dagster.api.auth makes and checks them): SCHEME_ID for a token that
+#: carries its id (the hash's salt), so a presented token is checked against one hash at most
+SCHEME, SCHEME_ID = "scrypt", "scrypt-id"
 
 
 def _unb64(text: str) -> bytes:
@@ -26,8 +27,8 @@ def _unb64(text: str) -> bytes:
 def parse_hash(text: str) -> tuple[int, int, int, bytes, bytes]:
     """(N, r, p, salt, key) of a stored hash; ValueError when it is not one."""
     parts = text.split("$")
-    if len(parts) != 6 or parts[0] != SCHEME:
-        raise ValueError("not a token hash: expected scrypt$N$r$p$SALT$KEY (from `lumos serve --hash-token`)")
+    if len(parts) != 6 or parts[0] not in (SCHEME, SCHEME_ID):
+        raise ValueError("not a token hash: expected scrypt-id$N$r$p$ID$KEY (from `lumos serve --new-token`)")
     try:
         n, r, p = int(parts[1]), int(parts[2]), int(parts[3])
         salt, key = _unb64(parts[4]), _unb64(parts[5])
@@ -42,7 +43,7 @@ class ApiToken(ConfigModel):
     """A bearer token allowed to call the API, by its hash."""
 
     name: str = Field(min_length=1, description="Who holds it (shown in the audit log), e.g. `ci-orders`.")
-    hash: str = Field(description="`scrypt$…` as printed by `lumos serve --hash-token` (never the token itself).")
+    hash: str = Field(description="`scrypt-id$…` as printed by `lumos serve --new-token` (never the token itself).")
     scopes: list[Scope] = Field(
         default_factory=lambda: list[Scope](["read"]),
         description="read: every GET; check: POST a proposed schema, the gate; write: accept, release.",
@@ -61,6 +62,9 @@ class ApiLimits(ConfigModel):
         10.0, gt=0, le=600, description="Seconds a request may take before it is answered 504 (and its query stopped)."
     )
     page_size: int = Field(100, ge=1, le=10_000, description="Largest page of `GET /v1/datasets`.")
+    max_fields: int = Field(
+        10_000, ge=1, le=1_000_000, description="A proposed schema with more fields, nested ones counted, is refused."
+    )
 
 
 class ApiConfig(ConfigModel):

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 from datetime import datetime
 from typing import Any, TypeVar
-from urllib.parse import quote
 
 import httpx
 from pydantic import BaseModel, TypeAdapter
@@ -32,10 +31,6 @@ class ApiError(Exception):
     def __init__(self, status: int, code: str, message: str, request_id: str | None = None):
         super().__init__(f"{status} {code}: {message}")
         self.status, self.code, self.message, self.request_id = status, code, message, request_id
-
-
-def _path(name: str) -> str:
-    return quote(name, safe="/")
 
 
 class LumosClient:
@@ -88,18 +83,19 @@ class LumosClient:
             if not page.items or len(out) >= page.total:
                 return out
 
+    # one dataset: its name in the query, so that any name is reachable (`sales/history` too)
     def dataset(self, name: str) -> m.DatasetDetail:
-        return self._call("GET", f"/v1/datasets/{_path(name)}", m.DatasetDetail)
+        return self._call("GET", "/v1/dataset", m.DatasetDetail, dict(name=name))
 
     def history(self, name: str) -> list[m.VersionInfo]:
-        return self._call("GET", f"/v1/datasets/{_path(name)}/history", list[m.VersionInfo])
+        return self._call("GET", "/v1/dataset/history", list[m.VersionInfo], dict(name=name))
 
     def diff(self, name: str, old: str, new: str = "latest", policy: str | None = None) -> m.ChangeSet:
-        params = dict(old=old, new=new, policy=policy)
-        return self._call("GET", f"/v1/datasets/{_path(name)}/diff", m.ChangeSet, params)
+        params = dict(name=name, old=old, new=new, policy=policy)
+        return self._call("GET", "/v1/dataset/diff", m.ChangeSet, params)
 
     def impact(self, name: str, depth: int | None = None) -> m.Impact:
-        return self._call("GET", f"/v1/datasets/{_path(name)}/impact", m.Impact, dict(depth=depth))
+        return self._call("GET", "/v1/dataset/impact", m.Impact, dict(name=name, depth=depth))
 
     def fan_out(self, top: int = 10) -> list[m.FanOut]:
         return self._call("GET", "/v1/impact", list[m.FanOut], dict(top=top))
@@ -124,7 +120,7 @@ class LumosClient:
               policy: str | None = None) -> m.ChangeSet:  # fmt: skip
         """Judge a proposed schema (fmt: avro | json-schema | spark-ddl | lumos) for a dataset."""
         body = {"format": fmt, "schema": schema, "against": against, "policy": policy}
-        return self._call("POST", f"/v1/datasets/{_path(name)}/check", m.ChangeSet, body=body)
+        return self._call("POST", "/v1/dataset/check", m.ChangeSet, dict(name=name), body)
 
     def gate(self, datasets: list[str] | None = None, since: datetime | None = None) -> m.ChangeSet:
         params = dict(datasets=",".join(datasets) if datasets else None, since=since.isoformat() if since else None)
@@ -134,7 +130,7 @@ class LumosClient:
 
     def accept(self, name: str, version: str, reason: str, path: str = "*", kind: str | None = None) -> m.Acceptance:
         body = {"version": version, "reason": reason, "path": path, "kind": kind}
-        return self._call("POST", f"/v1/datasets/{_path(name)}/acceptances", m.Acceptance, body=body)
+        return self._call("POST", "/v1/dataset/acceptances", m.Acceptance, dict(name=name), body)
 
     def release(self, name: str | None = None, datasets: list[str] | None = None) -> m.Release:
         return self._call("POST", "/v1/releases", m.Release, body={"name": name, "datasets": datasets})

@@ -4,6 +4,7 @@ committed OpenAPI document."""
 
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -18,8 +19,8 @@ import pytest
 import sqlalchemy as sa
 import yaml
 
-from lumos_dagster.api import audit
-from lumos_dagster.api.auth import TokenVerifier, hash_token, new_token, parse_hash, verify
+from lumos_dagster.api import audit, auth, limits
+from lumos_dagster.api.auth import Throttled, TokenVerifier, hash_token, new_token, parse_hash, token_id, verify
 from lumos_dagster.api_config import ApiToken
 from lumos_dagster.client import ApiError, LumosClient
 from lumos_dagster.config import load_config
@@ -348,7 +349,7 @@ def test_error_paths(served):
                "Content-Type": "application/json"}), 422, "invalid")  # fmt: skip
         # unknown datasets, versions, paths
         e = _error(http.get("/v1/datasets/no/such", headers=auth["reader"]), 404, "not_found")
-        assert "no/such" in e["message"]
+        assert "unknown dataset" in e["message"]
         _error(http.get("/v1/datasets/no/such/history", headers=auth["reader"]), 404, "not_found")
         _error(http.post("/v1/datasets/no/such/check", json=check, headers=auth["checker"]), 404, "not_found")
         e = _error(http.get("/v1/datasets/raw/events/diff?old=7.0.0", headers=auth["reader"]), 404, "not_found")
@@ -360,7 +361,8 @@ def test_error_paths(served):
 
 def test_openapi_document_is_committed_and_served(served):
     committed = json.loads((ROOT / "docs" / "openapi.json").read_text())
-    served_doc = httpx.get(f"{served.url}/openapi.json", timeout=10).json()
+    served_doc = httpx.get(f"{served.url}/openapi.json", headers={"Authorization": f"Bearer {TOKENS['reader']}"},
+                           timeout=10).json()  # fmt: skip
     assert served_doc == committed, "docs/openapi.json is stale: lumos serve --openapi > docs/openapi.json"
 
 
@@ -397,9 +399,10 @@ def test_writes_are_refused_when_disabled_and_audited(served, tmp_path):
 def test_token_hashes():
     token = new_token()
     stored = hash_token(token)
-    assert stored.startswith("scrypt$16384$8$1$") and token not in stored
+    assert stored.startswith(f"scrypt-id$16384$8$1${token_id(token)}$") and token.split(".")[1] not in stored
     assert verify(token, stored) and not verify(token + "x", stored)
-    assert hash_token(token) != stored  # salted
+    mine = hash_token("s3cret")  # a token of one's own, without an id
+    assert mine.startswith("scrypt$16384$8$1$") and verify("s3cret", mine) and hash_token("s3cret") != mine  # salted
     with pytest.raises(ValueError):
         parse_hash("sha256:abcd")
     with pytest.raises(ValueError):
@@ -455,3 +458,277 @@ def test_the_api_imports_neither_dagster_nor_spark():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
                          env={**os.environ, "PYTHONPATH": str(ROOT)})  # fmt: skip
     assert out.stdout.strip() == "[]", out.stderr
+
+
+# ------------------------------------------------------------------ hostile requests (docs/reliability.md)
+
+HOSTILE_TIMEOUT = 3
+#: 16 tokens: the three of TOKENS and 13 more
+MORE_TOKENS = [new_token() for _ in range(13)]
+
+
+@pytest.fixture(scope="module")
+def hostile(tmp_path_factory):
+    """`lumos serve` with 16 tokens, writes off, a 3 s deadline, on datasets whose names look like the API's
+    paths: `sales`, `sales/history`, `sales/orders`."""
+    from lumos_dagster.model import DatasetRecord, DatasetRef, Primitive, Snapshot
+    from lumos_dagster.model import Field as F
+    from lumos_dagster.model import Schema as S
+    from lumos_dagster.run.record import store_versioned
+
+    tmp = tmp_path_factory.mktemp("hostile")
+    (tmp / "lake").mkdir()
+    url = f"sqlite:///{tmp}/store.db"
+    names = ["sales", "sales/history", "sales/orders"]
+    with SnapshotStore(url) as store:
+        store.upsert_datasets(DatasetRecord(n, "file", "lake", n, "parquet") for n in names)
+        for day, fields in enumerate([("id",), ("id", "note")]):
+            store_versioned(store, [
+                Snapshot(DatasetRef("file", n, n, "parquet"), f"2026-11-0{day + 1}",
+                         datetime(2026, 11, day + 1, tzinfo=timezone.utc),
+                         schema=S(tuple(F(f, Primitive("int64")) for f in fields)))
+                for n in names
+            ])  # fmt: skip
+    tokens = [{"name": n, "hash": HASHES[n], "scopes": SCOPES[n]} for n in TOKENS]
+    tokens += [{"name": f"other{i}", "hash": hash_token(t), "scopes": ["read"]} for i, t in enumerate(MORE_TOKENS)]
+    config = {
+        "sources": [{"name": "lake", "root": str(tmp / "lake")}],
+        "store": {"url": url},
+        "api": {"writes": False, "tokens": tokens,
+                "limits": {"request_timeout": HOSTILE_TIMEOUT, "max_fields": 2000}},
+    }  # fmt: skip
+    (tmp / "lumos.yaml").write_text(yaml.safe_dump(config))
+    server = Server(tmp / "lumos.yaml", free_port(), tmp / "serve.log")
+    server.store_url = url
+    yield server
+    server.stop()
+
+
+def _audit_rows(url: str) -> int:
+    engine = sa.create_engine(url)
+    try:
+        return len(audit.entries(engine, limit=1_000_000))
+    finally:
+        engine.dispose()
+
+
+def _counting_scrypt(monkeypatch) -> list:
+    calls = []
+    real = auth._scrypt
+
+    def counted(*args):
+        calls.append(1)
+        return real(*args)
+
+    monkeypatch.setattr(auth, "_scrypt", counted)
+    return calls
+
+
+def test_a_wrong_token_costs_no_hash_check_whatever_the_number_of_tokens(monkeypatch):
+    """It used to cost one scrypt per configured token: 0.87 s of CPU with 16 tokens."""
+    tokens = [new_token() for _ in range(16)]
+    verifier = TokenVerifier([ApiToken(name=f"t{i}", hash=hash_token(t)) for i, t in enumerate(tokens)])
+    calls = _counting_scrypt(monkeypatch)
+    for wrong in [new_token(), new_token(), "lumos_" + "x" * 43, "nope", "Bearer " + tokens[0]]:
+        assert verifier(wrong) is None
+    assert len(calls) == 0
+    assert verifier(tokens[3][:-2] + "xx") is None and len(calls) == 1  # its id is known: that hash only
+    assert verifier(tokens[3]).name == "t3" and len(calls) == 2
+    assert verifier(tokens[3]).name == "t3" and len(calls) == 2  # remembered
+
+
+def test_tokens_without_an_id_still_work_and_their_failed_checks_are_rationed(monkeypatch):
+    mine = [f"s3cret-{i}" for i in range(4)]  # `--hash-token` of tokens of one's own: no id
+    verifier = TokenVerifier([ApiToken(name=f"old{i}", hash=hash_token(t)) for i, t in enumerate(mine)],
+                             burst=8, per_second=0.001)  # fmt: skip
+    calls = _counting_scrypt(monkeypatch)
+    assert verifier(mine[2]).name == "old2" and len(calls) == 3  # a good token's checks are not failures
+    assert verifier("guess-1") is None and verifier("guess-2") is None and len(calls) == 3 + 8
+    with pytest.raises(Throttled):
+        verifier("guess-3")
+    assert len(calls) == 11  # refused without hashing
+    assert verifier(mine[2]).name == "old2" and len(calls) == 11  # a token verified before still gets in
+    assert verifier(new_token()) is None and len(calls) == 11  # an unknown id needs no check at all
+
+
+def test_a_request_without_a_valid_token_writes_nothing_to_the_store(served, hostile):
+    """Every POST to a write endpoint without a token used to add an audit row, even with `writes: false`."""
+    accept = {"version": "2.0.0", "reason": "x" * 1000}
+    for server in (served, hostile):  # writes on (a writer exists), writes off
+        before = _audit_rows(server.store_url)
+        with httpx.Client(base_url=server.url, timeout=30) as http:
+            for headers in ({}, {"Authorization": f"Bearer {new_token()}"}, {"Authorization": "Bearer nope"},
+                            {"Authorization": f"Basic {TOKENS['writer']}"}):  # fmt: skip
+                _error(http.post("/v1/releases", json={"name": "S-anon"}, headers=headers), 401, "unauthorized")
+                for path in ("/v1/dataset/acceptances?name=sales/orders", "/v1/datasets/sales/orders/acceptances"):
+                    _error(http.post(path, json=accept, headers=headers), 401, "unauthorized")
+        assert _audit_rows(server.store_url) == before
+    with hostile.client("writer") as c, pytest.raises(ApiError):  # a token's refusal is still audited
+        c.release("S-1")
+    assert _audit_rows(hostile.store_url) == before + 1
+
+
+def test_every_dataset_is_reachable_whatever_its_name(hostile):
+    """`GET /v1/datasets/sales/history` was the history of `sales`: the dataset `sales/history` was out of
+    reach, `%2F` included."""
+    with hostile.client("checker") as c:
+        assert c.dataset("sales/history").name == "sales/history"
+        assert c.dataset("sales").name == "sales"
+        assert [v.version for v in c.history("sales")] == ["1.0.0", "1.1.0"]
+        assert [v.version for v in c.history("sales/history")] == ["1.0.0", "1.1.0"]
+        assert c.impact("sales/history").dataset == "sales/history"
+        assert c.diff("sales/history", "1.0.0").datasets[0].name == "sales/history"
+        assert c.check("sales/history", "spark-ddl", "id BIGINT, note BIGINT").datasets[0].name == "sales/history"
+    auth_ = {"Authorization": f"Bearer {TOKENS['checker']}"}
+    with httpx.Client(base_url=hostile.url, headers=auth_, timeout=30) as http:
+        # the former paths, where they are unambiguous
+        assert http.get("/v1/datasets/sales/orders").json()["name"] == "sales/orders"
+        assert [v["version"] for v in http.get("/v1/datasets/sales/orders/history").json()] == ["1.0.0", "1.1.0"]
+        assert http.get("/v1/datasets/sales/impact").json()["dataset"] == "sales"
+        assert http.get("/v1/datasets/sales/orders/diff", params={"old": "1.0.0"}).json()["passed"] is not None
+        body = {"format": "spark-ddl", "schema": "id BIGINT, note BIGINT"}
+        assert http.post("/v1/datasets/sales/history/check", json=body).json()["datasets"][0]["name"] == "sales/history"
+        # and where they are not: both `sales/history` and the history of `sales` would answer
+        for path in ("/v1/datasets/sales/history", "/v1/datasets/sales%2Fhistory"):
+            e = _error(http.get(path), 409, "ambiguous")
+            assert "/v1/dataset?name=" in e["message"]
+
+
+def test_only_health_answers_without_a_token_and_head_health_is_200(hostile):
+    with httpx.Client(base_url=hostile.url, timeout=30) as http:
+        head = http.head("/health")
+        assert head.status_code == 200 and head.content == b""
+        assert http.get("/health").json()["status"] == "ok"
+        for path in ("/docs", "/openapi.json", "/redoc", "/v1/datasets"):
+            _error(http.get(path), 401, "unauthorized")
+        reader = {"Authorization": f"Bearer {TOKENS['reader']}"}
+        assert http.get("/openapi.json", headers=reader).json()["info"]["title"] == "Lumos API"
+        docs = http.get("/docs", headers=reader)
+        assert docs.status_code == 404 and "cdn" not in docs.text  # no page that loads scripts from a CDN
+
+
+def test_error_bodies_never_echo_the_input(hostile):
+    auth_ = {"Authorization": f"Bearer {TOKENS['checker']}"}
+    check = "/v1/dataset/check?name=sales"
+    with httpx.Client(base_url=hostile.url, headers=auth_, timeout=30) as http:
+        for body, words in [
+            ({"format": "json-schema", "schema": {"type": "object", "properties": {"a": {"type": "SECRETVALUE123"}}}},
+             "unknown type"),
+            ({"format": "spark-ddl", "schema": "id BIGINT, a SECRETVALUE123"}, "at token 5"),
+            ({"format": "lumos", "schema": [{"name": "a", "type": "int64"}]}, "not a valid schema"),
+            ({"format": "json-schema", "schema": {"type": "object", "properties": {"a": {"type": "string"}},
+                                                  "required": 5}}, "not a valid schema"),
+            ({"format": "spark-ddl", "schema": "id BIGINT", "SECRETVALUE123": 1}, "unknown field"),
+        ]:  # fmt: skip
+            e = _error(http.post(check, json=body), 422, "invalid")
+            assert words in e["message"], e
+            for echo in ("secretvalue123", "keyerror", "typeerror", "not iterable", "'nullable'"):
+                assert echo not in e["message"].lower(), e
+        avro = {"type": "record", "name": "r", "fields": [{"name": "a", "type": "SECRETVALUE123"}]}
+        assert "SECRETVALUE123" not in http.post(check, json={"format": "avro", "schema": avro}).text
+        for response in [
+            http.get("/v1/dataset", params={"name": "../../etc/passwd"}),
+            http.get("/v1/datasets/..%2F..%2Fetc%2Fpasswd"),
+            http.get("/v1/dataset/history", params={"name": "../../etc/passwd"}),
+            http.get("/v1/gate", params={"datasets": "sales,../../etc/passwd"}),
+            http.get("/v1/dataset/diff", params={"name": "sales", "old": "passwd"}),
+        ]:
+            e = _error(response, 404, "not_found")
+            assert "passwd" not in e["message"] and ("unknown dataset" in e["message"] or "version" in e["message"])
+
+
+def test_work_in_a_worker_process_is_killed_at_its_deadline():
+    assert limits.call(parse_proposal, "spark-ddl", "id BIGINT", at=time.monotonic() + 30).fields[0].name == "id"
+    with pytest.raises(ProposalError):  # its exceptions are raised here
+        limits.call(parse_proposal, "spark-ddl", "", at=time.monotonic() + 30)
+    start = time.monotonic()
+    with pytest.raises(limits.Expired):  # exponential backtracking: minutes of CPU in one C call
+        limits.call(re.match, "(a*)*b", "a" * 40, at=start + 1)
+    assert time.monotonic() - start < 5
+    from multiprocessing import forkserver
+
+    workers = forkserver._forkserver._forkserver_pid
+    before = _tree(workers)
+    time.sleep(0.5)
+    assert sum(cpu - before.get(pid, 0.0) for pid, cpu in _tree(workers).items()) < 0.1  # nothing computes on
+    assert limits.call(parse_proposal, "spark-ddl", "id BIGINT", at=time.monotonic() + 30).fields
+
+
+def test_a_worker_that_overruns_ends_by_itself_even_if_nobody_kills_it():
+    """What bounds the work if the server is killed mid-call: the worker's own CPU limit."""
+    limits.start()
+    worker = limits._Worker()
+    worker.conn.send((re.match, ("(a*)*b", "a" * 40), 1.0))
+    worker.process.join(10)
+    assert not worker.process.is_alive()
+    worker.stop()
+
+
+def _processes() -> dict[int, tuple[int, float]]:
+    """pid → (parent pid, CPU seconds), from /proc."""
+    tick, out = os.sysconf("SC_CLK_TCK"), {}
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                fields = (d / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            out[int(d.name)] = (int(fields[1]), (int(fields[11]) + int(fields[12])) / tick)
+    return out
+
+
+def _tree(pid: int) -> dict[int, float]:
+    """pid and its live descendants → CPU seconds each."""
+    procs, found, todo = _processes(), {}, [pid]
+    while todo:
+        p = todo.pop()
+        if p in procs:
+            found[p] = procs[p][1]
+            todo += [c for c, (parent, _) in procs.items() if parent == p]
+    return found
+
+
+def test_a_check_past_its_deadline_stops_there_and_health_stays_fast(hostile):
+    """Eight 470 KB DDL checks kept a core busy for 2 minutes after their 504s, and /health took 9 s."""
+    ddl = ", ".join(f"c{i} STRING" for i in range(40_000))
+    avro: dict = {"type": "record", "name": "L0", "fields": [{"name": "x", "type": "long"}]}
+    for level in range(1, 6):  # each named record used ten times per level: 10^5 fields expanded
+        avro = {"type": "record", "name": f"L{level}", "fields": [{"name": "f0", "type": avro}]
+                + [{"name": f"f{i}", "type": f"L{level - 1}"} for i in range(1, 10)]}  # fmt: skip
+    bodies = [{"format": "spark-ddl", "schema": ddl}] * 6 + [{"format": "avro", "schema": avro}] * 2
+    auth_ = {"Authorization": f"Bearer {TOKENS['checker']}"}
+
+    def post(body):
+        start = time.monotonic()
+        r = httpx.post(f"{hostile.url}/v1/dataset/check?name=sales", json=body, headers=auth_, timeout=60)
+        return r.status_code, time.monotonic() - start
+
+    from concurrent.futures import ThreadPoolExecutor
+
+    health = []
+    with ThreadPoolExecutor(len(bodies)) as pool:
+        answers = [pool.submit(post, b) for b in bodies]
+        while not all(a.done() for a in answers):
+            start = time.monotonic()
+            assert httpx.get(f"{hostile.url}/health", timeout=30).status_code == 200
+            health.append(time.monotonic() - start)
+            time.sleep(0.05)
+    answered = time.monotonic()
+    results = [a.result() for a in answers]
+    assert all(status in (422, 504) and took < HOSTILE_TIMEOUT + 1 for status, took in results), results
+    assert max(health) < 1.0, sorted(health)[-5:]  # generous: 9 s before
+    time.sleep(max(0.0, answered + 1 - time.monotonic()))  # the work may outlive its deadline by 1 s at most
+    before = _tree(hostile.proc.pid)
+    time.sleep(1.0)
+    after = _tree(hostile.proc.pid)
+    busy = sum(cpu - before.get(pid, 0.0) for pid, cpu in after.items())
+    assert busy < 0.3, f"the server still computes: {busy:.2f} s of CPU in 1 s"
+    assert len(after) <= 3 + (os.cpu_count() or 1), after  # the server, its fork server and tracker, idle workers
+
+
+def test_a_proposed_schema_with_too_many_fields_is_refused(hostile):
+    with hostile.client("checker") as c:
+        assert c.check("sales", "spark-ddl", ", ".join(f"c{i} INT" for i in range(2000))).datasets
+        with pytest.raises(ApiError) as err:
+            c.check("sales", "spark-ddl", "s STRUCT<" + ", ".join(f"c{i}: INT" for i in range(2000)) + ">")
+    assert err.value.status == 422 and "more than 2000 fields" in err.value.message

@@ -9,7 +9,8 @@ meanwhile:
   database; WAL readers never block the writer, nor the writer them. The connections are
   `query_only`. A request's deadline stops a long query (a progress handler).
 * PostgreSQL: `REPEATABLE READ, READ ONLY`; MVCC readers take no lock a writer waits for (the
-  store's advisory locks are the writers' own). `statement_timeout` is the request's deadline.
+  store's advisory locks are the writers' own). `statement_timeout` is what is left until the
+  request's deadline.
 
 A pinned view never commits anything: its transaction is rolled back when the request ends.
 """
@@ -24,6 +25,7 @@ from contextlib import contextmanager
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
+from lumos_dagster.api.limits import until
 from lumos_dagster.plugins import expand_secrets
 from lumos_dagster.store import SnapshotStore
 from lumos_dagster.store.tables import datasets_table, latest_captures, snapshots_table
@@ -48,8 +50,8 @@ def read_engine(url: str, connections: int) -> Engine:
             cur.close()
 
             def _stop() -> int:  # a non-zero answer interrupts the query
-                until = getattr(_deadline, "at", None)
-                return 1 if until is not None and time.monotonic() > until else 0
+                at = getattr(_deadline, "at", None)
+                return 1 if at is not None and time.monotonic() > at else 0
 
             dbapi_conn.set_progress_handler(_stop, 10_000)
 
@@ -121,15 +123,17 @@ class ReadView(SnapshotStore):
 
 @contextmanager
 def pinned(engine: Engine, url: str, timeout: float | None = None) -> Iterator[ReadView]:
-    """A ReadView in one read-only transaction, rolled back at the end; its queries stop after
-    `timeout` seconds."""
+    """A ReadView in one read-only transaction, rolled back at the end; its queries stop at the
+    request's deadline (a request that waited for a thread has less left), or after `timeout` seconds."""
+    at = until(timeout)
     with engine.connect() as conn:
         if conn.dialect.name == "sqlite":
-            _deadline.at = None if timeout is None else time.monotonic() + timeout
+            _deadline.at = at
         try:
             with conn.begin() as tx:
-                if conn.dialect.name == "postgresql" and timeout is not None:
-                    conn.exec_driver_sql(f"SET LOCAL statement_timeout = {max(1, int(timeout * 1000))}")
+                if conn.dialect.name == "postgresql" and at is not None:
+                    left = max(1, int((at - time.monotonic()) * 1000))
+                    conn.exec_driver_sql(f"SET LOCAL statement_timeout = {left}")
                 try:
                     yield ReadView(conn, url)
                 finally:

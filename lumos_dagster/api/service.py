@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -27,8 +28,9 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from importlib.metadata import PackageNotFoundError
 from importlib.metadata import version as package_version
-from typing import Any, Literal, cast
+from typing import TYPE_CHECKING, Any, Literal, cast
 
+from lumos_dagster.api import limits
 from lumos_dagster.api import models as m
 from lumos_dagster.api.reading import ReadView, pinned, read_engine
 from lumos_dagster.config import LumosConfig, load_config
@@ -36,11 +38,19 @@ from lumos_dagster.errors import LumosError
 from lumos_dagster.model import BREAKING, Schema, change_to_json, snapshot_loads, type_str
 from lumos_dagster.plugins import mask_secrets
 
+if TYPE_CHECKING:
+    from lumos_dagster.reports.changes import ChangeReport
+    from lumos_dagster.schema.inputs import Side
+
 log = logging.getLogger("lumos.api")
 
 
 class NotFound(LumosError):
     """An unknown dataset, version or release."""
+
+
+#: what an unknown dataset is answered: never its name, which may be anything the client sent
+UNKNOWN_DATASET = "unknown dataset (GET /v1/datasets lists them)"
 
 
 class Invalid(LumosError):
@@ -120,6 +130,47 @@ class _Cache:
                 self._refreshing.discard(key)
 
 
+def judge_proposal(fmt: str, schema: str | dict | list, max_fields: int, current: Side, policy: str,
+                   config: LumosConfig, accepted) -> ChangeReport:  # fmt: skip
+    """`lumos diff` of the `current` side (schema.inputs.Side) and a proposed schema, without the lineage:
+    a ChangeReport. A proposal of more than `max_fields` fields (nested ones counted) is refused: the
+    comparison grows with them."""
+    from lumos_dagster.reports.changes import diff_report
+    from lumos_dagster.schema.inputs import Side
+    from lumos_dagster.schema.proposed import ProposalError, ProposalTooLarge, parse_proposal
+
+    too_large = f"{fmt}: the proposed schema has more than {max_fields} fields (api.limits.max_fields)"
+    try:  # the budget stops an expanding schema while it is parsed, not after
+        proposed = parse_proposal(fmt, schema, max_fields)
+    except ProposalTooLarge:
+        raise ProposalError(too_large) from None
+    if len(proposed.flatten()) > max_fields:
+        raise ProposalError(too_large)
+    name = current.dataset
+    return diff_report(current, Side(f"{name} (proposed)", proposed, None, name), policy, config, proposed=True,
+                       acceptances=accepted)  # fmt: skip
+
+
+# a parser's message quotes what it did not understand (`unknown type 'x'`) and may end in a Python exception's
+# text (`KeyError: 'nullable'`): neither goes back to the client; its own quoted words (`expected 'null'`) stay
+_QUOTED = re.compile(r"'((?:[^'\\]|\\.)*)'|\"((?:[^\"\\]|\\.)*)\"")
+_GRAMMAR = frozenset({"<", ">", "(", ")", ",", ":", "null", "not", "comment", "fields", "type", "properties", "items"})
+_RAW = re.compile(r":\s*[A-Z]\w*(?:Error|Exception): .*", re.S)
+
+
+def _unechoed(message: str, sent: str | dict | list) -> str:
+    """`message` without the input it quotes, nor a raw exception's text, in one printable line."""
+    text = (sent if isinstance(sent, str) else json.dumps(sent, ensure_ascii=False)).lower()
+
+    def quoted(m: re.Match) -> str:
+        word = m[1] if m[1] is not None else m[2]
+        return m[0] if word.lower() in _GRAMMAR or word.lower() not in text else "…"
+
+    message = _RAW.sub(": a key is missing or a value has the wrong type", message)
+    message = _QUOTED.sub(quoted, message)
+    return "".join(c if c.isprintable() else " " for c in message)[:300]
+
+
 def _change(c, accepted: str | None = None) -> m.Change:
     return m.Change(**change_to_json(c), accepted=accepted)
 
@@ -146,6 +197,7 @@ class Lumos:
         self._writer = SnapshotStore(self.url, f"{config.source_file}: store.url")
         self._writer_lock = threading.Lock()
         self.engine = read_engine(self.url, connections)
+        self._health = read_engine(self.url, 1)
         self._roots = {name: s.root for name, s in build_sources(config).items()}
         self._cache = _Cache(config.api.cache_seconds if cache_seconds is None else cache_seconds)
 
@@ -156,6 +208,7 @@ class Lumos:
 
     def close(self) -> None:
         self.engine.dispose()
+        self._health.dispose()
         self._writer.close()
 
     def __enter__(self) -> Lumos:
@@ -198,12 +251,23 @@ class Lumos:
         if spec is None and v.urn_of(name):  # discovered since the cached lineage was built
             spec = self._lineage(v, fresh=True)[1].get(name)
         if spec is None:
-            raise NotFound(f"unknown dataset {name!r}")
+            raise NotFound(UNKNOWN_DATASET)
         return spec
 
+    def exists(self, name: str) -> bool:
+        """Whether the store knows a dataset by that name."""
+        with self.view() as v:
+            try:
+                self._spec(v, name)
+            except NotFound:
+                return False
+        return True
+
     def health(self) -> m.Health:
+        """Whether the store can be read, on a connection of its own: busy requests holding every
+        connection of the pool do not make the server look down."""
         try:
-            with self.view() as v:
+            with pinned(self._health, mask_secrets(self.url), 5.0) as v:
                 v.connection.exec_driver_sql("SELECT 1")
             ok = True
         except Exception:
@@ -336,7 +400,7 @@ class Lumos:
         if snap is None:
             known = sorted({s.version for s in v.history(spec.ref.urn) if s.version})
             hint = f"known versions: {', '.join(known)}" if known else "the store has no snapshot of it"
-            raise NotFound(f"{spec.name} has no version {version} ({hint})")
+            raise NotFound(f"the dataset has no such version ({hint})")
         return Side(f"{spec.name}@{version}", snap.schema, snap, spec.name)
 
     def _policy(self, name: str, policy: str | None) -> str:
@@ -344,7 +408,7 @@ class Lumos:
 
         chosen = (policy or self.config.policy(name)).upper()
         if chosen not in POLICIES:
-            raise Invalid(f"unknown policy {policy!r}: one of {', '.join(POLICIES)}")
+            raise Invalid(f"unknown policy: one of {', '.join(POLICIES)}")
         return chosen
 
     def diff(self, name: str, old: str, new: str = "latest", policy: str | None = None) -> m.ChangeSet:
@@ -363,26 +427,35 @@ class Lumos:
     def check(self, name: str, fmt: str, schema: str | dict | list, against: str | None = None,
               policy: str | None = None) -> m.ChangeSet:  # fmt: skip
         """Judge a proposed schema for a dataset against its latest version (or `against`) under its
-        policy, as `lumos diff` would: whether it passes, each change, what breaks downstream."""
-        from lumos_dagster.reports.changes import diff_report
+        policy, as `lumos diff` would: whether it passes, each change, what breaks downstream.
+
+        Reading the proposal and comparing it cost what the proposal makes them cost, so both run in
+        a worker process killed at the request's deadline (in process outside a request)."""
+        from dataclasses import replace
+
+        from lumos_dagster.lineage.impact import downstream
         from lumos_dagster.schema.inputs import Side
-        from lumos_dagster.schema.proposed import ProposalError, parse_proposal
+        from lumos_dagster.schema.proposed import ProposalError
         from lumos_dagster.store.acceptances import acceptances
 
-        try:
-            proposed = parse_proposal(fmt, schema)
-        except ProposalError as exc:
-            raise Invalid(str(exc)) from None
         with self.view() as v:
             spec = self._spec(v, name)
             if against is None and v.latest(spec.ref.urn) is None:
                 a = Side(f"{name} (never materialized)", Schema(), None, name)
             else:
                 a = self._side(v, spec, against or "latest")
-            b = Side(f"{name} (proposed)", proposed, None, name)
             catalogue = self._catalogue(v)
-            report = diff_report(a, b, self._policy(name, policy), self.config, lambda: catalogue, proposed=True,
-                                 acceptances=acceptances(v.connection, [name]))  # fmt: skip
+            accepted = acceptances(v.connection, [name])
+        args = (fmt, schema, self.config.api.limits.max_fields, a, self._policy(name, policy), self.config, accepted)
+        at = limits.until(self.timeout)
+        try:
+            report = judge_proposal(*args) if at is None else limits.call(judge_proposal, *args, at=at)
+        except ProposalError as exc:
+            raise Invalid(_unechoed(str(exc), schema)) from None
+        except MemoryError:
+            raise Invalid(f"{fmt}: the proposed schema is too large to read") from None
+        if any(c.severity == BREAKING for c in report.changes):  # the lineage stays here: diff_report's part
+            report = replace(report, affected=tuple(downstream(catalogue, name)))
         return _changeset([report])
 
     def gate(self, datasets: list[str] | None = None, since: datetime | None = None,
@@ -395,9 +468,9 @@ class Lumos:
             catalogue = self._catalogue(v)
             known = catalogue.by_name()
             names = datasets or list(known)
-            unknown = [n for n in names if n not in known]
+            unknown = [str(i) for i, n in enumerate(names, 1) if n not in known]
             if unknown:
-                raise NotFound(f"unknown dataset(s): {', '.join(unknown)}")
+                raise NotFound(f"unknown dataset(s) in `datasets`, at position(s) {', '.join(unknown[:20])}")
             if since is not None and since.tzinfo is None:
                 since = since.replace(tzinfo=timezone.utc)
             accepted = acceptances(v.connection, names if datasets else None)
@@ -499,7 +572,7 @@ class Lumos:
         with self.view() as v:
             spec = self._spec(v, name)
             if v.at_version(spec.ref.urn, version) is None:
-                raise NotFound(f"{name} has no version {version} in the store")
+                raise NotFound("the dataset has no such version in the store")
         with self._writer_lock, self._writer.engine.begin() as conn:
             a = acceptances.record(conn, name, version, path, kind, reason, by)
         return m.Acceptance(**a.__dict__)
@@ -514,12 +587,15 @@ class Lumos:
             store = self._writer
             versions, missing = current_versions(store, wanted)
             if missing:
-                raise NotFound(f"no version in the store for: {', '.join(missing)} (materialize them first)")
+                raise NotFound(
+                    f"{len(missing)} of the datasets named have no version in the store (materialize them "
+                    "first, or check their names against GET /v1/datasets)"
+                )
             chosen = name or next_release_name(self.config.releases.prefix, [r.name for r in store.releases()])
             try:
                 rel = store.add_release(chosen, versions)
-            except LumosError as exc:
-                raise Conflict(str(exc)) from None
+            except LumosError:
+                raise Conflict("a release of that name exists; releases are immutable, pick the next name") from None
         if self.config.releases.watch:
             manifest = Manifest(rel.name, rel.created_at, tuple(sorted(wanted)) if wanted else ())
             write_manifest(self.config.resolve_location(self.config.releases.watch), manifest,

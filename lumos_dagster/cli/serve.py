@@ -89,7 +89,7 @@ def serve(config_file, host, port, hash_token, new_token, openapi, log_level) ->
             return
         await app(scope, receive, send)
 
-    click.echo(f"Lumos API on http://{host}:{port} (docs: /docs, OpenAPI: /openapi.json)", err=True)
+    click.echo(f"Lumos API on http://{host}:{port} (OpenAPI: /openapi.json, with a token)", err=True)
     # requests get the interpreter back sooner while a thread rebuilds a whole-estate cache (the
     # search index, the lineage graph): 5 ms turns put that rebuild into their tail latency
     sys.setswitchinterval(0.0005)
