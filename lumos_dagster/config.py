@@ -644,10 +644,11 @@ class _Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[mi
         self._aliased = "&" in stream  # no anchor, no alias: nothing to count
 
     def construct_document(self, node: yaml.Node) -> Any:
-        written, expanded = _sizes(node) if self._aliased else (0, 0)
-        if expanded > written + ALIAS_ALLOWANCE:
+        blown = _overexpanded(node) if self._aliased else None
+        if blown is not None:
+            where, limit = blown
             raise yaml.constructor.ConstructorError(
-                None, None, f"its aliases expand it to over {written + ALIAS_ALLOWANCE:,} values", node.start_mark
+                None, None, f"the aliases here expand the file to over {limit:,} values", where.start_mark
             )
         return super().construct_document(node)
 
@@ -665,14 +666,20 @@ class _Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[mi
         return super().construct_mapping(node, deep)
 
 
-def _sizes(root: yaml.Node) -> tuple[int, int]:
-    """The number of distinct nodes of a document and of nodes once its aliases are expanded
-    (each counted once: linear in the size of the file)."""
+def _overexpanded(root: yaml.Node) -> tuple[yaml.Node, int] | None:
+    """The first node (innermost) whose expansion by aliases exceeds the document's distinct nodes by
+    more than ALIAS_ALLOWANCE, and that limit; None when the document stays within it. Each distinct
+    node is counted once: linear in the size of the file. The composed document keeps no alias's
+    position, so the node is the one whose aliases, written inside it, blew the budget."""
+    nodes = list(_post_order(root))
+    limit = len(nodes) + ALIAS_ALLOWANCE
     expanded: dict[int, int] = {}
-    for node in _post_order(root):
+    for node in nodes:
         children = [c for pair in node.value for c in pair] if isinstance(node, yaml.MappingNode) else node.value
         expanded[id(node)] = 1 + (sum(expanded[id(c)] for c in children) if isinstance(children, list) else 0)
-    return len(expanded), expanded[id(root)]
+        if expanded[id(node)] > limit:
+            return node, limit
+    return None
 
 
 def _post_order(root: yaml.Node) -> Iterator[yaml.Node]:

@@ -1,6 +1,7 @@
-"""Fuzzing (hypothesis): the file readers, the estate parser and the config loader on generated
-input, random bytes and mutations of real files. Each gives its result or its own one-line
-error (SchemaReadError, EstateError, ConfigError), never another exception, a hang or a crash.
+"""Fuzzing (hypothesis): the file readers, the estate parser, the config loader and the
+proposed-schema parsers on generated input, random bytes and mutations of real files. Each gives its
+result or its own one-line error (SchemaReadError, EstateError, ConfigError, ProposalError), never
+another exception, a hang or a crash; a proposed schema, within its budget of fields and time.
 
 Budget: `make test` runs a small one (the whole module in well under a minute). Set
 `LUMOS_FUZZ=long` for `LONG_EXAMPLES` examples per target instead, or `LUMOS_FUZZ=<n>` for n:
@@ -18,6 +19,7 @@ import io
 import json
 import os
 import tempfile
+import time
 from pathlib import Path
 
 import fastavro
@@ -33,6 +35,8 @@ from lumos_dagster.errors import ConfigError
 from lumos_dagster.estate import portable
 from lumos_dagster.formats import FileResult
 from lumos_dagster.formats.readers import POOL_CRASH, PoolReader
+from lumos_dagster.schema.proposed import FORMATS, ProposalError, parse_proposal
+from tests.test_reliability_hostile import avro_bomb
 from tests.test_store import snap
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -209,3 +213,101 @@ def test_every_seed_file_reads_without_a_crash(seed):
     """The seeds themselves, unmutated: the fuzzer's starting points are sound inputs."""
     results = read_everywhere(file_seeds()[seed])
     assert POOL_CRASH not in {r.error for r in results.values()}
+
+
+#: a small budget, so that expanding inputs reach it within an example
+FUZZ_FIELDS = 1000
+_WIDE = [f"c{i}" for i in range(FUZZ_FIELDS + 1)]
+# per format: a sound proposal (a named type used twice, an enum, a union, a map, nested structs), and
+# one past the budget (for Avro, 2 KB that expand to 2,111,111 fields)
+PROPOSALS = {
+    "spark-ddl": (
+        "id BIGINT NOT NULL, tags ARRAY<STRING>, s STRUCT<a: INT, m: MAP<STRING, DECIMAL(10,2)>> COMMENT 'x'",
+        ", ".join(f"{name} INT" for name in _WIDE),
+    ),
+    "avro": (
+        {"type": "record", "name": "r", "fields": [
+            {"name": "a", "type": {"type": "record", "name": "p", "fields": [{"name": "x", "type": ["null", "long"]}]}},
+            {"name": "b", "type": {"type": "array", "items": "p"}},
+            {"name": "e", "type": {"type": "enum", "name": "e", "symbols": ["A", "B"]}, "doc": "d"},
+            {"name": "u", "type": ["null", "int", "string", {"type": "map", "values": "p"}]},
+        ]},
+        avro_bomb(6),
+    ),
+    "json-schema": (
+        {"type": "object", "required": ["a"], "properties": {
+            "a": {"type": "string", "format": "date"}, "t": {"type": "array", "items": {"type": "integer"}},
+            "o": {"type": "object", "properties": {"k": {"enum": ["x", "y"]}}}}},
+        {"type": "object", "properties": {name: {"type": "integer"} for name in _WIDE}},
+    ),
+    "lumos": (
+        [{"name": "a", "type": {"kind": "struct", "fields": [{"name": "b", "type": "int64", "nullable": False}]},
+          "nullable": True}],
+        [{"name": name, "type": "int32", "nullable": True} for name in _WIDE],
+    ),
+}  # fmt: skip
+DDL_WORDS = ("a", "`b c`", "INT", "STRING", "STRUCT", "ARRAY", "MAP", "DECIMAL", "<", ">", "(", ")", ",", ":", "10",
+             "NOT", "NULL", "COMMENT", "'x'", "'\\'")  # fmt: skip
+JSON_WORDS = ("type", "name", "fields", "items", "values", "symbols", "properties", "required", "record", "array",
+              "map", "enum", "int", "long", "string", "p", "r", "object", "integer", "kind", "struct", "nullable",
+              "\udfff")  # fmt: skip
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-2, 20) | st.sampled_from(JSON_WORDS),
+    lambda inner: st.lists(inner, max_size=6) | st.dictionaries(st.sampled_from(JSON_WORDS), inner, max_size=6),
+    max_leaves=40,
+)
+
+
+def _containers(doc) -> list:
+    """Every dict and list of a parsed JSON document."""
+    found, stack = [], [doc]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (dict, list)):
+            found.append(node)
+            stack.extend(node.values() if isinstance(node, dict) else node)
+    return found
+
+
+@st.composite
+def edited(draw, doc):
+    """`doc` (parsed JSON) with a few values replaced by generated ones, or items of a list repeated."""
+    doc = json.loads(json.dumps(doc))
+    for _ in range(draw(st.integers(1, 3))):
+        node = draw(st.sampled_from([c for c in _containers(doc) if c]))
+        if isinstance(node, dict):
+            node[draw(st.sampled_from(sorted(node)))] = draw(json_values)
+        elif draw(st.booleans()):
+            node[draw(st.integers(0, len(node) - 1))] = draw(json_values)
+        else:
+            node.append(node[draw(st.integers(0, len(node) - 1))])  # a field listed twice
+    return doc
+
+
+def proposals() -> st.SearchStrategy:
+    """(format, proposal): the format's seeds, edited or with bytes mutated; a soup of DDL words; or JSON
+    built of the formats' words."""
+
+    def of(fmt: str) -> st.SearchStrategy:
+        seeds = PROPOSALS[fmt]
+        texts = tuple(s if isinstance(s, str) else json.dumps(s) for s in seeds)
+        garbled = mutated(tuple(t.encode() for t in texts)).map(lambda b: b.decode("utf-8", "replace"))
+        made = st.lists(st.sampled_from(DDL_WORDS), max_size=40).map(" ".join) if fmt == "spark-ddl" else json_values
+        edits = st.sampled_from(seeds).flatmap(edited) if fmt != "spark-ddl" else st.nothing()
+        return st.tuples(st.just(fmt), st.one_of(st.sampled_from(texts), garbled, made, edits))
+
+    return st.sampled_from(FORMATS).flatmap(of)
+
+
+@fuzz(default=150)
+@given(proposals())
+def test_a_proposed_schema_parser_gives_a_schema_or_a_one_line_error_within_its_budget(proposal):
+    fmt, text = proposal
+    started = time.monotonic()
+    try:
+        schema = parse_proposal(fmt, text, max_fields=FUZZ_FIELDS)
+    except ProposalError as exc:
+        assert "\n" not in str(exc) and str(exc).startswith(f"{fmt}: "), str(exc)
+    else:
+        assert 0 < len(schema.flatten()) <= FUZZ_FIELDS
+    assert time.monotonic() - started < 5  # milliseconds; the 2 KB Avro seed took 55 s before its budget

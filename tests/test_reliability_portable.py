@@ -206,7 +206,7 @@ def test_importing_twice_is_importing_once(store_url, tmp_path):  # noqa: F811
     exported_once = tmp_path / "once.json"
     invoke("export", "-c", config, "-o", exported_once)
     second = invoke("import", doc, "--to", "store", "-c", config)
-    assert "store: 5 datasets, 0 snapshots, 1 release written (15 snapshots already there)" in second.stdout
+    assert "store: 5 datasets, 0 snapshots, 0 releases written (15 snapshots, 1 release already there)" in second.stdout
     assert counts(store_url) == once == (5, 15, 1)
     exported_twice = tmp_path / "twice.json"
     invoke("export", "-c", config, "-o", exported_twice)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import click
 
@@ -12,9 +13,15 @@ from lumos_dagster.reports import cost as cost_report
 from lumos_dagster.wording import plural
 
 
+def _month(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    if value is not None and not re.match(cost_report.MONTH, value):
+        raise click.BadParameter(f"{value} is not a month (YYYY-MM, 01 to 12)")
+    return value
+
+
 @click.command()
 @config_option
-@click.option("--month", default=None, help="YYYY-MM (default: the newest month priced).")
+@click.option("--month", default=None, callback=_month, help="YYYY-MM (default: the newest month priced).")
 @click.option("--format", "fmt", type=click.Choice(list(cost_report.RENDER)), default="text", show_default=True)
 @click.option("--output", "-o", default=None, help="Also write the report to this file.")
 def cost(config_file, month, fmt, output) -> None:
@@ -35,7 +42,7 @@ def cost(config_file, month, fmt, output) -> None:
 @click.command()
 @config_option
 @click.option("--datasets", required=True, help="Comma-separated datasets to switch off.")
-@click.option("--month", default=None, help="Prices of this month, YYYY-MM (default: the newest).")
+@click.option("--month", default=None, callback=_month, help="Prices of this month, YYYY-MM (default: the newest).")
 @text_or_json
 def savings(config_file, datasets, month, fmt) -> None:
     """What switching DATASETS off saves: they go, everything downstream goes, and so does every

@@ -227,14 +227,17 @@ def import_file(file, target, config_file, max_bytes) -> None:
     if target == "store":
         store = open_store(cast(LumosConfig, config))  # _config raised without one: the store needs it
         try:
+            known = {r.name for r in store.releases()}  # a release already there is kept as it is
             written, there = portable.import_into_store(estate, store, progress)
         except LumosError as exc:
             fail(str(exc), 1)
         finally:
             store.close()
+        kept = sum(r.name in known for r in estate.releases)
+        there_too = [plural(there, "snapshot")] + ([plural(kept, "release")] if kept else [])
         click.echo(f"store: {plural(len(estate.entries), 'dataset')}, {plural(written, 'snapshot')}, "
-                   f"{plural(len(estate.releases), 'release')} written "
-                   f"({plural(there, 'snapshot')} already there)")  # fmt: skip
+                   f"{plural(len(estate.releases) - kept, 'release')} written "
+                   f"({', '.join(there_too)} already there)")  # fmt: skip
         return
     catalog = _catalog(target, config)
     try:

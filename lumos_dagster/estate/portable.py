@@ -39,6 +39,7 @@ from lumos_dagster.model import (
     dataset_urn,
     snapshot_from_json,
     snapshot_to_json,
+    unstorable_strings,
 )
 from lumos_dagster.plugins import mask_secrets
 from lumos_dagster.store import Release, SnapshotStore
@@ -285,24 +286,29 @@ def load(path: str, max_bytes: int = DEFAULT_MAX_BYTES, notice: Callable[[str], 
     """Read a portable snapshot file; refuse it (before anything is written) when it is too
     large, not JSON, truncated, or not a portable snapshot of a version this Lumos reads. An
     older version is read as it is (`validate` and `from_json` migrate it), and `notice` told."""
+    too_large = (
+        f"more than the limit of {_amount(max_bytes, 0)} (raise --max-bytes if the file is meant to be that large)"
+    )
     try:
-        size = os.path.getsize(path)
+        size = os.path.getsize(path)  # a pipe or a device says 0: the read below is what is bounded
+        if size > max_bytes:
+            raise EstateError(f"{path}: {_amount(size, 1)}, {too_large}")
+        with open(path, "rb") as fh:
+            raw = fh.read(max_bytes + 1)
     except OSError as exc:
         raise EstateError(f"{path}: cannot read it ({exc.strerror or exc})") from None
-    if size > max_bytes:
-        raise EstateError(
-            f"{path}: {size / 2**20:.1f} MiB, more than the limit of {max_bytes / 2**20:.0f} MiB "
-            "(raise --max-bytes if the file is meant to be that large)"
-        )
+    if len(raw) > max_bytes:
+        raise EstateError(f"{path}: {too_large}")
     try:
-        with open(path, encoding="utf-8") as fh:
-            doc = json.load(fh)
+        text = raw.decode("utf-8")
+        del raw  # a document may be large: hold it once
+        doc = json.loads(text)
     except UnicodeDecodeError:
         raise EstateError(f"{path}: not UTF-8 text, so not a portable snapshot") from None
     except RecursionError:
         raise EstateError(f"{path}: JSON nested deeper than the parser allows, so not a portable snapshot") from None
     except json.JSONDecodeError as exc:
-        hint = " (the file ends early: truncated?)" if exc.pos >= size - 1 else ""
+        hint = " (the file ends early: truncated?)" if exc.pos >= len(text) - 1 else ""
         raise EstateError(f"{path}: not valid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}{hint}") from None
     if not isinstance(doc, dict) or "lumos_snapshot_version" not in doc:
         raise EstateError(f"{path}: not a Lumos portable snapshot (no lumos_snapshot_version)")
@@ -313,6 +319,10 @@ def load(path: str, max_bytes: int = DEFAULT_MAX_BYTES, notice: Callable[[str], 
     if version != ESTATE_VERSION:
         notice(f"{path}: portable snapshot version {version!r}, migrated to {ESTATE_VERSION!r} as it is read")
     return doc
+
+
+def _amount(size: int, decimals: int) -> str:
+    return f"{size / 2**20:.{decimals}f} MiB" if size >= 2**20 else f"{size:,} bytes"
 
 
 @dataclass
@@ -340,7 +350,8 @@ def validate(doc: dict) -> Validation:
     derives the rest."""
     version = doc.get("lumos_snapshot_version") if isinstance(doc, dict) else None
     older = version in STEPS
-    problems = _schema_problems(_top_validator(version if older else ESTATE_VERSION), doc)
+    # first, and alone: the other problems' messages could quote such text, which no terminal prints
+    problems = list(_text_problems(doc)) or _schema_problems(_top_validator(version if older else ESTATE_VERSION), doc)
     if problems:
         return Validation(problems)
     names: dict[str, str] = {}  # DataHub URN → name
@@ -379,7 +390,6 @@ def validate(doc: dict) -> Validation:
     ring = first_cycle(graph, order)
     if ring is not None:  # lumos.yaml refuses it too; a self-loop is a ring of one
         problems.append(f"datasets[{order.index(ring[0])}].snapshot.upstream: lineage has a cycle: {' → '.join(ring)}")
-    problems.extend(_nul_problems(doc))
     seen: set[str] = set()
     for i, r in enumerate(doc["releases"]):
         if r["name"] in seen:
@@ -402,19 +412,10 @@ def validate(doc: dict) -> Validation:
     )
 
 
-def _nul_problems(doc: Any, path: str = "") -> Iterator[str]:
-    """Strings holding a NUL character, which PostgreSQL's text columns refuse mid-import."""
-    if isinstance(doc, str):
-        if "\x00" in doc:
-            yield f"{path or '$'}: holds a NUL character, which the store cannot keep"
-    elif isinstance(doc, dict):
-        for key, value in doc.items():
-            if "\x00" in key:
-                yield f"{path or '$'}: a key holds a NUL character, which the store cannot keep"
-            yield from _nul_problems(value, f"{path}.{key}" if path else key)
-    elif isinstance(doc, list):
-        for i, value in enumerate(doc):
-            yield from _nul_problems(value, f"{path}[{i}]")
+def _text_problems(doc: Any) -> Iterator[str]:
+    """Strings holding a NUL character, which PostgreSQL's text columns refuse mid-import, or a lone
+    surrogate (JSON's `\\ud800`), which no reader of the store could encode: refused where they enter."""
+    return (f"{problem}, which the store cannot keep" for problem in unstorable_strings(doc))
 
 
 def _schema_problems(validator: Any, doc: Any) -> list[str]:

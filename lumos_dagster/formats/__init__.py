@@ -30,7 +30,7 @@ from lumos_dagster.formats.base import (
 from lumos_dagster.formats.orc import read_orc
 from lumos_dagster.formats.parquet import read_parquet
 from lumos_dagster.formats.text import read_csv, read_json, read_tsv
-from lumos_dagster.model import Array, DataType, Map, Schema, Struct, UnionType
+from lumos_dagster.model import Array, DataType, Map, Schema, SchemaTooLarge, Struct, UnionType
 from lumos_dagster.plugins import Registry
 
 __all__ = [
@@ -197,6 +197,8 @@ def read_file_schema(path: str, fmt: str | None = None, fs: FsSpec | None = None
         return found
     except SchemaReadError:
         raise
+    except SchemaTooLarge as exc:
+        raise SchemaReadError(path, f"its schema {exc}") from None
     except FileNotFoundError:
         raise SchemaReadError(path, "file not found (deleted since it was listed?)") from None
     except PermissionError:

@@ -4,7 +4,6 @@ count is left out: each block header would cost a request."""
 
 from __future__ import annotations
 
-import json
 from typing import Any, BinaryIO, cast
 
 import fastavro
@@ -13,12 +12,14 @@ from fastavro.read import HEADER_SCHEMA, MAGIC
 
 from lumos_dagster.formats.base import FileSchema, open_random
 from lumos_dagster.model import (
+    MAX_FIELDS,
     NO_DEFAULT,
     Array,
     DataType,
     Decimal,
     Enum,
     Field,
+    FieldBudget,
     Fixed,
     Map,
     Primitive,
@@ -27,6 +28,7 @@ from lumos_dagster.model import (
     Time,
     Timestamp,
     UnionType,
+    storable_json,
 )
 
 _PRIMITIVES = {
@@ -50,11 +52,13 @@ _TIMESTAMPS = {
 
 
 class _Converter:
-    """Walks an Avro schema, resolving named-type references; recursion becomes `unknown`."""
+    """Walks an Avro schema, resolving named-type references; recursion becomes `unknown`. Each use
+    of a named type expands it again, so the budget stops a schema that reuses one without limit."""
 
-    def __init__(self) -> None:
+    def __init__(self, budget: FieldBudget) -> None:
         self.named: dict[str, Any] = {}
         self.expanding: set[str] = set()
+        self.budget = budget
 
     def _full_name(self, schema: dict, namespace: str | None) -> str:
         name = schema["name"]
@@ -62,10 +66,12 @@ class _Converter:
         return name if "." in name or not ns else f"{ns}.{name}"
 
     def type_of(self, schema: Any, namespace: str | None = None) -> tuple[DataType, bool]:
-        """Canonical type of an Avro schema, and whether it admits null."""
+        """Canonical type of an Avro schema, and whether it admits null. Each type it builds is spent
+        from the budget: a named type at each use, a nullable union of one type as that type."""
         if isinstance(schema, list):
             branches = [b for b in schema if b != "null"]
             nullable = len(branches) < len(schema)
+            self.budget.spend(max(0, len(schema) - 2))  # the branches beyond a null and one type
             if len(branches) == 1:
                 return self.type_of(branches[0], namespace)[0], nullable
             if not branches:
@@ -73,12 +79,15 @@ class _Converter:
             return UnionType(tuple(self.type_of(b, namespace)[0] for b in branches)), nullable
         if isinstance(schema, str):
             if schema in _PRIMITIVES:
+                self.budget.spend()
                 return Primitive(_PRIMITIVES[schema]), schema == "null"
             full = schema if "." in schema or not namespace else f"{namespace}.{schema}"
             target = self.named.get(full, self.named.get(schema))
             if target is None or full in self.expanding or schema in self.expanding:
+                self.budget.spend()
                 return Primitive("unknown"), False
-            return self.type_of(target, namespace)
+            return self.type_of(target, namespace)  # a named type: its conversion spends
+        self.budget.spend()
         t = schema["type"]
         logical = schema.get("logicalType")
         if logical == "decimal":
@@ -99,6 +108,7 @@ class _Converter:
             self.named[full] = schema
             ns = full.rsplit(".", 1)[0] if "." in full else None
             if t == "enum":
+                self.budget.spend(len(schema["symbols"]))
                 return Enum(tuple(schema["symbols"]), full, schema.get("default")), False
             if t == "fixed":
                 return Fixed(int(schema["size"])), False
@@ -147,9 +157,12 @@ def _native(schema: Any) -> str:
     return _native(t)
 
 
-def from_avro_schema(schema: Any) -> Schema:
-    """Canonical schema of an Avro record schema (a parsed .avsc or a file's writer schema)."""
-    conv = _Converter()
+def from_avro_schema(schema: Any, max_fields: int = MAX_FIELDS) -> Schema:
+    """Canonical schema of an Avro record schema (a parsed .avsc or a file's writer schema);
+    SchemaTooLarge past `max_fields` fields and nested types (`FieldBudget`)."""
+    budget = FieldBudget(max_fields)
+    budget.left += 1  # the top-level record is no field
+    conv = _Converter(budget)
     dtype, _ = conv.type_of(schema)
     if isinstance(dtype, Struct):
         return Schema(dtype.fields)
@@ -195,12 +208,11 @@ def read_avro(path: str, fs: pafs.FileSystem | None = None) -> FileSchema:
         header = cast(dict[str, Any], fastavro.schemaless_reader(fh, HEADER_SCHEMA))
         if header["magic"] != MAGIC:
             raise ValueError(f"not an Avro object container file (magic {header['magic']!r})")
-        writer_schema = json.loads(header["meta"]["avro.schema"])
-        schema = from_avro_schema(writer_schema)
+        schema = from_avro_schema(storable_json(header["meta"]["avro.schema"]))
         return FileSchema(schema=schema, row_count=_count_records(fh, header["sync"]) if fs is None else None)
 
 
 def read_avsc(path: str) -> Schema:
     """A schema file (.avsc): the schema itself, no data."""
-    with open(path) as fh:
-        return from_avro_schema(json.load(fh))
+    with open(path, "rb") as fh:
+        return from_avro_schema(storable_json(fh.read()))

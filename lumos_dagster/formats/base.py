@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import os
+import stat
 from dataclasses import dataclass
 from typing import Any, BinaryIO
 
@@ -102,7 +103,10 @@ def open_stream(path: str, fs: pafs.FileSystem | None) -> pa.NativeFile:
 
 def file_size(path: str, fs: pafs.FileSystem | None) -> int:
     if fs is None:
-        return os.path.getsize(path)
+        found = os.stat(path)
+        if not stat.S_ISREG(found.st_mode):  # its size says nothing (0), and a reader could wait on it forever
+            raise SchemaReadError(path, "not a regular file (a device, pipe, socket or folder)")
+        return found.st_size
     info = fs.get_file_info(path)
     if info.type == pafs.FileType.NotFound:
         raise FileNotFoundError(path)

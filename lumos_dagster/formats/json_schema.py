@@ -9,7 +9,6 @@ as its JSON converter writes it. String formats give dates, times, timestamps an
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from lumos_dagster.model import (
@@ -18,6 +17,7 @@ from lumos_dagster.model import (
     DataType,
     Enum,
     Field,
+    FieldBudget,
     Map,
     Primitive,
     Schema,
@@ -25,6 +25,7 @@ from lumos_dagster.model import (
     Time,
     Timestamp,
     UnionType,
+    storable_json,
 )
 
 _SIMPLE = {"integer": "int64", "number": "float64", "boolean": "boolean", "null": "null"}
@@ -43,9 +44,12 @@ NULL = Primitive("null")
 
 
 class _Converter:
-    def __init__(self, root: dict) -> None:
+    """Each `$ref` is expanded at each use, so the budget stops a schema that reuses one without limit."""
+
+    def __init__(self, root: dict, budget: FieldBudget) -> None:
         self.root = root
         self.expanding: set[str] = set()
+        self.budget = budget
 
     def _resolve(self, ref: str) -> Any:
         if not ref.startswith("#"):
@@ -61,19 +65,23 @@ class _Converter:
         return node
 
     def type_of(self, schema: Any) -> tuple[DataType, bool]:
-        """The type a (sub)schema describes, and whether it admits null."""
+        """The type a (sub)schema describes, and whether it admits null. Each type it builds is spent
+        from the budget, a `$ref`'s target at each use."""
         if schema is True or schema == {} or not isinstance(schema, dict):
+            self.budget.spend()
             return Primitive("json"), True  # anything at all
         if "$ref" in schema:
             ref = schema["$ref"]
             target = self._resolve(ref)
             if target is None or ref in self.expanding:
+                self.budget.spend()
                 return Primitive("unknown"), False
             self.expanding.add(ref)
             try:
                 return self.type_of(target)
             finally:
                 self.expanding.discard(ref)
+        self.budget.spend()
         for combinator in ("oneOf", "anyOf"):
             if combinator in schema:
                 return self._union([self.type_of(b) for b in schema[combinator]])
@@ -85,6 +93,7 @@ class _Converter:
                 merged["required"] += (part or {}).get("required", [])
             return self.type_of(merged)
         if "enum" in schema and all(isinstance(s, str) for s in schema["enum"]):
+            self.budget.spend(len(schema["enum"]))
             return Enum(tuple(schema["enum"]), schema.get("title")), False
         kind = schema.get("type")
         if kind is None:
@@ -147,9 +156,10 @@ def _native(schema: dict) -> str | None:
 
 
 def from_json_schema(schema: dict | str) -> Schema:
-    """Canonical schema of a JSON Schema document (parsed, or its text)."""
-    doc = json.loads(schema) if isinstance(schema, str) else schema
-    dtype, _ = _Converter(doc).type_of(doc)
+    """Canonical schema of a JSON Schema document (parsed, or its text); SchemaTooLarge past
+    MAX_FIELDS fields and nested types (`FieldBudget`)."""
+    doc = storable_json(schema) if isinstance(schema, str) else schema
+    dtype, _ = _Converter(doc, FieldBudget()).type_of(doc)
     if isinstance(dtype, Struct):
         return Schema(dtype.fields)
     return Schema((Field(name="value", type=dtype, nullable=False, native_type=_native(doc)),))

@@ -28,7 +28,7 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, replace
 from typing import Callable, Iterable, Sequence
 
-from lumos_dagster.collector import frozen
+from lumos_dagster.collector import end_with_parent, frozen
 from lumos_dagster.formats import FileResult, FsSpec, read_file_result
 
 log = logging.getLogger(__name__)
@@ -121,8 +121,9 @@ def start_method(items: Sequence[Item]) -> str:
 _worker_reader: FileReader = read_file_result
 
 
-def _install(reader: FileReader) -> None:
+def _install(reader: FileReader, parent: int) -> None:
     global _worker_reader
+    end_with_parent(parent)
     _worker_reader = reader
 
 
@@ -168,7 +169,10 @@ class PoolReader:
         broken = False
         context = multiprocessing.get_context(self.start or start_method(items))
         with ProcessPoolExecutor(
-            min(self.workers, len(chunks)), mp_context=context, initializer=_install, initargs=(self.reader,)
+            min(self.workers, len(chunks)),
+            mp_context=context,
+            initializer=_install,
+            initargs=(self.reader, os.getpid()),
         ) as pool:
             with frozen():  # the workers are forked as the chunks are submitted
                 futures = [pool.submit(_read_chunk, chunk) for chunk in chunks]

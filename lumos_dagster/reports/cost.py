@@ -18,6 +18,9 @@ from lumos_dagster.model import Cost, RolledUpCost, Snapshot
 from lumos_dagster.reports.csvsafe import SafeWriter
 from lumos_dagster.store import SnapshotStore
 
+#: a month as the report takes it: YYYY-MM, a month that exists (2026-13 is none)
+MONTH = r"^\d{4}-(0[1-9]|1[0-2])$"
+
 
 @dataclass(frozen=True)
 class Row(RolledUpCost):

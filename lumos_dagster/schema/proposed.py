@@ -10,23 +10,31 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 from typing import Any
 
 from lumos_dagster.errors import LumosError
 from lumos_dagster.model import (
+    MAX_FIELDS,
     MAX_NESTING,
     NO_DEFAULT,
     Array,
+    DataType,
     Decimal,
     Enum,
     Field,
+    FieldBudget,
     Map,
     Primitive,
     Schema,
+    SchemaTooLarge,
     Struct,
     Timestamp,
+    UnionType,
     schema_from_json,
     snapshot_from_json,
+    unstorable,
+    unstorable_strings,
 )
 
 FORMATS = ("avro", "json-schema", "spark-ddl", "lumos")
@@ -36,20 +44,37 @@ class ProposalError(LumosError):
     """A proposed schema that cannot be read."""
 
 
-def parse_proposal(fmt: str, text: str | dict | list) -> Schema:
-    """The canonical schema of `text` (a string, or already-parsed JSON) in `fmt` (one of FORMATS)."""
+class ProposalTooLarge(ProposalError):
+    """A proposed schema past its budget of fields (`max_fields`)."""
+
+
+def parse_proposal(fmt: str, text: str | dict | list, max_fields: int = MAX_FIELDS) -> Schema:
+    """The canonical schema of `text` (a string, or already-parsed JSON) in `fmt` (one of FORMATS), of
+    at most `max_fields` fields and nested types (`FieldBudget`: a flat schema counts its fields)."""
     if fmt not in FORMATS:
         raise ProposalError(f"unknown schema format {fmt!r}: one of {', '.join(FORMATS)}")
     try:
         if fmt == "spark-ddl":
             if not isinstance(text, str):
                 raise ProposalError("spark-ddl: the schema must be a string of DDL")
-            schema = _Ddl(text).parse()
+            if what := unstorable(text):
+                raise ProposalError(f"spark-ddl: the schema text holds {what}, which Lumos cannot keep")
+            schema = _Ddl(text, FieldBudget(max_fields)).parse()
         else:
             doc = json.loads(text) if isinstance(text, str) else text
-            schema = {"avro": _avro, "json-schema": _json_schema, "lumos": _lumos}[fmt](doc)
+            if problem := next(unstorable_strings(doc), None):
+                raise ProposalError(f"{fmt}: {problem}, which Lumos cannot keep")
+            if fmt == "avro":
+                schema = _avro(doc, max_fields)
+            elif fmt == "json-schema":
+                schema = _json_schema(doc, FieldBudget(max_fields))
+            else:  # counted below: Lumos JSON spells out each field, so a large one is a large request
+                schema = _lumos(doc)
+        _check_tree(fmt, schema.fields, FieldBudget(max_fields))
     except ProposalError:
         raise
+    except SchemaTooLarge as exc:
+        raise ProposalTooLarge(f"{fmt}: the proposed schema {exc}") from None
     except RecursionError:
         raise ProposalError(f"{fmt}: nested deeper than {MAX_NESTING} levels") from None
     except json.JSONDecodeError as exc:
@@ -58,31 +83,54 @@ def parse_proposal(fmt: str, text: str | dict | list) -> Schema:
         raise ProposalError(f"{fmt}: not a valid schema: {type(exc).__name__}: {exc}") from None
     if not schema.fields:
         raise ProposalError(f"{fmt}: the schema has no fields")
-    _depth(schema.fields, 1)
     return schema
 
 
-def _depth(fields: tuple[Field, ...], level: int) -> None:
-    if level > MAX_NESTING:
-        raise ProposalError(f"nested deeper than {MAX_NESTING} levels")
-    for f in fields:
-        t = f.type
-        while isinstance(t, (Array, Map)):
-            t = t.element if isinstance(t, Array) else t.value
-            level += 1
-        if isinstance(t, Struct):
-            _depth(t.fields, level + 1)
+def _check_tree(fmt: str, fields: tuple[Field, ...], budget: FieldBudget) -> None:
+    """What every format's schema must be: each struct's field names once, at most MAX_NESTING levels
+    deep, within `budget` (a node each type, a node each enum symbol). Iterative, as it bounds depth."""
+    stack: list[tuple[str, tuple[Field, ...] | DataType, int]] = [("fields", fields, 0)]
+    while stack:
+        where, node, depth = stack.pop()
+        if depth > MAX_NESTING:
+            raise ProposalError(f"{fmt}: nested deeper than {MAX_NESTING} levels")
+        inner: tuple[DataType, ...] = ()
+        if isinstance(node, tuple):  # a struct's fields
+            repeated = [name for name, times in Counter(f.name for f in node).items() if times > 1]
+            if repeated:
+                raise ProposalError(f"{fmt}: {where}: the field name {repeated[0]!r} is repeated")
+            top = depth == 0
+            stack.extend((f.name if top else f"{where}.{f.name}", f.type, depth + 1) for f in node)
+            continue
+        budget.spend(1 + len(node.symbols) if isinstance(node, Enum) else 1)
+        if isinstance(node, Struct):
+            stack.append((where, node.fields, depth))
+        elif isinstance(node, Array):
+            inner = (node.element,)
+        elif isinstance(node, Map):
+            inner = (node.key, node.value)
+        elif isinstance(node, UnionType):
+            inner = node.branches
+        stack.extend((where, t, depth + 1) for t in inner)
 
 
 # ------------------------------------------------------------------ Avro, Lumos
 
 
-def _avro(doc: Any) -> Schema:
+def _avro(doc: Any, max_fields: int) -> Schema:
+    import fastavro.schema
+
     from lumos_dagster.formats.avro import from_avro_schema
 
     if not isinstance(doc, dict) or doc.get("type") != "record":
         raise ProposalError('avro: expected a record schema ({"type": "record", "name": …, "fields": […]})')
-    return from_avro_schema(doc)
+    try:  # Avro's own rules: known type names, defaults of their type, names defined once…
+        fastavro.schema.parse_schema(doc)
+    except fastavro.schema.UnknownType as exc:
+        raise ProposalError(f"avro: not a valid Avro schema: unknown type {exc.name!r}") from None
+    except fastavro.schema.SchemaParseException as exc:
+        raise ProposalError(f"avro: not a valid Avro schema: {' '.join(str(exc).split())[:300]}") from None
+    return from_avro_schema(doc, max_fields)
 
 
 def _lumos(doc: Any) -> Schema:
@@ -107,13 +155,13 @@ _JSON_FORMATS = {
 _JSON_PRIMITIVES = {"string": "string", "integer": "int64", "number": "float64", "boolean": "boolean"}
 
 
-def _json_schema(doc: Any) -> Schema:
+def _json_schema(doc: Any, budget: FieldBudget) -> Schema:
     if not isinstance(doc, dict) or not isinstance(doc.get("properties"), dict):
         raise ProposalError('json-schema: expected an object schema with "properties"')
-    return Schema(_json_fields(doc, "", 1))
+    return Schema(_json_fields(doc, "", 1, budget))
 
 
-def _json_fields(doc: dict, where: str, level: int) -> tuple[Field, ...]:
+def _json_fields(doc: dict, where: str, level: int, budget: FieldBudget) -> tuple[Field, ...]:
     if level > MAX_NESTING:
         raise ProposalError(f"json-schema: nested deeper than {MAX_NESTING} levels")
     required = set(doc.get("required") or ())
@@ -121,7 +169,7 @@ def _json_fields(doc: dict, where: str, level: int) -> tuple[Field, ...]:
     for name, prop in doc["properties"].items():
         if not isinstance(prop, dict):
             raise ProposalError(f"json-schema: {where}{name}: a property must be a schema object")
-        dtype, nullable = _json_type(prop, f"{where}{name}", level)
+        dtype, nullable = _json_type(prop, f"{where}{name}", level, budget)
         out.append(
             Field(
                 name,
@@ -135,13 +183,15 @@ def _json_fields(doc: dict, where: str, level: int) -> tuple[Field, ...]:
     return tuple(out)
 
 
-def _json_type(prop: dict, where: str, level: int):
+def _json_type(prop: dict, where: str, level: int, budget: FieldBudget):
     """(canonical type, nullable) of one JSON Schema property."""
+    budget.spend()
     kinds = prop.get("type")
     kinds = [kinds] if isinstance(kinds, str) else list(kinds or [])
     nullable = "null" in kinds
     kinds = [k for k in kinds if k != "null"]
     if "enum" in prop and all(isinstance(v, str) for v in prop["enum"] if v is not None):
+        budget.spend(len(prop["enum"]))
         return Enum(tuple(v for v in prop["enum"] if v is not None)), nullable or None in prop["enum"]
     if not kinds:
         raise ProposalError(f"json-schema: {where}: no type (anyOf/oneOf/$ref are not supported)")
@@ -156,14 +206,14 @@ def _json_type(prop: dict, where: str, level: int):
         items = prop.get("items")
         if not isinstance(items, dict):
             raise ProposalError(f"json-schema: {where}: an array needs one `items` schema")
-        element, element_nullable = _json_type(items, f"{where}[]", level + 1)
+        element, element_nullable = _json_type(items, f"{where}[]", level + 1, budget)
         return Array(element, element_nullable), nullable
     if kind == "object":
         if isinstance(prop.get("properties"), dict):
-            return Struct(_json_fields(prop, f"{where}.", level + 1)), nullable
+            return Struct(_json_fields(prop, f"{where}.", level + 1, budget)), nullable
         values = prop.get("additionalProperties")
         if isinstance(values, dict):
-            value, value_nullable = _json_type(values, f"{where}{{}}", level + 1)
+            value, value_nullable = _json_type(values, f"{where}{{}}", level + 1, budget)
             return Map(Primitive("string"), value, value_nullable), nullable
         return Primitive("json"), nullable
     raise ProposalError(f"json-schema: {where}: unknown type {kind!r}")
@@ -197,9 +247,10 @@ _SPARK_PRIMITIVES = {
 
 
 class _Ddl:
-    """A recursive descent over `name TYPE [NOT NULL] [COMMENT '…'], …`."""
+    """A recursive descent over `name TYPE [NOT NULL] [COMMENT '…'], …`, spending `budget` on each type."""
 
-    def __init__(self, text: str):
+    def __init__(self, text: str, budget: FieldBudget):
+        self.budget = budget
         self.tokens: list[str] = []
         pos = 0
         while pos < len(text):
@@ -266,13 +317,10 @@ class _Ddl:
             self.at += 1
         if end is not None:
             self._expect(end)
-        names = [f.name for f in fields]
-        dupes = sorted({n for n in names if names.count(n) > 1})
-        if dupes:
-            raise ProposalError(f"spark-ddl: repeated field name(s): {', '.join(dupes)}")
-        return tuple(fields)
+        return tuple(fields)  # a name given twice is refused with every format's (`_check_tree`)
 
     def _type(self):
+        self.budget.spend()
         self.depth += 1
         if self.depth > MAX_NESTING:
             raise ProposalError(f"spark-ddl: nested deeper than {MAX_NESTING} levels")
@@ -313,6 +361,8 @@ class _Ddl:
             if word in _SPARK_PRIMITIVES:
                 return _SPARK_PRIMITIVES[word]
             raise ProposalError(f"spark-ddl: unknown type {word!r} at token {self.at}")
+        except SchemaTooLarge:
+            raise  # the budget's own error, which parse_proposal tells from a bad schema
         except ValueError as exc:
             raise ProposalError(f"spark-ddl: {exc}") from None
         finally:

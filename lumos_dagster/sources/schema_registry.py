@@ -18,7 +18,7 @@ from urllib.request import Request, urlopen
 
 from lumos_dagster.formats.avro import from_avro_schema
 from lumos_dagster.formats.json_schema import from_json_schema
-from lumos_dagster.model import Schema
+from lumos_dagster.model import Schema, storable_json
 from lumos_dagster.plugins import mask_secrets
 
 
@@ -38,7 +38,7 @@ class RegisteredSchema:
 def to_schema(registered: RegisteredSchema) -> Schema:
     """The registered schema as a Lumos schema; ValueError for a type Lumos does not read."""
     if registered.schema_type == "AVRO":
-        return from_avro_schema(json.loads(registered.text))
+        return from_avro_schema(storable_json(registered.text))
     if registered.schema_type == "JSON":
         return from_json_schema(registered.text)
     raise ValueError(f"schema {registered.id} is {registered.schema_type}: Lumos reads Avro and JSON Schema subjects")
