@@ -15,6 +15,7 @@ from lumos_dagster.delivery.catalogs import catalogs_from_entries
 from lumos_dagster.delivery.worker import Delivery
 from lumos_dagster.plugins import mask_secrets
 from lumos_dagster.store import SnapshotStore
+from resources.launcher import record_run_process
 
 # Each store's URL by the one Dagster is shown, its password masked: Dagster keeps every resource's
 # configuration in its run storage, where a password written in lumos.yaml must not go. Every process
@@ -40,6 +41,12 @@ class SnapshotStoreResource(ConfigurableResource):
 
     def open(self) -> SnapshotStore:
         return SnapshotStore(self.store_url)
+
+    def setup_for_execution(self, context: InitResourceContext) -> None:
+        # a run that opens the store says which process it runs in: run monitoring fails it when that
+        # process dies (resources/launcher.py)
+        if context.instance is not None and context.run is not None:
+            record_run_process(context.instance, context.run.run_id)
 
 
 class CatalogEntry(Config):

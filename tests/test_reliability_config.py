@@ -15,21 +15,25 @@ from datetime import date
 from pathlib import Path
 
 import psycopg
+import pyarrow as pa
 import pytest
 import sqlalchemy as sa
 import yaml
+from click.testing import CliRunner
 
+from lumos_dagster.cli import main
 from lumos_dagster.config import load_config, parse_config
 from lumos_dagster.errors import ConfigError, StoreError
-from lumos_dagster.plugins import mask_secrets
+from lumos_dagster.governance.alerts import alerts_table, queue, send_pending
+from lumos_dagster.plugins import mask_secrets, webhook_shown
 from lumos_dagster.report import ScanReport
 from lumos_dagster.reports.cost import CostReport, Row, to_csv
 from lumos_dagster.reports.csvsafe import cell
 from lumos_dagster.reports.render import to_csv_files
 from lumos_dagster.sources.registry import SOURCES
 from lumos_dagster.store import SnapshotStore
-from tests.fake_servers import FakeGMS, FakeOpenLineage
-from tests.lake import partitioned_lake, register
+from tests.fake_servers import FakeGMS, FakeOpenLineage, FakeOpenMetadata, WebhookReceiver, free_port
+from tests.lake import partitioned_lake, register, write_parquet
 
 pytestmark = [pytest.mark.dagster, pytest.mark.servers, pytest.mark.slow]
 
@@ -99,7 +103,8 @@ BAD_FILES = [
     (
         "alias bomb",
         _bomb().encode(),
-        "lumos.yaml: line 1, column 1: not valid YAML: its aliases expand it to over 100,0",
+        # the sequence whose nine *a4 blow the budget (line 1, column 1 before: the whole file)
+        "lumos.yaml: line 6, column 5: not valid YAML: the aliases here expand the file to over 100,0",
     ),
 ]
 
@@ -241,20 +246,68 @@ def _rows(path: Path) -> list[list[str]]:
 # ------------------------------------------------------------------ secrets
 
 
-def test_mask_secrets_hides_passwords_and_tokens_and_nothing_else():
-    cases = {
-        "postgresql+psycopg://postgres:pa@ss@db:5432/test": "postgresql+psycopg://postgres:***@db:5432/test",
-        "cannot open the snapshot store at mysql://u:pw@h/x: refused": "cannot open the snapshot store at "
-        "mysql://u:***@h/x: refused",
-        "host=db user=u password='a b\\' c' dbname=x": "host=db user=u password=*** dbname=x",
-        "postgresql://db/x?sslmode=require&password=pw&application_name=a": "postgresql://db/x?sslmode=require&"
-        "password=***&application_name=a",
-        "https://gms/?token=abc": "https://gms/?token=***",
-        "sqlite:////srv/lumos/store.db": "sqlite:////srv/lumos/store.db",
-        "postgresql://${USER}:${PW}@db/x": "postgresql://${USER}:***@db/x",
-        "mailto:ann@example.com and bob@localhost": "mailto:ann@example.com and bob@localhost",
-    }
-    assert {text: mask_secrets(text) for text in cases} == cases
+MASKED = [  # (what, text, as shown)
+    ("a URL's password, with an unescaped @", "postgresql+psycopg://postgres:pa@ss@db:5432/test",
+     "postgresql+psycopg://postgres:***@db:5432/test"),
+    ("a URL quoted in an error", "cannot open the snapshot store at mysql://u:pw@h/x: refused",
+     "cannot open the snapshot store at mysql://u:***@h/x: refused"),
+    ("libpq, quoted, an escaped quote inside", "host=db user=u password='a b\\' c' dbname=x",
+     "host=db user=u password=*** dbname=x"),
+    ("libpq, quoted, ending in an escaped backslash", "password='a\\\\' dbname=x", "password=*** dbname=x"),
+    ("libpq, unquoted, backslash-escaped space and quote", "host=db password=a\\ b\\'c dbname=x",
+     "host=db password=*** dbname=x"),
+    ("libpq, unquoted, a quote inside", "password=it's dbname=x", "password=*** dbname=x"),
+    ("a query's password", "postgresql://db/x?sslmode=require&password=pw&application_name=a",
+     "postgresql://db/x?sslmode=require&password=***&application_name=a"),
+    ("token", "https://gms/?token=abc", "https://gms/?token=***"),
+    ("access_token", "https://api/v1?page=2&access_token=abc", "https://api/v1?page=2&access_token=***"),
+    ("an Azure SAS signature", "https://a.blob.core.windows.net/c?sv=2024-01-01&sig=Ab%2Bc&se=2026",
+     "https://a.blob.core.windows.net/c?sv=2024-01-01&sig=***&se=2026"),
+    ("an S3 presigned URL", "https://b.s3.amazonaws.com/k?X-Amz-Credential=AKIA%2F1&X-Amz-Signature=dead&"
+     "X-Amz-Security-Token=Fwo", "https://b.s3.amazonaws.com/k?X-Amz-Credential=***&X-Amz-Signature=***&"
+     "X-Amz-Security-Token=***"),
+    ("an API key", "https://maps.example.com/x?key=AIza123&q=a", "https://maps.example.com/x?key=***&q=a"),
+    ("api_key, client_secret", "api_key=k1 client_secret=s1", "api_key=*** client_secret=***"),
+    ("a MongoDB option", "mongodb://h/?tls=true&tlsCertificateKeyFilePassword=pw",
+     "mongodb://h/?tls=true&tlsCertificateKeyFilePassword=***"),
+    ("a secret key in another key's value", "url=https://h/x?token=abc", "url=https://h/x?token=***"),
+    ("a path, unchanged", "sqlite:////srv/lumos/store.db", "sqlite:////srv/lumos/store.db"),
+    ("variables: the password's", "postgresql://${USER}:${PW}@db/x", "postgresql://${USER}:***@db/x"),
+    ("addresses, unchanged", "mailto:ann@example.com and bob@localhost", "mailto:ann@example.com and bob@localhost"),
+    ("other settings, unchanged", "dt=2026-11-25 mode=ro monkey=1 design=a sslmode=require",
+     "dt=2026-11-25 mode=ro monkey=1 design=a sslmode=require"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("what, text, shown", MASKED, ids=[m[0] for m in MASKED])
+def test_mask_secrets_hides_passwords_and_tokens_and_nothing_else(what, text, shown):
+    assert mask_secrets(text) == shown
+
+
+def test_mask_secrets_is_linear_on_hostile_text():
+    """One long word, or many dotted words, without `://`: the URL pattern was tried from every
+    character to the end (200,000 characters took ~100 s)."""
+    for text in ("a" * 200_000, "a." * 100_000, "a=" * 100_000):
+        started = time.monotonic()
+        assert mask_secrets(text) == text
+        assert time.monotonic() - started < 5
+
+
+WEBHOOKS = [  # (url, as shown): scheme, host and port; never the user, password, path or query
+    ("https://hooks.slack.com/services/T0/B0/XYZ", "https://hooks.slack.com/…"),
+    ("http://ann:pw@127.0.0.1:8080/report?token=t#x", "http://127.0.0.1:8080/…"),
+    ("https://h.example.com", "https://h.example.com"),
+    ("https://h.example.com/", "https://h.example.com"),
+    ("https://h.example.com?token=t", "https://h.example.com/…"),
+    ("https://tok@[::1]:9/x", "https://[::1]:9/…"),
+    ("not a url", "(a URL that does not parse)"),
+    ("http://[::1/x", "(a URL that does not parse)"),
+]
+
+
+@pytest.mark.parametrize("url, shown", WEBHOOKS)
+def test_a_webhook_is_shown_by_its_host_only(url, shown):
+    assert webhook_shown(url) == shown
 
 
 def test_a_store_that_cannot_open_never_shows_its_password_and_says_why_in_one_line():
@@ -264,6 +317,64 @@ def test_a_store_that_cannot_open_never_shows_its_password_and_says_why_in_one_l
     assert "hunter2" not in str(err.value)
     assert "\n" not in str(err.value) and "Connection refused" in str(err.value)
     assert str(err.value).startswith("cannot open the snapshot store at postgresql+psycopg://postgres:***@127.0.0.1:1/")
+
+
+class RefusingWebhook(WebhookReceiver):
+    """A webhook that fails every post (HTTP 500)."""
+
+    def handle(self, method, path, query, body, headers):
+        return 500, {"error": "down"}
+
+
+def secret_webhook(port: int, tag: str) -> tuple[str, set[str]]:
+    """A webhook URL on 127.0.0.1:`port` with a user, password, path and token; and those four."""
+    user, password, path, token = (f"Hook{what}{tag}" for what in ("User", "Pw", "Path", "Token"))
+    return f"http://{user}:{password}@127.0.0.1:{port}/services/{path}?token={token}", {user, password, path, token}
+
+
+@pytest.mark.parametrize("webhook", ["takes the post", "answers 500", "is down"])
+def test_lumos_report_names_a_webhook_by_its_host_only(tmp_path, webhook):
+    server = {"takes the post": WebhookReceiver, "answers 500": RefusingWebhook}.get(webhook)
+    server = server().start() if server else None
+    port = server.port if server else free_port()
+    url, secrets = secret_webhook(port, uuid.uuid4().hex[:6])
+    (tmp_path / "lumos.yaml").write_text(yaml.safe_dump({
+        "sources": [], "store": {"path": "store.db"}, "catalog": [], "reports": {"dir": "reports"},
+        "governance": {"webhook": url},
+    }))  # fmt: skip
+    try:
+        result = CliRunner().invoke(main, ["report", "-c", str(tmp_path / "lumos.yaml")])
+    finally:
+        if server:
+            server.stop()
+    shown = f"http://127.0.0.1:{port}/…"
+    last = result.output.splitlines()[-1]
+    if webhook == "takes the post":
+        assert result.exit_code == 0 and last == f"  posted the missing-context list to {shown}"
+        assert server.requests[0][1].endswith("?token=" + [s for s in secrets if "Token" in s][0])  # sent as given
+    else:
+        why = "HTTP 500 Internal Server Error" if server else "Connection refused"
+        assert result.exit_code == 1 and last == f"Error: governance.webhook: could not post to {shown}: {why}"
+    assert not {s for s in secrets if s in result.output}
+
+
+def test_an_alert_the_webhook_refuses_keeps_an_error_without_the_webhook_credentials(tmp_path):
+    server = RefusingWebhook().start()
+    url, secrets = secret_webhook(server.port, uuid.uuid4().hex[:6])
+    alert = {"dataset": "raw/orders", "version": "2.0.0", "previous_version": "1.0.0", "owners": [], "changes": [],
+             "consumers": [], "unaffected": 0}  # fmt: skip
+    try:
+        with SnapshotStore(f"sqlite:///{tmp_path}/store.db") as store:
+            with store.engine.begin() as conn:
+                queue(conn, [alert])
+            assert send_pending(store.engine, url, "slack") == (0, 1)
+            with store.engine.connect() as conn:
+                (error,) = conn.execute(sa.select(alerts_table.c.error)).scalars()
+    finally:
+        server.stop()
+    assert error == f"governance.alerts.webhook: could not post to http://127.0.0.1:{server.port}/…: " \
+        "HTTP 500 Internal Server Error"  # fmt: skip
+    assert server.requests  # it was tried, with the credentials
 
 
 @pytest.fixture
@@ -281,24 +392,45 @@ def pg_schemas():
             conn.execute(f"DROP SCHEMA {name} CASCADE")
 
 
+class SwitchableWebhook(WebhookReceiver):
+    """A webhook that answers `status` (200: takes the post)."""
+
+    status = 200
+
+    def handle(self, method, path, query, body, headers):
+        return self.status, {}
+
+
 def test_no_secret_of_a_run_ends_up_in_any_output_file_or_catalog_record(tmp_path, pg_schemas):
     """A run with a credential in every place lumos.yaml takes one — written out, and through
-    `${VAR}` — discovered, materialized through Dagster, synced, exported and reported; then every
-    output, every file and every catalog record is searched for them."""
+    `${VAR}` — discovered, materialized through Dagster, synced, exported and reported; with both
+    webhooks (the report's, which takes a post and then fails, and the breaking-change alerts', which
+    fails) carrying a user, password, path and token; then every output, every file (Dagster's event
+    log and compute logs, DataHub Lite), every table of the store and every catalog record is searched
+    for them."""
     store_schema, url_schema, kv_schema = pg_schemas
     tag = uuid.uuid4().hex[:6]
-    written = {"store": f"StorePw{tag}", "pg_kv": f"PgKvPw{tag}"}  # in lumos.yaml as they are
+    written = {"store": f"StorePw{tag}", "pg_kv": f"PgKvPw{tag}",  # in lumos.yaml as they are
+               "mongo": f"MongoPw{tag}", "mongo_option": f"MongoOpt{tag}"}  # fmt: skip
     from_env = {  # in the environment, named in lumos.yaml
         "LUMOS_TEST_PG_PW": f"PgEnvPw{tag}",
         "LUMOS_TEST_STORE_USER": "postgres",
         "LUMOS_TEST_GMS_TOKEN": f"GmsToken{tag}",
         "LUMOS_TEST_OL_KEY": f"OlKey{tag}",
+        "LUMOS_TEST_OM_TOKEN": f"OmToken{tag}",
     }
-    secrets = {*written.values(), *(v for k, v in from_env.items() if k != "LUMOS_TEST_STORE_USER")}
     gms, lineage = FakeGMS(token=from_env["LUMOS_TEST_GMS_TOKEN"]).start(), FakeOpenLineage().start()
     lineage.token = from_env["LUMOS_TEST_OL_KEY"]
+    om = FakeOpenMetadata(token=from_env["LUMOS_TEST_OM_TOKEN"]).start()
+    report_hook, alerts_hook = SwitchableWebhook().start(), RefusingWebhook().start()
+    report_url, report_secrets = secret_webhook(report_hook.port, f"R{tag}")
+    alerts_url, alerts_secrets = secret_webhook(alerts_hook.port, f"A{tag}")
+    secrets = {*written.values(), *(v for k, v in from_env.items() if k != "LUMOS_TEST_STORE_USER"), *report_secrets,
+               *alerts_secrets}  # fmt: skip
     work = tmp_path / "project"
     partitioned_lake(work / "lake", "raw/orders", days=1, start=date(2026, 11, 25), files_per_day=1)
+    for day, ids in (("2026-11-24", pa.array([1], pa.int64())), ("2026-11-25", pa.array(["1"]))):  # a breaking change
+        write_parquet(work / "lake" / "raw" / "events" / f"dt={day}" / "p.parquet", pa.table({"id": ids}))
     config = {
         "sources": [
             {"name": "lake", "root": "lake"},
@@ -314,6 +446,13 @@ def test_no_secret_of_a_run_ends_up_in_any_output_file_or_catalog_record(tmp_pat
                 "schemas": [kv_schema],
                 "dsn": f"host=127.0.0.1 port=5432 dbname=test user=postgres password={written['pg_kv']}",
             },
+            {  # refused at once (an option without TLS): its error and its root are shown
+                "type": "mongodb",
+                "name": "mongo",
+                "databases": ["shop"],
+                "uri": f"mongodb://lumos:{written['mongo']}@127.0.0.1:{free_port()}/shop?tls=false&"
+                f"tlsCertificateKeyFilePassword={written['mongo_option']}",
+            },
         ],  # fmt: skip
         "store": {
             "url": f"postgresql+psycopg://${{LUMOS_TEST_STORE_USER}}:{written['store']}@127.0.0.1:5432/test"
@@ -323,9 +462,16 @@ def test_no_secret_of_a_run_ends_up_in_any_output_file_or_catalog_record(tmp_pat
             {"type": "datahub-lite", "path": "catalog.db"},
             {"type": "datahub-rest", "server": gms.url, "token_env": "LUMOS_TEST_GMS_TOKEN", "retries": 0},
             {"type": "openlineage", "url": lineage.url, "api_key_env": "LUMOS_TEST_OL_KEY"},
+            {"type": "openmetadata", "server": om.url, "token_env": "LUMOS_TEST_OM_TOKEN", "retries": 0},
         ],
+        "governance": {
+            "webhook": report_url,
+            "alerts": {"webhook": alerts_url},
+            "required": {"fields": ["description"]},  # every dataset lacks one: the nudge posts
+            "nudge": {"schedule": "0 8 * * 1"},
+        },
         "reports": {"dir": "reports"},
-        "partitions": {"start": "2026-11-25"},
+        "partitions": {"start": "2026-11-24"},
     }
     work.mkdir(exist_ok=True)
     (work / "lumos.yaml").write_text(yaml.safe_dump(config))
@@ -345,25 +491,34 @@ def test_no_secret_of_a_run_ends_up_in_any_output_file_or_catalog_record(tmp_pat
         return out.stdout
 
     try:
-        run(BIN / "lumos", "discover")
+        run(BIN / "lumos", "discover", ok=False)  # the MongoDB source fails
         run(BIN / "dagster", "asset", "materialize", "-m", "lumos_dagster.definitions", "--select", "*",
-            "--partition", "2026-11-25")  # fmt: skip
-        run(BIN / "lumos", "sync")
+            "--partition-range", "2026-11-24...2026-11-25")  # fmt: skip
+        run(BIN / "lumos", "sync", ok=False)  # the alert still waits
         run(BIN / "lumos", "sync", "--status")
         exported = run(BIN / "lumos", "export", "-o", work / "estate.json")
         run(BIN / "lumos", "summary")
         run(BIN / "lumos", "cost", "--format", "csv")
-        run(BIN / "lumos", "report")
+        posted = run(BIN / "lumos", "report")
+        report_hook.status = 500
+        run(BIN / "lumos", "report", ok=False)
+        run(BIN / "dagster", "job", "execute", "-m", "lumos_dagster.definitions", "-j", "lumos_nudge", ok=False)
         failed = run(BIN / "lumos", "summary", "-c", work / "broken.yaml", ok=False)
     finally:
-        gms.stop(), lineage.stop()
+        for server in (gms, lineage, om, report_hook, alerts_hook):
+            server.stop()
     assert "from store:postgresql+psycopg://${LUMOS_TEST_STORE_USER}:***@127.0.0.1:5432/test" in exported
     assert "cannot open the snapshot store at postgresql+psycopg://postgres:***@127.0.0.1:1/test" in outputs[-1]
     assert failed == ""
     assert {p.name for p in (work / "reports").rglob("*")} >= {"overview.html", "overview.xlsx"}
-    assert gms.requests and lineage.events  # the catalogs were written to
+    assert gms.requests and lineage.events and om.requests  # the catalogs were written to
+    hook = f"http://127.0.0.1:{report_hook.port}/…"
+    assert f"posted the missing-context list to {hook}" in posted
+    assert f"governance.webhook: could not post to {hook}: HTTP 500 Internal Server Error" in outputs[-3]
+    assert len(report_hook.requests) >= 3 and alerts_hook.requests  # each webhook was posted to, with its credentials
 
-    records = {"gms": json.dumps(gms.requests), "openlineage": json.dumps(lineage.events)}
+    records = {"gms": json.dumps(gms.requests), "openlineage": json.dumps(lineage.events),
+               "openmetadata": json.dumps(om.requests)}  # fmt: skip
     records["store"] = _dump_schema(store_schema)
     configs = {work / "lumos.yaml", work / "broken.yaml"}  # hold the written secrets by design
     for path in [p for base in (work, home) for p in base.rglob("*") if p.is_file() and p not in configs]:
@@ -372,6 +527,13 @@ def test_no_secret_of_a_run_ends_up_in_any_output_file_or_catalog_record(tmp_pat
     leaks = {(where, s) for where, text in records.items() for s in secrets if s in text}
     assert not leaks
     assert any(f"test/{url_schema}/accounts" in text for text in records.values())  # what was searched holds the run
+    alert_error = f"governance.alerts.webhook: could not post to http://127.0.0.1:{alerts_hook.port}/…: HTTP 500"
+    assert alert_error in records["store"]  # lumos_alerts keeps why the alert waits
+    in_dagster = [
+        where for where, text in records.items() if str(home) in where and f"could not post to {hook}" in text
+    ]
+    assert in_dagster  # the nudge's failure is in Dagster's event log and compute logs
+    assert any("cannot list collections at mongodb://127.0.0.1:" in text for text in outputs)
 
 
 def _dump_schema(schema: str) -> str:

@@ -62,8 +62,9 @@ INSTANCE_NOTES = """\
 # - Dagster's own PostgreSQL storages, scheme postgresql+psycopg2: under SQLAlchemy 2.1 a plain
 #   postgresql:// means psycopg 3, on which Dagster's event log fails to bind NOTIFY's payload;
 # - queued runs, max_concurrent_runs at once;
-# - run monitoring: DefaultRunLauncher cannot check a STARTED run's worker, so a run whose worker
-#   died fails when it passes max_runtime_seconds;
+# - run monitoring: Lumos' launcher is DefaultRunLauncher that can tell a run's process died (a run
+#   that opens the snapshot store tags itself with its process, resources/launcher.py): such a run
+#   fails within poll_interval_seconds; one it cannot check fails when it passes max_runtime_seconds;
 # - defs_state_storage: the content of the code-location state whose versions the database keeps
 #   (Lumos' registry): it goes with this database; beyond one machine, shared storage (s3://…);
 # - freshness disabled: Dagster's freshness daemon writes an event for each asset without a policy.
@@ -182,16 +183,18 @@ class Deployment:
                 "class": "QueuedRunCoordinator",
                 "config": {"max_concurrent_runs": self.max_concurrent_runs, "dequeue_interval_seconds": 2},
             },
-            "run_launcher": {"module": "dagster.core.launcher", "class": "DefaultRunLauncher"},
+            # Dagster's DefaultRunLauncher, able to tell that a run's process died: every process here
+            # runs on this machine, where a pid names a process (resources/launcher.py)
+            "run_launcher": {"module": "resources.launcher", "class": "LumosRunLauncher"},
             "run_monitoring": {
                 "enabled": True,
                 # a run whose worker never reports that it started fails after this
                 "start_timeout_seconds": 180,
-                # DefaultRunLauncher cannot check a STARTED run's worker (supports_check_run_worker_health
-                # is False), so a run whose worker died stays STARTED until its max runtime fails it: an
-                # hour, well above a run of the largest code location (docs/deploy.md: ~1 min)
+                # a run the launcher cannot check (no Lumos resource: no process recorded) stays STARTED
+                # until its max runtime fails it: an hour, well above a run of the largest code location
+                # (docs/deploy.md: ~1 min)
                 "max_runtime_seconds": 3600,
-                "poll_interval_seconds": 60,
+                "poll_interval_seconds": 30,
             },
             "retention": {
                 kind: {"purge_after_days": {"skipped": 1, "success": 7, "failure": 30}}
@@ -311,7 +314,7 @@ class Deployment:
     def cancel_runs(self) -> list[str]:
         """Mark the runs in flight canceled (and signal their workers) through the webserver, if it runs:
         a worker that dies with its code server would leave its run STARTED, holding a place in the
-        queue until run monitoring fails it (max_runtime_seconds). Queued runs wait for the next `up`."""
+        queue until run monitoring fails it (once the daemon runs again). Queued runs wait for the next `up`."""
         if "webserver" not in self.running():
             return []
         try:

@@ -11,6 +11,7 @@ from lumos_dagster.cli.changes import catalogue_of
 from lumos_dagster.cli.common import config_option, load, open_store, text_or_json
 from lumos_dagster.errors import LumosError
 from lumos_dagster.model import Snapshot
+from lumos_dagster.plugins import webhook_shown
 from lumos_dagster.wording import plural
 
 
@@ -50,7 +51,7 @@ def report(config_file, output_dir, webhook) -> None:
             )
         except LumosError as exc:
             raise click.ClickException(str(exc)) from None
-        click.echo(f"  posted the missing-context list to {config.governance.webhook}")
+        click.echo(f"  posted the missing-context list to {webhook_shown(config.governance.webhook)}")
 
 
 def _quality(ctx, param, value: float | None) -> float | None:

@@ -14,12 +14,13 @@ clients (DataHub's, ~0.7 s) happens on the other core while the caller lists and
 from __future__ import annotations
 
 import multiprocessing
+import os
 from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
 from typing import Callable, Sequence
 
 from lumos_dagster.catalog.base import CatalogAdapter
-from lumos_dagster.collector import frozen
+from lumos_dagster.collector import end_with_parent, frozen
 from lumos_dagster.delivery.outbox import deliver
 from lumos_dagster.store import SnapshotStore
 
@@ -41,10 +42,11 @@ def deliver_all(store: SnapshotStore, catalogs: Sequence[CatalogAdapter], down: 
 
 
 def _worker(store_url: str, make_catalogs: Callable[[], list[CatalogAdapter]], inbox: Connection,
-            parent_end: Connection) -> None:  # fmt: skip
+            parent_end: Connection, parent: int) -> None:  # fmt: skip
     """Build the catalogs and say their names (or why they cannot be built); then deliver after each
     request and answer each with the catalogs that are down so far. The run going away (even
-    `kill -9`) ends the pipe, and the worker with it."""
+    `kill -9`) ends the worker, in the middle of a delivery too (`end_with_parent`)."""
+    end_with_parent(parent)
     parent_end.close()  # else this process holds the pipe open itself and never sees the run go
     down: Down = {}
     try:
@@ -143,7 +145,10 @@ class Delivery:
     def _start(self) -> None:
         parent, child = multiprocessing.Pipe()
         worker = multiprocessing.get_context("fork").Process(
-            target=_worker, args=(self.store.url, self.make_catalogs, child, parent), name="lumos-delivery", daemon=True
+            target=_worker,
+            args=(self.store.url, self.make_catalogs, child, parent, os.getpid()),
+            name="lumos-delivery",
+            daemon=True,
         )
         with frozen():
             worker.start()

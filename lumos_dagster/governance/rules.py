@@ -16,6 +16,7 @@ from lumos_dagster.errors import LumosError
 from lumos_dagster.governance.quality import Assertion, freshness, quality_score, read_dbt, read_great_expectations
 from lumos_dagster.lineage.resolve import TableNames
 from lumos_dagster.model import AssertionResult, Profile, Quality, Snapshot
+from lumos_dagster.plugins import webhook_shown
 
 
 def has_quality_sources(config: LumosConfig) -> bool:
@@ -168,10 +169,34 @@ def todo_json(todos: Mapping[str, Sequence[Todo]]) -> dict:
 
 
 def post_webhook(url: str, payload: dict, timeout: float = 10, setting: str = "governance.webhook") -> None:
-    """POST the payload as JSON; a failure is an error naming the setting and the URL."""
+    """POST the payload as JSON; a failure is an error naming the setting, the webhook by its host
+    (`webhook_shown`) and why, never requests' own message: it quotes the whole URL."""
     import requests
 
     try:
         requests.post(url, json=payload, timeout=timeout).raise_for_status()
     except requests.RequestException as e:
-        raise LumosError(f"{setting}: could not post to {url}: {e}") from None
+        raise LumosError(f"{setting}: could not post to {webhook_shown(url)}: {_why(e, timeout)}") from None
+
+
+def _why(error, timeout: float) -> str:
+    """Why a post failed, in words that cannot quote the URL: the HTTP status, or the operating
+    system's reason (refused, name not known), or the kind of failure."""
+    import requests
+
+    if error.response is not None:
+        return f"HTTP {error.response.status_code} {error.response.reason or ''}".rstrip()
+    if isinstance(error, requests.Timeout):
+        return f"no answer within {timeout:g} s"
+    if isinstance(error, (requests.exceptions.InvalidURL, requests.exceptions.InvalidSchema,
+                          requests.exceptions.MissingSchema)):  # fmt: skip
+        return "not an http(s) URL"
+    cause: BaseException | None = error
+    for _ in range(8):  # requests → urllib3 → the socket's error
+        if cause is None:
+            break
+        if isinstance(cause, OSError) and cause.strerror:
+            return cause.strerror
+        nested = cause.args[0] if cause.args and isinstance(cause.args[0], BaseException) else None
+        cause = cause.__cause__ or cause.__context__ or nested
+    return type(error).__name__

@@ -48,7 +48,6 @@ class KafkaSource(TableSource):
         super().__init__(config)
         self.where = where
         self.root = f"kafka://{config.bootstrap_servers}"
-        self._registry: SchemaRegistry | None = None
 
     # --- connecting
 
@@ -71,17 +70,17 @@ class KafkaSource(TableSource):
         return out
 
     def registry(self) -> SchemaRegistry | None:
+        """A client of the schema registry, for one call of the source: it holds the expanded password,
+        which the source (kept by a code server for its lifetime) must not."""
         c = self.config
         if c.schema_registry_url is None:
             return None
-        if self._registry is None:  # ${VAR}s read by the run that connects
-            auth = None
-            if c.schema_registry_user is not None:
-                password = c.schema_registry_password or ""
-                auth = (c.schema_registry_user, expand_secrets(password, f"{self.where}.schema_registry_password"))
-            url = expand_secrets(c.schema_registry_url, f"{self.where}.schema_registry_url")
-            self._registry = SchemaRegistry(url, auth, c.timeout)
-        return self._registry
+        auth = None
+        if c.schema_registry_user is not None:
+            password = c.schema_registry_password or ""
+            auth = (c.schema_registry_user, expand_secrets(password, f"{self.where}.schema_registry_password"))
+        url = expand_secrets(c.schema_registry_url, f"{self.where}.schema_registry_url")
+        return SchemaRegistry(url, auth, c.timeout)
 
     def _metadata(self, topic: str | None = None):
         from confluent_kafka import KafkaException
@@ -141,7 +140,7 @@ class KafkaSource(TableSource):
             for part in ("key", "value"):
                 subjects[part] = registry.version(f"{location}-{part}")
         partitions = sorted(metadata.partitions)
-        sample = functools.cache(lambda: _Sample(self, location, partitions))  # read when a subject is missing
+        sample = functools.cache(lambda: _Sample(self, location, partitions, registry))  # when a subject is missing
         value_subject, key_subject = subjects.get("value"), subjects.get("key")
         value = to_schema(value_subject) if value_subject else sample().value_schema()
         if key_subject:
@@ -210,8 +209,8 @@ def _message_count(source: KafkaSource, topic: str, partitions: list[int]) -> in
 class _Sample:
     """The newest `sample_size` messages of a topic (spread over its partitions), decoded."""
 
-    def __init__(self, source: KafkaSource, topic: str, partitions: list[int]):
-        self.source, self.topic = source, topic
+    def __init__(self, source: KafkaSource, topic: str, partitions: list[int], registry: SchemaRegistry | None):
+        self.source, self.topic, self.registry = source, topic, registry
         self.messages = self._read(partitions)
 
     def _read(self, partitions: list[int]) -> list:
@@ -254,7 +253,7 @@ class _Sample:
         where = f"topic {self.topic}: the {part} at partition {message.partition()} offset {message.offset()}"
         if len(data) >= 5 and data[0] == MAGIC:
             schema_id = int.from_bytes(data[1:5], "big")
-            registry = self.source.registry()
+            registry = self.registry
             registered = registry.by_id(schema_id) if registry is not None else None
             if registered is not None:
                 return self._framed(data, registered, where)

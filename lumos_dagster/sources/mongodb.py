@@ -27,7 +27,7 @@ from lumos_dagster.model import (
     UnionType,
     type_str,
 )
-from lumos_dagster.plugins import expand_secrets
+from lumos_dagster.plugins import expand_secrets, mask_secrets
 from lumos_dagster.report import ScanReport
 from lumos_dagster.sources.base import Progress, TableDescription, TableSource
 
@@ -128,8 +128,11 @@ class MongoSource(TableSource):
         super().__init__(config)
         self._client = client
         self.where = where
-        # shown in reports: the URI as written, credentials left out; its ${VAR}s are expanded when connecting
-        self.root = "mongodb://" + config.uri.split("@")[-1].split("://")[-1]
+        # shown in reports and the start of each collection's URI: the URI's hosts as written, never its
+        # user, password, database or options (`tlsCertificateKeyFilePassword=…`, which may hold an `@`);
+        # its ${VAR}s are expanded when connecting
+        hosts = config.uri.split("://", 1)[-1].split("?", 1)[0].rpartition("@")[2].split("/", 1)[0]
+        self.root = f"mongodb://{hosts}"
 
     @property
     def client(self):
@@ -162,7 +165,7 @@ class MongoSource(TableSource):
                         )  # fmt: skip
                     )
         except Exception as exc:  # any driver failure means the source cannot be reached
-            report.fail(f"source {self.name}", f"cannot list collections at {self.root}: {exc}")
+            report.fail(f"source {self.name}", mask_secrets(f"cannot list collections at {self.root}: {exc}"))
             return None
         report.datasets_found += len(records)
         return records
