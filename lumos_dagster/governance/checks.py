@@ -8,7 +8,7 @@ prints them. A blocking check stops the datasets downstream of it in the same ru
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Mapping, Sequence
+from typing import Iterable, Mapping, Sequence, TypeVar
 
 from lumos_dagster.config import LumosConfig
 from lumos_dagster.datasets import Catalogue, DatasetSpec
@@ -17,6 +17,8 @@ from lumos_dagster.lineage.impact import Affected, downstream
 from lumos_dagster.model import SchemaChange, Snapshot
 from lumos_dagster.schema.gate import Verdict, how_to_accept, judge_snapshot
 from lumos_dagster.wording import plural
+
+T = TypeVar("T")
 
 READABLE_CHECK = "files_readable"
 COMPATIBLE_CHECK = "schema_compatible"
@@ -115,9 +117,22 @@ def readable(snapshots: Mapping[str | None, Snapshot], root: str | None = None) 
     )
 
 
+def _once_per_version(found: Iterable[tuple[str | None, SchemaChange, T]]) -> list[T]:
+    """Each (version, change, item) once per version and change: the partitions of a backfill that
+    hold one version (a table's commit, a file rewritten once) all carry its changes."""
+    seen: set[tuple] = set()
+    out = []
+    for version, c, item in found:
+        key = (version, c.path, c.kind, c.old, c.new)
+        if key not in seen:
+            seen.add(key)
+            out.append(item)
+    return out
+
+
 def compatible(verdicts: Sequence[Verdict], affected: Sequence[Affected]) -> CheckOutcome:
-    unaccepted = [c for v in verdicts for c in v.unaccepted]
-    accepted = [(c, why) for v in verdicts for c, why in v.accepted]
+    unaccepted = _once_per_version((v.version, c, c) for v in verdicts for c in v.unaccepted)
+    accepted = _once_per_version((v.version, c, (c, why)) for v in verdicts for c, why in v.accepted)
     metadata: dict = {"lumos/breaking": len(unaccepted)}
     if unaccepted:
         metadata["lumos/unaccepted"] = Table(CHANGE_HEADER, change_rows(unaccepted))
