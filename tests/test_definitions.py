@@ -120,10 +120,15 @@ def test_odd_names_get_distinct_valid_keys(tmp_path):
     assert all(part.replace("_", "").isalnum() for k in keys for part in k.path)
 
 
-def test_the_module_loads_from_lumos_config_and_validates_with_dagsters_cli(tmp_path):
+@pytest.mark.parametrize("home", [True, False], ids=["DAGSTER_HOME", "no DAGSTER_HOME"])
+def test_the_module_loads_from_lumos_config_and_validates_with_dagsters_cli(tmp_path, home):
+    """From the clone, with or without DAGSTER_HOME: without it Dagster takes the repository's
+    dagster.yaml for a temporary instance (the README's commands used to end in KeyError: 'DAGSTER_HOME')."""
     path = make_project(tmp_path, LINEAGE)
-    env = {**os.environ, "LUMOS_CONFIG": path, "DAGSTER_HOME": str(tmp_path / "dagster")}
-    os.makedirs(env["DAGSTER_HOME"])
+    env = {k: v for k, v in os.environ.items() if k != "DAGSTER_HOME"} | {"LUMOS_CONFIG": path}
+    if home:
+        env["DAGSTER_HOME"] = str(tmp_path / "dagster")
+        os.makedirs(env["DAGSTER_HOME"])
     out = subprocess.run(
         [
             os.path.join(os.path.dirname(sys.executable), "dagster"),

@@ -31,6 +31,8 @@ from __future__ import annotations
 import atexit
 import logging
 import os
+import shutil
+import tempfile
 import threading
 import weakref
 from abc import ABC, abstractmethod
@@ -342,7 +344,14 @@ class LumosSqliteEventLogStorage(GroupedEventWrites, SqliteEventLogStorage):
     @classmethod
     def from_config_value(cls, inst_data, config_value) -> "LumosSqliteEventLogStorage":
         # where Dagster's default SQLite storage keeps the run shards, so an instance can switch either way
-        base_dir = config_value.get("base_dir") or os.path.join(os.environ["DAGSTER_HOME"], "history", "runs")
+        base_dir = config_value.get("base_dir")
+        if not base_dir and os.environ.get("DAGSTER_HOME"):
+            base_dir = os.path.join(os.environ["DAGSTER_HOME"], "history", "runs")
+        elif not base_dir:
+            # Dagster's CLI without DAGSTER_HOME runs on a temporary instance, removed at exit, that takes
+            # the working directory's dagster.yaml (this repository's): the events go, and are gone, with it
+            base_dir = tempfile.mkdtemp(prefix="lumos-dagster-events-")
+            atexit.register(shutil.rmtree, base_dir, True)
         return cls(base_dir, inst_data=inst_data)
 
     # ------------------------------------------------------------------ connections
