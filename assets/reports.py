@@ -63,7 +63,7 @@ def _overview(config: LumosConfig, catalogue: Catalogue, store: SnapshotStore, l
     estate = Estate.load(store, catalogue, now - timedelta(days=7))
     data = build_overview(store, catalogue, config, now, estate)
     todos = owner_todos(estate, config, catalogue)
-    paths = write_reports(config.resolve(config.reports.dir), data, todos)
+    paths = write_reports(config.resolve(config.reports.dir), data, todos, config.governance.required)
     webhook = config.governance.webhook
     if webhook:
         try:
@@ -74,7 +74,7 @@ def _overview(config: LumosConfig, catalogue: Catalogue, store: SnapshotStore, l
         asset_key=OVERVIEW,
         metadata={
             "lumos/summary": MetadataValue.md(to_markdown(data)),
-            "lumos/missing_context": MetadataValue.md(todo_markdown(todos)),
+            "lumos/missing_context": MetadataValue.md(todo_markdown(todos, config.governance.required)),
             "lumos/datasets": MetadataValue.int(data["totals"]["datasets"]),
             "lumos/owner_coverage": MetadataValue.float(round(data["coverage"]["owners"], 3)),
             "lumos/docs_coverage": MetadataValue.float(round(data["coverage"]["docs"], 3)),

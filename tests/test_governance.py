@@ -253,8 +253,20 @@ def test_exempt_datasets_and_the_per_owner_list():
         "ann@x.io": ["sales/orders", "sales/refunds"],
         "data-eng": ["sales/orders"],
     }
-    text = todo_markdown(todos)
+    text = todo_markdown(todos, required)
     assert "## ann@x.io (2)" in text and "- `sales/refunds`: description — [catalog](http://dh/sales/refunds)" in text
+
+
+@pytest.mark.parametrize(
+    ("fields", "says"),
+    [
+        ([], "Nothing is required of datasets (governance.required.fields is empty), so nothing is missing."),
+        (["owner", "description"], "Every dataset has what governance.required asks for: owner, description."),
+    ],
+)
+def test_an_empty_missing_context_list_says_what_was_asked(fields, says):
+    """Not "every dataset has the required context" beside owners at 20 % when nothing was required."""
+    assert todo_markdown({}, RequiredConfig(fields=fields)) == says
 
 
 def test_assertions_are_matched_to_datasets_and_bad_files_are_reported(tmp_path):
@@ -379,7 +391,8 @@ def test_reports_are_written_in_every_format_with_links(estate, tmp_path):
     store, catalogue, config = estate
     estate_now = Estate.load(store, catalogue, NOW - timedelta(days=7))
     todos = owner_todos(estate_now, config, catalogue)
-    paths = write_reports(str(tmp_path / "reports"), build_overview(store, catalogue, config, NOW, estate_now), todos)
+    overview = build_overview(store, catalogue, config, NOW, estate_now)
+    paths = write_reports(str(tmp_path / "reports"), overview, todos, config.governance.required)
     assert json.loads(Path(paths["json"]).read_text())["totals"]["datasets"] == 4
     assert Path(paths["xlsx"]).stat().st_size > 0 and Path(paths["html"]).read_text().startswith("<!DOCTYPE html>")
     assert sorted(p.name for p in Path(paths["csv"]).iterdir())

@@ -107,7 +107,7 @@ def test_the_nudge_schedule_runs_on_the_demo_project(tmp_path):
         # the default template is the missing-context report's own section of each owner
         assert first["text"] + "\n" == todo_markdown(
             {o: [Todo(t["dataset"], tuple(t["missing"]), tuple(t["links"].items())) for t in ts]
-             for o, ts in first["owners"].items()}
+             for o, ts in first["owners"].items()}, cfg.governance.required
         )  # fmt: skip
         assert first["messages"]["(unowned)"] == (
             "## (unowned) (3)\n\n- `analytics/customer_360`: owner\n- `clean/events`: owner\n- `clean/orders`: owner"

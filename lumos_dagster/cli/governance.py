@@ -35,7 +35,7 @@ def report(config_file, output_dir, webhook) -> None:
     finally:
         store.close()
     todos = owner_todos(estate, config, catalogue)
-    paths = write_reports(config.resolve(output_dir or config.reports.dir), overview, todos)
+    paths = write_reports(config.resolve(output_dir or config.reports.dir), overview, todos, config.governance.required)
     t = overview["totals"]
     click.echo(
         f"{plural(t['datasets'], 'dataset')}: {t['owned']} owned, {t['documented']} documented, {t['stale']} stale, "

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from lumos_dagster.config import LumosConfig
+from lumos_dagster.config import LumosConfig, RequiredConfig
 from lumos_dagster.datasets import Catalogue
 from lumos_dagster.governance.rules import Todo, catalog_link, missing_by_owner, todo_json, todo_markdown
 from lumos_dagster.lineage.impact import fan_out
@@ -203,7 +203,8 @@ def _datahub_urn(s: Snapshot, config: LumosConfig) -> str:
     return dataset_urn(s.dataset, env)
 
 
-def write_reports(folder: str, overview: dict[str, Any], todos: dict[str, list[Todo]]) -> dict[str, str]:
+def write_reports(folder: str, overview: dict[str, Any], todos: dict[str, list[Todo]],
+                  required: RequiredConfig) -> dict[str, str]:  # fmt: skip
     """Every format into `folder`; returns format → path."""
     os.makedirs(folder, exist_ok=True)
     paths = {
@@ -219,7 +220,7 @@ def write_reports(folder: str, overview: dict[str, Any], todos: dict[str, list[T
         "html": overview_render.to_html(overview),
         "json": overview_render.to_json(overview),
         "markdown": overview_render.to_markdown(overview),
-        "missing_context": "# Missing context, by owner\n\n" + todo_markdown(todos),
+        "missing_context": "# Missing context, by owner\n\n" + todo_markdown(todos, required),
         "missing_context_json": overview_render.to_json(todo_json(todos)),
     }
     for key, text in texts.items():
