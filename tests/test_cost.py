@@ -123,3 +123,29 @@ def test_savings_split_storage_and_compute():
 def test_storage_cost_is_per_gib_month():
     assert storage_cost(10 * GIB, 0.023) == pytest.approx(0.23)
     assert storage_cost(0, 0.023) == 0
+
+
+def _row(name: str, platform: str, storage: float):
+    from lumos_dagster.reports.cost import Row
+
+    return Row(dataset=name, owners=(), domain="d", platform=platform, storage=storage, compute=1.0, inherited=0.0,
+               consumers=0, basis="-")  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("rows", "unpriced"),
+    [
+        ([("a", "file", 0.0), ("b", "file", 0.0)], ["file"]),  # a local disk without a storage class
+        ([("a", "s3", 2.5), ("b", "file", 0.0)], ["file"]),
+        ([("a", "s3", 2.5), ("b", "s3", 0.0)], []),  # an empty s3 dataset is priced, just small
+        ([], []),
+    ],
+)
+def test_the_cost_report_says_which_platforms_have_no_storage_price(rows, unpriced):
+    """All costs 0.00 read as free; the report says local disk has no price until it is given one."""
+    from lumos_dagster.reports.cost import CostReport, to_json, to_markdown, to_text
+
+    report = CostReport("2026-11", "USD", [_row(*r) for r in rows])
+    assert report.unpriced == unpriced and to_json(report)["unpriced_platforms"] == unpriced
+    hint = "has no price: set cost.platform_storage_class (e.g. `file: s3:standard`)"
+    assert (hint in to_text(report)) == bool(unpriced) and (hint in to_markdown(report)) == bool(unpriced)

@@ -73,6 +73,21 @@ class CostReport:
     def direct(self) -> float:
         return sum(r.direct for r in self.rows)
 
+    @property
+    def unpriced(self) -> list[str]:
+        """Platforms whose datasets' storage has no price: a local disk costs 0.00 until
+        `cost.platform_storage_class` names its class."""
+        platforms = sorted({r.platform for r in self.rows})
+        return [p for p in platforms if all(r.storage == 0 for r in self.rows if r.platform == p)]
+
+    @property
+    def unpriced_hint(self) -> str | None:
+        if not self.unpriced:
+            return None
+        first = self.unpriced[0]
+        return (f"storage of {', '.join(self.unpriced)} datasets has no price: set cost.platform_storage_class "
+                f"(e.g. `{first}: s3:standard`) to price it")  # fmt: skip
+
 
 def _owners(snapshot: Snapshot) -> tuple[str, ...]:
     return tuple(o.id for o in snapshot.owners)
@@ -171,6 +186,7 @@ def to_json(report: CostReport) -> dict:
             {"dataset": r.dataset, "total": round(r.total, 2), "owners": list(r.owners)} for r in report.unconsumed
         ],  # fmt: skip
         "savings": [savings_to_json(found, owners) for found, owners in report.savings],
+        "unpriced_platforms": report.unpriced,
     }
 
 
@@ -190,6 +206,7 @@ def to_markdown(report: CostReport) -> str:
     c = report.currency
     lines = [f"### Cost, {report.month or 'no priced month yet'}", "",
              f"Direct cost of {len(report.rows)} datasets: **{_money(report.direct, c)}** a month.", "",
+             *([f"_{report.unpriced_hint}._", ""] if report.unpriced_hint else []),
              "| dataset | direct | inherited | total | consumers |", "|---|---:|---:|---:|---:|"]  # fmt: skip
     for r in sorted(report.rows, key=lambda r: -r.total):
         lines.append(f"| `{r.dataset}` | {r.direct:,.2f} | {r.inherited:,.2f} | {r.total:,.2f} | {r.consumers} |")
@@ -212,6 +229,8 @@ def to_markdown(report: CostReport) -> str:
 
 def to_text(report: CostReport) -> str:
     lines = [f"{report.month}: direct cost {_money(report.direct, report.currency)} a month"]
+    if report.unpriced_hint:
+        lines.append(f"note: {report.unpriced_hint}")
     lines.append(f"{'dataset':<40} {'direct':>12} {'inherited':>12} {'total':>12}")
     for r in sorted(report.rows, key=lambda r: -r.total):
         lines.append(f"{r.dataset:<40} {r.direct:>12,.2f} {r.inherited:>12,.2f} {r.total:>12,.2f}")
