@@ -80,6 +80,26 @@ def test_discover_says_which_datasets_are_new_or_removed_and_that_the_ui_needs_a
     assert "1 new, 1 removed" in out
 
 
+def test_search_gives_the_datas_age_not_only_the_snapshots(tmp_path):
+    """ "freshness <1 h" for files untouched for days read as fresh data: the data's age comes first."""
+    import time
+
+    write_parquet(tmp_path / "lake" / "ref" / "countries" / "c.parquet", pa.table({"code": ["FR"]}))
+    three_days_ago = time.time() - 3 * 86400
+    os.utime(tmp_path / "lake" / "ref" / "countries" / "c.parquet", (three_days_ago, three_days_ago))
+    (tmp_path / "lumos.yaml").write_text(yaml.safe_dump({"sources": [{"root": "lake"}], "store": {"path": "s.db"},
+                                                         "catalog": {"path": "lite.db"}}))  # fmt: skip
+    config = ["-c", str(tmp_path / "lumos.yaml")]
+    assert CliRunner().invoke(main, ["discover", *config]).exit_code == 0
+    assert CliRunner().invoke(main, ["snapshot", *config]).exit_code == 0
+    out = CliRunner().invoke(main, ["search", *config, "countries"])
+    assert out.exit_code == 0, out.output
+    assert "freshness data 3 d old (snapshot <1 h ago)" in out.stdout
+    (hit,) = json.loads(CliRunner().invoke(main, ["search", *config, "countries", "--format", "json"]).stdout)
+    modified = datetime.fromisoformat(hit["data_modified_at"])
+    assert abs(modified.timestamp() - three_days_ago) < 1
+
+
 def test_discover_fails_when_a_root_is_missing(tmp_path):
     (tmp_path / "lumos.yaml").write_text(yaml.safe_dump({"sources": [{"root": "nowhere"}], "store": {"path": "s.db"}}))
     result = CliRunner().invoke(main, ["discover", "-c", str(tmp_path / "lumos.yaml")])

@@ -87,7 +87,7 @@ def _age(captured_at: datetime, now: datetime) -> str:
 @text_or_json
 def search(config_file, query, platform, owner, tag, min_quality, limit, fmt) -> None:
     """Find datasets by name, field, description, tag or owner, ranked; offline, from the store.
-    Prints each hit's platform, owners, quality, freshness (age of its latest snapshot) and version,
+    Prints each hit's platform, owners, quality, freshness (the data's age, and its latest snapshot's) and version,
     and what the filters left out and why."""
     from lumos_dagster.reports.search import documents, exclusions
     from lumos_dagster.reports.search import search as find
@@ -115,6 +115,7 @@ def search(config_file, query, platform, owner, tag, min_quality, limit, fmt) ->
             "owners": list(d.owners),
             "quality": d.quality,
             "captured_at": s.captured_at.isoformat() if s else None,
+            "data_modified_at": s.stats.last_modified.isoformat() if s and s.stats.last_modified else None,
             "version": s.version if s else None,
         }
 
@@ -131,7 +132,14 @@ def search(config_file, query, platform, owner, tag, min_quality, limit, fmt) ->
     for h in hits:
         d, s = by_name[h.dataset], latest.get(h.dataset)
         quality = "unknown" if d.quality is None else f"{d.quality:.2f}"
-        freshness = _age(s.captured_at, now) if s else "never snapshotted"
+        # the data's age (its newest file or commit), not the snapshot's: a snapshot taken a minute ago
+        # of files untouched for a month is not fresh data
+        if s is None:
+            freshness = "never snapshotted"
+        else:
+            modified = s.stats.last_modified
+            data = f"data {_age(modified, now)} old" if modified else "data age unknown"
+            freshness = f"{data} (snapshot {_age(s.captured_at, now)} ago)"
         click.echo(f"{h.dataset}  ({', '.join(h.matched) or 'listed'})")
         click.echo(
             f"    platform {d.platform or '-'} · owner {', '.join(d.owners) or '-'} · quality {quality}"
