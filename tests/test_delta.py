@@ -72,10 +72,11 @@ def change_schema(table: Path, schema: dict, protocol: dict | None = None, **con
 
 
 def date_versions(table: Path) -> None:
-    """Version N was committed at noon on day N (its commit file's modification time)."""
-    for version in range(DeltaTable(str(table)).version() + 1):
-        at = (DAY0 + timedelta(days=version, hours=12)).timestamp()
-        os.utime(log_path(table, version), (at, at))
+    """Version N was committed at noon on day N (the modification time of its commit and checkpoint files)."""
+    for path in (table / "_delta_log").iterdir():
+        if path.name[:20].isdigit():
+            at = (DAY0 + timedelta(days=int(path.name[:20]), hours=12)).timestamp()
+            os.utime(path, (at, at))
 
 
 def days(count: int) -> list[tuple[str, datetime, datetime]]:
@@ -333,3 +334,172 @@ def test_datahub_gets_the_delta_lake_platform_partition_keys_and_table_version(t
         f["fieldPath"].rsplit(".", 1)[-1]: f.get("isPartitioningKey") for f in aspects["schemaMetadata"]["fields"]
     }
     assert fields == {"id": None, "region": True}
+
+
+# ------------------------------------------------------------------ logs the reference reads only in part
+#
+# delta-rs (`deltalake`) is the judge: Lumos gives a window the schema delta-rs reads at the window's
+# version, and fails exactly the windows whose version delta-rs cannot read.
+
+
+def reference(table: Path, version: int) -> list[tuple[str, bool]] | None:
+    """The (name, nullable) columns delta-rs reads at `version`, None when it cannot read it."""
+    try:
+        return [(f.name, f.nullable) for f in DeltaTable(str(table), version=version).schema().fields]
+    except Exception:  # noqa: BLE001 - any failure of the reference is "cannot read"
+        return None
+
+
+def seen(run, name: str) -> list[tuple]:
+    """Per partition: (table version, its (name, nullable) columns, its errors as (path, reason))."""
+    return [(s.table.version if s.table else None, [(f.name, f.nullable) for f in s.schema.fields],
+             [(e.path, e.reason) for e in s.errors]) for _, s in sorted(run.snapshots[name].items())]  # fmt: skip
+
+
+def write_versions(table: Path, count: int, checkpoint_at: int) -> None:
+    """Versions 0 … count-1 written by delta-rs, version v adding a column `cv`; a checkpoint at one."""
+    columns = {"id": [0]}
+    write_deltalake(str(table), pa.table(columns))
+    for v in range(1, count):
+        columns[f"c{v}"] = [v]
+        write_deltalake(str(table), pa.table(columns), mode="append", schema_mode="merge")
+        if v == checkpoint_at:
+            DeltaTable(str(table)).create_checkpoint()
+
+
+@pytest.mark.parametrize(
+    "missing, truncated, lacking",
+    [
+        ((1,), None, 1),  # version 1's commit cleaned up, the later ones before the checkpoint left behind
+        ((0, 1, 2), 3, 0),  # a leftover commit before the checkpoint, itself truncated
+    ],
+)
+def test_a_backfill_over_a_log_with_unreadable_old_versions_snapshots_every_version_the_reference_reads(
+    tmp_path, missing, truncated, lacking
+):
+    table = tmp_path / "events"
+    write_versions(table, 7, checkpoint_at=5)
+    for v in missing:
+        log_path(table, v).unlink()
+    if truncated is not None:
+        log_path(table, truncated).write_text('{"commitInfo": {')
+    date_versions(table)
+    # each day sees the last version whose commit the log still lists (version 1's date is gone with its file)
+    listed = [v for v in range(7) if v not in missing]
+    expected_versions = [max((v for v in listed if v <= d), default=None) for d in range(7)]
+    readable = {v: reference(table, v) for v in listed}
+    assert [v for v, columns in readable.items() if columns is not None] == ([0, 5, 6] if 0 in listed else [5, 6])
+
+    run = backfill(tmp_path, days(7))
+    got = seen(run, "events")
+    assert [v for v, _, _ in got] == [None if v is None else str(v) for v in expected_versions]
+    for v, (_, columns, errors) in zip(expected_versions, got, strict=True):
+        if v is None:  # a day before the oldest version the log lists sees nothing, like a day without files
+            assert (columns, errors) == ([], [])
+        elif readable[v] is not None:
+            assert (columns, errors) == (readable[v], [])
+        else:  # only the window whose own version delta-rs cannot read fails, on one line naming the file
+            reason = f"_delta_log/{lacking:020d}.json, which it is replayed from, is missing"
+            assert (columns, errors) == ([], [(str(table), f"cannot read version {v} of the delta table: {reason}")])
+    assert run.report.datasets_failed == 1
+
+
+@pytest.mark.parametrize(
+    "first",
+    [
+        {"metaData": {"schemaString": ""}},  # Delta Live Tables' set-up commit: no schema yet
+        {},  # a protocol-only version 0
+    ],
+)
+def test_a_version_0_without_a_schema_fails_its_own_window_only(tmp_path, first):
+    """Version 0 as Delta Live Tables writes it, before the pipeline has a schema; versions 1 and 2
+    carry the schema and the data. delta-rs reads 1 and 2 and refuses 0: so does Lumos."""
+    table = tmp_path / "dlt" / "orders"
+    write_deltalake(str(table), pa.table({"id": [1], "region": ["eu"]}))
+    write_deltalake(str(table), pa.table({"id": [2], "region": ["us"]}), mode="append")
+    actions = [json.loads(line) for line in log_path(table, 0).read_text().splitlines()]
+    kept = [a for a in actions if "commitInfo" in a or "protocol" in a]
+    meta = next(a["metaData"] for a in actions if "metaData" in a)
+    setup = kept + ([{"metaData": {**meta, **first["metaData"]}}] if first else [])
+    log_path(table, 1).rename(log_path(table, 2))
+    log_path(table, 1).write_text("".join(json.dumps(a) + "\n" for a in actions if a not in kept))
+    log_path(table, 0).write_text("".join(json.dumps(a) + "\n" for a in setup))
+    date_versions(table)
+    assert [reference(table, v) is None for v in range(3)] == [True, False, False]
+
+    run = backfill(tmp_path, days(3))
+    got = seen(run, "dlt/orders")
+    assert [v for v, _, _ in got] == ["0", "1", "2"]
+    ((path, reason),) = got[0][2]
+    assert (path, got[0][1]) == (str(table), [])
+    assert reason.startswith("cannot read version 0 of the delta table: _delta_log/00000000000000000000.json: ")
+    assert "\n" not in reason
+    assert got[1:] == [("1", reference(table, 1), []), ("2", reference(table, 2), [])]
+
+
+def test_a_log_of_only_a_checkpoint_is_one_dataset_at_its_version(tmp_path):
+    """The commits before a checkpoint cleaned up, the checkpoint the only file left besides
+    `_last_checkpoint`: delta-rs reads the table at the checkpoint's version, and so does Lumos
+    (the checkpoint's modification time dates it)."""
+    table = tmp_path / "sales" / "orders"
+    write_deltalake(str(table), pa.table({"id": [1], "region": ["eu"]}), partition_by=["region"])
+    write_deltalake(str(table), pa.table({"id": [2], "region": ["us"], "qty": [1.5]}), mode="append",
+                    schema_mode="merge")  # fmt: skip
+    write_deltalake(str(table), pa.table({"id": [3], "region": ["us"], "qty": [2.5]}), mode="append")
+    DeltaTable(str(table)).create_checkpoint()
+    for v in range(3):
+        log_path(table, v).unlink()
+    assert sorted(p.name for p in (table / "_delta_log").iterdir()) == [
+        "00000000000000000002.checkpoint.parquet",
+        "_last_checkpoint",
+    ]
+    date_versions(table)
+    ref = DeltaTable(str(table))
+    assert (ref.version(), ref.metadata().partition_columns) == (2, ["region"])
+
+    run = backfill(tmp_path, days(3))
+    got = seen(run, "sales/orders")
+    assert got == [(None, [], []), (None, [], []), ("2", reference(table, 2), [])]
+    snap = run.snapshots["sales/orders"][days(3)[-1][0]]
+    assert (snap.table.committed_at, snap.table.partition_spec) == (noon(2), ("region",))
+    assert (snap.stats.file_count, snap.stats.row_count, snap.stats.partition_values) == (
+        3,
+        3,
+        {"region": ["eu", "us"]},
+    )
+    assert run.report.failures == [] and run.report.files_read == 0
+
+
+def test_in_commit_timestamps_choose_each_windows_version(tmp_path):
+    """In-commit timestamps (table feature `inCommitTimestamp`), enabled at version 2: from there a
+    version's time is its `commitInfo.inCommitTimestamp`, not its file's modification time;
+    versions before keep their files' times (Delta's PROTOCOL.md, "In-Commit Timestamps").
+    delta-rs can neither enable the feature nor time-travel by it, so the protocol is the judge
+    here; delta-rs reads the timestamps (`history()`) and the schemas. The files' times disagree
+    with the timestamps: version 2's file is dated day 10, version 3's day 5."""
+    table = tmp_path / "events"
+    write_deltalake(str(table), pa.table({"id": [1]}))
+    write_deltalake(str(table), pa.table({"id": [2]}), mode="append")
+    meta, schema = metadata(table)
+    enabled = {"delta.enableInCommitTimestamps": "true", "delta.inCommitTimestampEnablementVersion": "2",
+               "delta.inCommitTimestampEnablementTimestamp": str(int(noon(2).timestamp() * 1000))}  # fmt: skip
+    feature = {"minReaderVersion": 1, "minWriterVersion": 7, "writerFeatures": ["inCommitTimestamp"]}
+    schema["fields"].append({"name": "note", "type": "string", "nullable": True, "metadata": {}})
+    for version, day, actions in [
+        (2, 2, [{"protocol": feature}, {"metaData": {**meta, "configuration": enabled}}]),
+        (3, 3, [{"metaData": {**meta, "configuration": enabled, "schemaString": json.dumps(schema)}}]),
+    ]:
+        ict = int(noon(day).timestamp() * 1000)
+        info = {"commitInfo": {"inCommitTimestamp": ict, "timestamp": ict, "operation": "SET TBLPROPERTIES"}}
+        log_path(table, version).write_text("".join(json.dumps(a) + "\n" for a in [info, *actions]))
+    date_versions(table)
+    for version, day in [(2, 10), (3, 5)]:
+        at = noon(day).timestamp()
+        os.utime(log_path(table, version), (at, at))
+    assert [h.get("inCommitTimestamp") for h in DeltaTable(str(table)).history()] == [
+        int(noon(3).timestamp() * 1000), int(noon(2).timestamp() * 1000), None, None]  # fmt: skip
+
+    run = backfill(tmp_path, days(5))
+    assert [(v, at) for v, at, _, _ in history(run, "events")] == [
+        ("0", noon(0)), ("1", noon(1)), ("2", noon(2)), ("3", noon(3)), ("3", noon(3))]  # fmt: skip
+    assert [columns for _, columns, _ in seen(run, "events")] == [reference(table, v) for v in (0, 1, 2, 3, 3)]

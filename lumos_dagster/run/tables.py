@@ -4,7 +4,8 @@ A table's versions are its history. Each partition sees the table as of the end 
 the last version committed before the window ends, read from the table's log (its schema,
 partition columns, live files and rows), never from its data files. A window before the first
 version the log still holds sees nothing, like a day without files; a backfill over a range of
-windows thus rebuilds the schema history in one run.
+windows thus rebuilds the schema history in one run. A version the format's reference cannot read
+(an old commit whose predecessor was cleaned up) fails only the windows that see it.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from lumos_dagster.model import FileError, TableVersion
 from lumos_dagster.run.contents import Contents
 from lumos_dagster.sources.base import FileSource
 from lumos_dagster.sources.discovery import DiscoveredDataset
-from lumos_dagster.tables import ListedFile, TableFormat
+from lumos_dagster.tables import ListedFile, Table, TableFormat, UnreadableVersion
 
 
 def version_at(versions: Sequence[TableVersion], end: datetime | None) -> TableVersion | None:
@@ -36,18 +37,26 @@ def table_contents(
     try:
         table = fmt.open(uri, source.fs_spec, listed)
         versions = table.versions()
-        seen = [version_at(versions, end) for end in ends]
-        wanted = dict.fromkeys([v for v in seen if v is not None] + versions[-1:])
-        states = {v: table.state(v) for v in wanted}  # each version read once, however many windows see it
     except Exception as exc:  # a table that cannot be read fails this dataset only
-        text = str(exc).strip().splitlines()
-        reason = f"cannot read the {fmt.type} table: {type(exc).__name__}: {text[0] if text else ''}".rstrip(": ")
-        return 0, [Contents(errors=(FileError(uri, reason),))] * len(ends)
-    out = []
-    for v in seen:
-        if v is None:
-            out.append(Contents())
-        else:
-            s = states[v]
-            out.append(Contents(schema=s.schema, stats=s.stats, description=s.description, table=s.table))
-    return (states[versions[-1]].stats.total_bytes if versions else 0), out
+        failed = Contents(errors=(FileError(uri, f"cannot read the {fmt.type} table: {_reason(exc)}"),))
+        return 0, [failed] * len(ends)
+    seen = [version_at(versions, end) for end in ends]
+    # each version read once, however many windows see it; one that cannot be read fails only those
+    read = {v: _contents(fmt, table, uri, v) for v in dict.fromkeys([v for v in seen if v is not None] + versions[-1:])}
+    return (read[versions[-1]].stats.total_bytes if versions else 0), [read[v] if v else Contents() for v in seen]
+
+
+def _contents(fmt: TableFormat, table: Table, uri: str, version: TableVersion) -> Contents:
+    try:
+        s = table.state(version)
+    except Exception as exc:
+        reason = f"cannot read version {version.version} of the {fmt.type} table: {_reason(exc)}"
+        return Contents(errors=(FileError(uri, reason),), table=version)  # which version it failed at
+    return Contents(schema=s.schema, stats=s.stats, description=s.description, table=s.table)
+
+
+def _reason(exc: Exception) -> str:
+    """One line: a format's own `UnreadableVersion` says it all, any other error is named by its type."""
+    text = str(exc).strip().splitlines()
+    line = text[0] if text else ""
+    return line if isinstance(exc, UnreadableVersion) else f"{type(exc).__name__}: {line}".rstrip(": ")

@@ -32,12 +32,18 @@ class ListedFile:
     mtime: float
 
 
+class UnreadableVersion(ValueError):
+    """One version of a table that the format's own reference cannot read; the message is one line
+    naming the file at fault. It fails only the windows that see that version."""
+
+
 class Table(Protocol):
     def versions(self) -> list[TableVersion]:
-        """The versions the table can still be read at, oldest first, commit times rising."""
+        """The versions the table's log lists, oldest first, commit times rising."""
 
     def state(self, version: TableVersion) -> TableState:
-        """The table as of `version`, one of `versions()`."""
+        """The table as of `version`, one of `versions()`. Raises (best: `UnreadableVersion`) when
+        that one version cannot be read."""
 
 
 @runtime_checkable

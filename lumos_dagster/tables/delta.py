@@ -5,10 +5,16 @@ partition columns, and the live files with their sizes and row counts (the `add`
 later `remove` has not cancelled). Under column mapping every column carries a
 `delta.columnMapping.id`, which becomes the field id: a renamed column is a rename.
 
+The versions are those the log lists: a commit file, or a checkpoint whose commits were cleaned
+up (a log of only a checkpoint is the table at that version). A version delta-rs cannot replay
+(an old commit left behind after an earlier one was cleaned up, a Delta Live Tables version 0
+without a schema) fails alone, naming the file at fault.
+
 A version's commit time is what Delta readers use for time travel: the commit file's
-modification time, made to rise with the version as Delta does (a commit not later than the
-one before counts 1 ms after it), or the `inCommitTimestamp` when the table enables
-in-commit timestamps.
+modification time (a checkpoint's, when only the checkpoint is left), made to rise with the
+version as Delta does (a commit not later than the one before counts 1 ms after it); from the
+version that enabled in-commit timestamps on, its `commitInfo.inCommitTimestamp` (PROTOCOL.md,
+"In-Commit Timestamps").
 """
 
 from __future__ import annotations
@@ -24,13 +30,15 @@ import pyarrow as pa
 from lumos_dagster.formats.arrow import from_arrow_schema
 from lumos_dagster.formats.base import FsSpec
 from lumos_dagster.model import OperationalStats, TableVersion
-from lumos_dagster.tables.base import ListedFile, TableState
+from lumos_dagster.tables.base import ListedFile, TableState, UnreadableVersion
 
 if TYPE_CHECKING:
     from deltalake import DeltaTable
 
 LOG = "_delta_log"
 _COMMIT = re.compile(rf"{LOG}/(\d{{20}})\.json")
+#: classic `N.checkpoint.parquet`, multi-part `N.checkpoint.i.n.parquet`, V2 `N.checkpoint.<uuid>.parquet|json`
+_CHECKPOINT = re.compile(rf"{LOG}/(\d{{20}})\.checkpoint(?:\.[^/]+)?\.(?:parquet|json)")
 #: how a null partition value is spelled, as Hive and Delta spell it in paths
 NULL_PARTITION = "__HIVE_DEFAULT_PARTITION__"
 _ONE_MS = timedelta(milliseconds=1)
@@ -81,13 +89,15 @@ class DeltaLog:
         self.uri = uri
         self.table: DeltaTable = DeltaTable(f"s3://{uri}" if fs else uri, storage_options=storage_options(fs))
         self.latest = self.table.version()
-        self.commits = {int(m.group(1)): f.mtime for f in listed if (m := _COMMIT.fullmatch(f.path))}
+        self.commits = {int(m.group(1)): f for f in listed if (m := _COMMIT.fullmatch(f.path))}
+        self.checkpoints = {int(m.group(1)): f for f in listed if (m := _CHECKPOINT.fullmatch(f.path))}
 
     def versions(self) -> list[TableVersion]:
-        if self.table.metadata().configuration.get("delta.enableInCommitTimestamps") == "true":
-            times = self._in_commit_times()
-        else:
-            times = {v: datetime.fromtimestamp(t, timezone.utc) for v, t in self.commits.items() if v <= self.latest}
+        files = {**self.checkpoints, **self.commits}  # a version's commit file dates it, if it is still there
+        times = {v: datetime.fromtimestamp(f.mtime, timezone.utc) for v, f in files.items() if v <= self.latest}
+        configuration = self.table.metadata().configuration
+        if configuration.get("delta.enableInCommitTimestamps") == "true":
+            times.update(self._in_commit_times(configuration.get("delta.inCommitTimestampEnablementVersion")))
         out: list[TableVersion] = []
         previous: datetime | None = None
         for v in sorted(times):
@@ -98,19 +108,23 @@ class DeltaLog:
             previous = at
         return out
 
-    def _in_commit_times(self) -> dict[int, datetime]:
-        """Versions from the one in-commit timestamps started with (earlier ones have none)."""
+    def _in_commit_times(self, enabled_at: str | None) -> dict[int, datetime]:
+        """The in-commit timestamps of the versions from `enabled_at` on (None: since the table was
+        created); only those commits are read, older ones have none."""
         out = {}
-        for h in self.table.history():
+        for h in self.table.history(self.latest - int(enabled_at) + 1 if enabled_at else None):
             ms = h.get("inCommitTimestamp")
             if ms is not None:
                 out[h["version"]] = datetime.fromtimestamp(ms / 1000, timezone.utc)
         return out
 
     def state(self, version: TableVersion) -> TableState:
-        dt = self.table
-        if dt.version() != int(version.version):
-            dt.load_as_version(int(version.version))
+        dt, number = self.table, int(version.version)
+        if dt.version() != number:
+            try:
+                dt.load_as_version(number)
+            except Exception as exc:  # delta-rs cannot replay this version: it fails alone
+                raise UnreadableVersion(self._unreadable(number, exc)) from exc
         delta_schema = dt.schema()
         schema = from_arrow_schema(pa.schema(delta_schema.to_arrow()), _native_types(delta_schema.to_json()).get)
         metadata = dt.metadata()
@@ -133,6 +147,18 @@ class DeltaLog:
             ),
             description=metadata.description or None,
         )
+
+    def _unreadable(self, version: int, exc: Exception) -> str:
+        """Why delta-rs cannot read `version`, naming the file: the first commit that replaying it
+        needs (from the newest checkpoint at or before it, or from version 0) and the log no longer
+        holds, or else the version's own file and delta-rs' reason."""
+        base = max((c for c in self.checkpoints if c <= version), default=-1)
+        missing = next((v for v in range(base + 1, version + 1) if v not in self.commits), None)
+        if missing is not None:
+            return f"{LOG}/{missing:020d}.json, which it is replayed from, is missing"
+        own = self.commits.get(version) or self.checkpoints.get(version)
+        text = str(exc).strip().splitlines()
+        return f"{own.path if own else LOG}: {text[0] if text else type(exc).__name__}"
 
 
 def _has_deletion_vectors(files: pa.Table) -> bool:
