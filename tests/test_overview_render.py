@@ -41,7 +41,7 @@ def _overview() -> dict:
         "inventory": {
             "by_platform": {"s3": 40, "file": 80, "postgres": 40},
             "by_domain": {"sales": 10, "raw": 60, EVIL_DOMAIN: 5},
-            "by_team": {"team-a": 5, "(none)": 40},
+            "by_team": {"team-a": 5, "(none)": 40, "alice@example.com": 3},
         },
         "stale": [
             {"dataset": "raw/x", "last_modified": "2026-10-01T00:00:00+00:00", "days": 55, "owners": ["ann@x.io"]},
@@ -212,7 +212,7 @@ def test_csv_files(overview, tmp_path):
     assert inventory[1:4] == [["platform", "file", "80"], ["platform", "postgres", "40"], ["platform", "s3", "40"]]
     assert ["domain", EVIL_DOMAIN, "5"] in inventory
     assert ["team", "(none)", "40"] in inventory
-    assert len(inventory) == 1 + 3 + 3 + 2
+    assert len(inventory) == 1 + 3 + 3 + 3
 
     stale = _read_csv(folder / "stale.csv")
     assert stale[0] == ["dataset", "last_modified", "days", "owners"]
@@ -299,10 +299,12 @@ class _Page(HTMLParser):
         self.tags.add(tag)
         if tag == "svg" and "chart" in classes:
             assert attributes["data-chart"] not in self.charts, "chart drawn twice"
-            self._chart = self.charts[attributes["data-chart"]] = {"bars": [], "texts": []}
+            self._chart = self.charts[attributes["data-chart"]] = {"bars": [], "texts": [], "left": []}
         elif tag == "rect" and "bar" in classes and self._chart is not None:
             self._chart["bars"].append((attributes["data-label"], attributes["data-value"]))
         elif tag in ("td", "text", "script"):
+            if tag == "text" and self._chart is not None and "data-left" in attributes:
+                self._chart["left"].append(int(attributes["data-left"]))  # a label's left edge, as drawn
             self._text = []
             self._script = attributes if tag == "script" else None
 
@@ -389,7 +391,7 @@ def test_browser_draws_every_chart(browsed):
     assert bars == {
         "inventory-platform": [("file", "80"), ("postgres", "40"), ("s3", "40")],
         "inventory-domain": [("raw", "60"), ("sales", "10"), (EVIL_DOMAIN, "5")],
-        "inventory-team": [("(none)", "40"), ("team-a", "5")],
+        "inventory-team": [("(none)", "40"), ("team-a", "5"), ("alice@example.com", "3")],
         "coverage": [("owners", "66"), ("docs", "58.3"), ("tags", "25"), ("quality", "10")],
         "changes": [("breaking", "3"), ("other", "4")],
         "cost-domain": [("sales", "5000"), ("marketing", "2000"), ("raw", "1200.5")],
@@ -398,6 +400,9 @@ def test_browser_draws_every_chart(browsed):
     assert page.charts["coverage"]["texts"] == ["owners", "66%", "docs", "58.3%", "tags", "25%", "quality", "10%"]
     assert page.charts["cost-domain"]["texts"][:2] == ["sales", "5,000 USD"]
     assert all(len(chart["texts"]) == 2 * len(chart["bars"]) for chart in page.charts.values())
+    # every label starts inside its chart: "alice@example.com" used to show as "lice@example.com"
+    assert "alice@example.com" in page.charts["inventory-team"]["texts"]
+    assert all(len(c["left"]) == len(c["bars"]) and min(c["left"]) >= 0 for c in page.charts.values())
 
 
 def test_browser_shows_names_as_text(browsed):

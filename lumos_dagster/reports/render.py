@@ -304,23 +304,29 @@ _JS = """
       slot.replaceChildren(none);
       return;
     }
-    const width = 360, labels = 120, values = 84, row = 24, bar = 16;
+    const bars = 156, values = 84, row = 24, bar = 16;
     const max = chart.max || Math.max(0, ...chart.series.map((d) => d.value)) || 1;
     const height = chart.series.length * row + 6;
-    const svg = el("svg", { class: "chart", "data-chart": name, viewBox: "0 0 " + width + " " + height, role: "img" });
+    const svg = el("svg", { class: "chart", "data-chart": name, role: "img" });
+    slot.replaceChildren(svg);  // in the page first: a label's width is measured, not guessed
+    const names = chart.series.map((d, i) =>
+      svg.appendChild(el("text", { y: 3 + i * row + bar / 2, "text-anchor": "end", "dominant-baseline": "middle" },
+                         short(d.label))));
+    // the label column as wide as its widest label (a fixed one cut "alice@example.com" to "lice@…")
+    const labels = Math.ceil(Math.max(60, ...names.map((t) => t.getComputedTextLength()))) + 8;
+    const width = labels + bars + values;
+    svg.setAttribute("viewBox", "0 0 " + width + " " + height);
     chart.series.forEach((d, i) => {
       const y = 3 + i * row, middle = y + bar / 2;
-      const length = (Math.max(0, d.value) / max) * (width - labels - values);
-      svg.append(el("text", { x: labels - 8, y: middle, "text-anchor": "end", "dominant-baseline": "middle" },
-                    short(d.label)));
+      names[i].setAttribute("x", labels - 8);
+      names[i].setAttribute("data-left", Math.floor(names[i].getBBox().x));  // where it starts: never cut
+      const length = (Math.max(0, d.value) / max) * bars;
       const rect = el("rect", { class: d.kind ? "bar " + d.kind : "bar", x: labels, y: y, width: length,
                                 height: bar, rx: 3, "data-label": d.label, "data-value": d.value });
       const value = chart.format(d.value);
       rect.append(el("title", {}, d.label + ": " + value));
-      svg.append(rect);
-      svg.append(el("text", { x: labels + length + 6, y: middle, "dominant-baseline": "middle" }, value));
+      names[i].after(rect, el("text", { x: labels + length + 6, y: middle, "dominant-baseline": "middle" }, value));
     });
-    slot.replaceChildren(svg);
   }
 
   document.querySelectorAll(".chart-slot").forEach((slot) => {
