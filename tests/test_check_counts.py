@@ -38,3 +38,22 @@ def test_breaking_changes_count_once_per_version(case):
     if accepted:
         assert len(outcome.metadata["lumos/accepted"].rows) == accepted
         assert f"({accepted} accepted breaking change" in outcome.description
+
+
+def test_a_file_failing_in_every_partition_of_a_backfill_is_listed_once():
+    """The demo's lumos/errors listed one torn file 3 times: an undated file is in each partition's window."""
+    from datetime import datetime, timezone
+
+    from lumos_dagster.governance.checks import error_rows
+    from lumos_dagster.model import DatasetRef, FileError, Snapshot
+
+    torn = FileError("/lake/landing/feed/batch-2.parquet", "not a valid Parquet file")
+    other = FileError("/lake/landing/feed/batch-3.parquet", "not a valid Parquet file")
+    ref = DatasetRef("file", "landing/feed", "/lake/landing/feed", "parquet")
+    at = datetime(2026, 11, 25, tzinfo=timezone.utc)
+    snaps = {pk: Snapshot(ref, pk, at, errors=(torn,) if pk != "2026-11-25" else (torn, other))
+             for pk in ("2026-11-23", "2026-11-24", "2026-11-25")}  # fmt: skip
+    assert error_rows(snaps, "/lake") == (
+        ("`landing/feed/batch-2.parquet`", "not a valid Parquet file"),
+        ("`landing/feed/batch-3.parquet`", "not a valid Parquet file"),
+    )

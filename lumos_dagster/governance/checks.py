@@ -65,12 +65,13 @@ def change_rows(changes: Sequence[SchemaChange]) -> tuple[tuple[str, ...], ...]:
 
 
 def error_rows(snapshots: Mapping[str | None, Snapshot], root: str | None = None) -> tuple[tuple[str, ...], ...]:
-    """(file, reason) rows; paths under `root` (the source's) relative to it, so the reason has room."""
+    """(file, reason) rows, each once (an undated file is in every partition of a backfill); paths under
+    `root` (the source's) relative to it, so the reason has room."""
 
     def shown(path: str) -> str:
         return path[len(root) :].lstrip("/") if root and path.startswith(root.rstrip("/") + "/") else path
 
-    return tuple((f"`{shown(e.path)}`", e.reason) for s in snapshots.values() for e in s.errors)
+    return tuple(dict.fromkeys((f"`{shown(e.path)}`", e.reason) for s in snapshots.values() for e in s.errors))
 
 
 def has_data(s: Snapshot) -> bool:
