@@ -167,6 +167,7 @@ def test_a_reader_gives_a_schema_or_a_one_line_error(data):
         assert (result.schema is None) != (result.error is None), result
         if result.error is not None:
             assert "\n" not in result.error and result.error.strip(), result.error
+        assert result.damaged is None or "\n" not in result.damaged, result.damaged  # a damaged file: one line too
 
 
 V1_ESTATE = ROOT / "tests/data/portable/estate_v1.json"  # the previous format: migrated as it is read

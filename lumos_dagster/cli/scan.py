@@ -13,7 +13,7 @@ import tempfile
 import click
 
 from lumos_dagster.cli.common import config_option, load, open_store
-from lumos_dagster.cli.output import error
+from lumos_dagster.cli.output import error, paint
 from lumos_dagster.config import DEFAULT_CONFIG
 from lumos_dagster.formats import sniff_format
 from lumos_dagster.model import schema_to_json, type_str
@@ -39,6 +39,8 @@ def schema(files: tuple[str, ...], flat: bool) -> None:
             error(f"{path}: {fs.error}")
             failed += 1
             continue
+        if fs.warning:
+            click.echo(f"{paint('Warning:', 'yellow')} {path}: {fs.warning}", err=True)  # its schema follows
         if flat:
             click.echo(f"# {path}")
             for p, f in fs.schema.flatten():

@@ -214,4 +214,4 @@ def read_file_result(item: tuple) -> FileResult:
         found = read_file_schema(path, fmt, rest[0] if rest else None)
     except SchemaReadError as exc:
         return FileResult(path, error=exc.reason)
-    return FileResult(path, found.schema, found.row_count)
+    return FileResult(path, found.schema, found.row_count, damaged=found.damaged)

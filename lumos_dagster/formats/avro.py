@@ -1,6 +1,8 @@
 """Avro: the writer schema from the container header (fastavro), the row count from
 block headers — blocks are skipped with seeks, never decoded. On remote storage the row
-count is left out: each block header would cost a request."""
+count is left out: each block header would cost a request. A block header or sync marker that is
+wrong or missing (a file cut short, garbage appended) leaves the header's schema standing: the file
+is read as damaged, as Avro readers read its header and fail on its data."""
 
 from __future__ import annotations
 
@@ -49,6 +51,15 @@ _TIMESTAMPS = {
     "local-timestamp-micros": ("us", None),
     "local-timestamp-nanos": ("ns", None),
 }
+_LOGICAL = {"decimal", "uuid", "date", "time-millis", "time-micros", "duration", *_TIMESTAMPS}
+
+
+def _bare(schema: Any) -> Any:
+    """A primitive written as an object, `{"type": "null"}` (as the Avro C library writes it), is that
+    primitive: its other attributes (properties, a logical type Lumos does not know) leave its type alone."""
+    if isinstance(schema, dict) and schema.get("type") in _PRIMITIVES and schema.get("logicalType") not in _LOGICAL:
+        return schema["type"]
+    return schema
 
 
 class _Converter:
@@ -68,14 +79,16 @@ class _Converter:
     def type_of(self, schema: Any, namespace: str | None = None) -> tuple[DataType, bool]:
         """Canonical type of an Avro schema, and whether it admits null. Each type it builds is spent
         from the budget: a named type at each use, a nullable union of one type as that type."""
+        schema = _bare(schema)
         if isinstance(schema, list):
-            branches = [b for b in schema if b != "null"]
+            branches = [b for b in map(_bare, schema) if b != "null"]
             nullable = len(branches) < len(schema)
             self.budget.spend(max(0, len(schema) - 2))  # the branches beyond a null and one type
             if len(branches) == 1:
                 return self.type_of(branches[0], namespace)[0], nullable
-            if not branches:
+            if not branches and nullable:
                 return Primitive("null"), True
+            # the empty union holds no value, not even null: any reader reads what it wrote (nothing)
             return UnionType(tuple(self.type_of(b, namespace)[0] for b in branches)), nullable
         if isinstance(schema, str):
             if schema in _PRIMITIVES:
@@ -123,8 +136,7 @@ class _Converter:
         if t == "map":
             value, nullable = self.type_of(schema["values"], namespace)
             return Map(Primitive("string"), value, nullable), False
-        # {"type": "long"} and friends, possibly with an unknown logicalType
-        return self.type_of(t, namespace)
+        return self.type_of(t, namespace)  # {"type": "Name"} or {"type": {...}}: the schema it names
 
     def field(self, f: dict, namespace: str | None) -> Field:
         dtype, nullable = self.type_of(f["type"], namespace)
@@ -141,6 +153,7 @@ class _Converter:
 
 
 def _native(schema: Any) -> str:
+    schema = _bare(schema)
     if isinstance(schema, list):
         return "union[" + ",".join(_native(b) for b in schema) + "]"
     if isinstance(schema, str):
@@ -158,16 +171,17 @@ def _native(schema: Any) -> str:
 
 
 def from_avro_schema(schema: Any, max_fields: int = MAX_FIELDS) -> Schema:
-    """Canonical schema of an Avro record schema (a parsed .avsc or a file's writer schema);
-    SchemaTooLarge past `max_fields` fields and nested types (`FieldBudget`)."""
+    """Canonical schema of an Avro schema (a parsed .avsc or a file's writer schema); SchemaTooLarge past
+    `max_fields` fields and nested types (`FieldBudget`). A record's fields are the schema's, as Spark reads
+    them (also of a record-or-null union: a null row has no column to mark); any other schema (`"long"`,
+    `["null", "string"]`) is one field named `value`, nullable when the schema admits null."""
     budget = FieldBudget(max_fields)
     budget.left += 1  # the top-level record is no field
     conv = _Converter(budget)
-    dtype, _ = conv.type_of(schema)
+    dtype, nullable = conv.type_of(schema)
     if isinstance(dtype, Struct):
         return Schema(dtype.fields)
-    # a non-record top level (rare): one field named after the type
-    return Schema((Field(name="value", type=dtype, nullable=False, native_type=_native(schema)),))
+    return Schema((Field(name="value", type=dtype, nullable=nullable, native_type=_native(schema)),))
 
 
 def _read_long(fh: BinaryIO) -> int | None:
@@ -183,19 +197,25 @@ def _read_long(fh: BinaryIO) -> int | None:
         shift += 7
 
 
+class _DamagedData(ValueError):
+    """The data after a readable header is corrupt or cut short."""
+
+
 def _count_records(fh: BinaryIO, sync: bytes) -> int:
     """Sum of block record counts, seeking over each block's data."""
-    total = 0
+    total = blocks = 0
     while True:
+        start = fh.tell()
         count = _read_long(fh)
         if count is None:
             return total
+        blocks += 1
         size = _read_long(fh)
         if size is None or count < 0 or size < 0:
-            raise ValueError("truncated Avro block header")
+            raise _DamagedData(f"block {blocks} at byte {start}: its header is cut short or corrupt")
         fh.seek(size, 1)
         if fh.read(16) != sync:
-            raise ValueError("Avro block sync marker mismatch (corrupt or truncated file)")
+            raise _DamagedData(f"block {blocks} at byte {start}: no sync marker after it (corrupt or cut short)")
         total += count
 
 
@@ -209,7 +229,12 @@ def read_avro(path: str, fs: pafs.FileSystem | None = None) -> FileSchema:
         if header["magic"] != MAGIC:
             raise ValueError(f"not an Avro object container file (magic {header['magic']!r})")
         schema = from_avro_schema(storable_json(header["meta"]["avro.schema"]))
-        return FileSchema(schema=schema, row_count=_count_records(fh, header["sync"]) if fs is None else None)
+        if fs is not None:
+            return FileSchema(schema)
+        try:
+            return FileSchema(schema, _count_records(fh, header["sync"]))
+        except _DamagedData as exc:  # Avro readers read the header, and its blocks up to there
+            return FileSchema(schema, damaged=f"{exc}; the writer schema in its header is kept")
 
 
 def read_avsc(path: str) -> Schema:

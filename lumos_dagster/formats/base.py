@@ -26,20 +26,29 @@ def too_deep(path: str) -> SchemaReadError:
 
 @dataclass(frozen=True)
 class FileSchema:
-    """What one file says about itself."""
+    """What one file says about itself. `damaged`: what is wrong with a file whose schema could still be
+    read (its data is corrupt or cut short); its schema stands, its row count is unknown."""
 
     schema: Schema
     row_count: int | None = None
+    damaged: str | None = None
 
 
 @dataclass(frozen=True)
 class FileResult:
-    """The outcome of reading one file's schema: a schema, or an error saying why not."""
+    """The outcome of reading one file's schema: a schema, or an error saying why not; a schema
+    read from a damaged file says what is wrong with it (`FileSchema.damaged`)."""
 
     path: str
     schema: Schema | None = None
     row_count: int | None = None
     error: str | None = None
+    damaged: str | None = None
+
+    @property
+    def warning(self) -> str | None:
+        """The line that reports a damaged file whose schema was kept."""
+        return f"damaged: {self.damaged}" if self.damaged else None
 
 
 #: how to reach a remote file system, small and picklable (it travels to Spark executors):

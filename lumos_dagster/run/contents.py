@@ -56,6 +56,8 @@ def file_contents(
             errors.append(FileError(path, r.error or "no schema"))
         else:
             readable.append((r.path, r.schema, r.row_count))
+            if r.warning:  # its schema counts; the snapshot says the file is damaged
+                errors.append(FileError(path, r.warning))
     schema, conflicts = merge_schemas([(p, s) for p, s, _ in readable])
     counts = [n for _, _, n in readable if n is not None]
     partition_values: dict[str, set[str]] = {}

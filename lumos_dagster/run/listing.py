@@ -124,5 +124,5 @@ def observe(listing: Listing, results: Mapping[str, FileResult], report: ScanRep
     for (name, pk), files in listing.files.items():
         missing = () if listing.found[name] is not None else (not_found(listing.specs[name]),)
         contents[name, pk] = file_contents(files, results, missing)
-        readable[name, pk] = [path for path, _ in files if results[path].error is None]
+        readable[name, pk] = [p for p, _ in files if results[p].error is None and results[p].damaged is None]
     return Observed(contents, readable, listing.sizes)
