@@ -17,7 +17,7 @@ import json
 import logging
 from typing import Mapping, Sequence
 
-from dagster import AssetExecutionContext, AssetKey, AssetMaterialization, MetadataValue
+from dagster import AssetExecutionContext, AssetKey, AssetMaterialization, AssetObservation, MetadataValue
 from dagster._core.definitions.data_version import DATA_VERSION_IS_USER_PROVIDED_TAG, DATA_VERSION_TAG
 
 from assets.checks import evaluation
@@ -29,7 +29,8 @@ from lumos_dagster.datasets import Catalogue, DatasetSpec
 from lumos_dagster.governance.checks import READABLE_CHECK
 from lumos_dagster.naming import RELEASE_TAG
 from lumos_dagster.progress import Progress
-from lumos_dagster.run.snapshot import BatchOutcome, Services, SnapshotRun
+from lumos_dagster.run.snapshot import BatchOutcome, Services, SnapshotRun, held_message
+from lumos_dagster.schema.gate import how_to_accept
 from lumos_dagster.sources import Source
 from lumos_dagster.windows import Window
 from resources.spark import LumosSparkResource, schema_reader
@@ -37,6 +38,8 @@ from resources.store import CatalogsResource, SnapshotStoreResource
 
 #: a run's step seconds, summed over its ops (a run tag: JSON, step → seconds)
 SECONDS_TAG = "lumos/step_seconds"
+#: an observation's metadata on the page of a dataset held back behind an upstream's failed blocking check
+HELD_BACK = "lumos/held_back"
 
 
 def _services(context: AssetExecutionContext, spark: LumosSparkResource, config: LumosConfig, bills: Bills) -> Services:
@@ -61,7 +64,11 @@ def _events(context: AssetExecutionContext, batch: BatchOutcome, keys: Mapping[s
     # a run of one partition: its check evaluations are of that partition (assets.checks.evaluation)
     partition = context.partition_keys[0] if len(context.partition_keys) == 1 else None
     for o in batch.datasets:  # lineage order: upstreams first
-        if o.held_back is not None:  # not materialized: the warning above says why
+        if o.held_back is not None:  # not materialized, not failed: its page says why, and how to go on
+            why = MetadataValue.md(f"{held_message(o)}; to accept: {how_to_accept(o.held_back[1])}")
+            for pk in context.partition_keys:
+                yield AssetObservation(asset_key=keys[o.spec.name], partition=pk, metadata={HELD_BACK: why})
+            progress.step()
             continue
         key, snaps, checks = keys[o.spec.name], o.recorded, o.judgement.checks
         if snaps:

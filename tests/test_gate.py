@@ -73,6 +73,14 @@ def test_a_breaking_change_fails_the_gate_and_holds_back_downstream_until_accept
     assert "FIELD_REMOVED" in check.metadata["lumos/unaccepted"].value
     assert "clean/orders" in check.metadata["lumos/downstream"].value
     assert materialized(result) == {"raw/orders"}  # its consumers are held back in this run
+    # not failed but held back, saying why on its own page (an observation), with how to go on
+    held = {"/".join(o.asset_key.path): o.metadata["lumos/held_back"].value
+            for e in result.all_events if e.is_asset_observation
+            for o in (e.event_specific_data.asset_observation,)}  # fmt: skip
+    assert set(held) == set(keys) - {"raw/orders"}
+    assert "not materialized: upstream raw/orders failed schema_compatible" in held["clean/orders"]
+    assert "to accept: declare `accept_major` on raw/orders" in held["clean/orders"]
+    assert not [e for e in result.all_events if e.is_failure]
     store = SnapshotStore(load_config(str(path)).store_url)
     latest = store.latest("urn:lumos:dataset:file:raw/orders")
     store.close()

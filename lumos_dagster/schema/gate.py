@@ -6,7 +6,7 @@ A breaking change is accepted when
 * an `allow` rule under `compatibility:` in lumos.yaml matches the dataset, the field
   path and (optionally) the kind, giving a reason, or
 * an acceptance recorded for that version of the dataset (`schema.acceptances`, written by
-  the API's `POST /v1/datasets/{name}/acceptances`) matches it.
+  the API's `POST /v1/dataset/acceptances?name=…`) matches it.
 
 Accepted changes still bump the major version; they just do not fail the gate.
 
@@ -31,7 +31,7 @@ def how_to_accept(dataset: str) -> str:
     failure of a run it stops, `lumos gate`."""
     return (
         f"declare `accept_major` on {dataset}, add a `compatibility.allow` rule in lumos.yaml, or record an "
-        f"acceptance through the API (POST /v1/datasets/{dataset}/acceptances); see docs/compatibility.md"
+        f"acceptance through the API (POST /v1/dataset/acceptances?name={dataset}); see docs/compatibility.md"
     )
 
 

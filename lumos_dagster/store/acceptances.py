@@ -2,7 +2,7 @@
 
 lumos.yaml accepts changes by declaration (`accept_major`, `compatibility.allow`). A CI that has
 had a breaking change approved records it here instead, through the API (`POST
-/v1/datasets/{name}/acceptances`, a write): the acceptance names the dataset, the version the
+/v1/dataset/acceptances?name=…`, a write): the acceptance names the dataset, the version the
 change brings (e.g. `2.0.0`), optionally the field path (glob) and change kind, and why. The gate
 (`lumos gate`, the API's check and gate) honours it for that version only: the next breaking change
 needs its own.
