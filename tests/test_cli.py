@@ -33,6 +33,24 @@ def test_schema_prints_the_canonical_schema_as_json(tmp_path):
     assert doc["fields"][1]["type"] == {"kind": "array", "element": "string", "element_nullable": True}
 
 
+def test_schema_of_a_delta_folder_is_its_latest_version_and_a_plain_folder_is_refused(tmp_path):
+    """`lumos schema` refused a Delta folder ("is a directory"): a table folder is read as a run reads it."""
+    import deltalake
+
+    table = tmp_path / "orders"
+    deltalake.write_deltalake(str(table), pa.table({"id": [1, 2]}))
+    deltalake.write_deltalake(str(table), pa.table({"id": [3], "status": ["new"]}), mode="append",
+                              schema_mode="merge")  # fmt: skip
+    (tmp_path / "plain").mkdir()
+    result = CliRunner().invoke(main, ["schema", str(table)])
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    assert doc["format"] == "delta" and doc["row_count"] == 3
+    assert [f["name"] for f in doc["fields"]] == [f.name for f in deltalake.DeltaTable(str(table)).schema().fields]
+    refused = CliRunner().invoke(main, ["schema", str(tmp_path / "plain")])
+    assert refused.exit_code == 1 and "no table (Delta, Iceberg) keeps its log there" in refused.stderr
+
+
 def test_schema_flat_and_errors_name_the_file(tmp_path):
     good = write_parquet(tmp_path / "a.parquet", pa.table({"u": [{"name": "x"}]}))
     bad = tmp_path / "b.parquet"

@@ -9,6 +9,7 @@ import shlex
 import subprocess
 import sys
 import tempfile
+from typing import TYPE_CHECKING
 
 import click
 
@@ -20,18 +21,61 @@ from lumos_dagster.model import schema_to_json, type_str
 from lumos_dagster.time_partitions import granularity
 from lumos_dagster.wording import plural
 
+if TYPE_CHECKING:
+    from lumos_dagster.formats import FileResult
+
+
+def _entries(folder: str) -> list[os.DirEntry]:
+    try:
+        with os.scandir(folder) as found:
+            return list(found)
+    except OSError:  # unreadable: nothing of a table's there
+        return []
+
+
+def _table_schema(folder: str) -> tuple[str | None, FileResult]:
+    """The table folder at `folder` as of its latest version, as a run snapshots it: (its format, its
+    schema); (None, why not) for a folder that is no table."""
+    from lumos_dagster.formats import FileResult
+    from lumos_dagster.sources.local import list_files
+    from lumos_dagster.tables import ListedFile, claim
+
+    # a table keeps its log in a folder of its own (`_delta_log/`, `metadata/`): looked for there
+    # first, so a folder that is no table is not walked whole
+    logs = [f"{d.name}/{f.name}" for d in _entries(folder) if d.is_dir() for f in _entries(d.path)]
+    if "" not in claim([(path, path) for path in logs])[0]:
+        tables = {}
+    else:
+        tables = claim([(e.path, ListedFile(e.path, e.mtime)) for e in list_files(folder)])[0]
+    if "" not in tables:
+        why = "a folder, and no table (Delta, Iceberg) keeps its log there: give the files, or the table's folder"
+        return None, FileResult(folder, error=why)
+    fmt, listed = tables[""]
+    try:
+        table = fmt.open(folder, None, listed)
+        versions = table.versions()
+        if not versions:
+            return fmt.type, FileResult(folder, error=f"a {fmt.type} table whose log lists no version")
+        state = table.state(versions[-1])
+    except Exception as exc:  # the format's own one-line reason
+        return fmt.type, FileResult(folder, error=f"{fmt.type} table: {exc}")
+    return fmt.type, FileResult(folder, schema=state.schema, row_count=state.stats.row_count)
+
 
 @click.command()
-@click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.argument("files", nargs=-1, required=True, type=click.Path())
 @click.option("--flat", is_flag=True, help="Print flat `a.b.c: type` lines instead of JSON.")
 def schema(files: tuple[str, ...], flat: bool) -> None:
-    """Print the canonical schema of each FILE (Parquet, ORC, Avro, CSV/TSV, JSON)."""
+    """Print the canonical schema of each FILE (Parquet, ORC, Avro, CSV/TSV, JSON), or of a table
+    folder (Delta, Iceberg) as of its latest version."""
     from lumos_dagster.formats import readers
 
     # in worker processes, as discovery reads: a native reader crashing on a file is that file's
     # error, printed below (the pool's own log line about it would say it twice)
     readers.log.setLevel(logging.ERROR)
-    results = readers.PoolReader()([(path, None) for path in files])
+    folders = {path: _table_schema(path) for path in files if os.path.isdir(path)}
+    results = readers.PoolReader()([(path, None) for path in files if path not in folders])
+    results.update({path: found for path, (_, found) in folders.items()})
     out, failed = {}, 0
     for path in files:
         fs = results[path]
@@ -46,7 +90,8 @@ def schema(files: tuple[str, ...], flat: bool) -> None:
             for p, f in fs.schema.flatten():
                 click.echo(f"{p}: {type_str(f.type)}{'' if f.nullable else ' not null'}")
         else:
-            out[path] = {"format": sniff_format(path), "row_count": fs.row_count, "fields": schema_to_json(fs.schema)}
+            fmt = folders[path][0] if path in folders else sniff_format(path)
+            out[path] = {"format": fmt, "row_count": fs.row_count, "fields": schema_to_json(fs.schema)}
     if out:
         click.echo(json.dumps(out if len(files) > 1 else next(iter(out.values())), indent=2, default=str))
     if failed:
