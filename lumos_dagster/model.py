@@ -39,6 +39,8 @@ PRIMITIVE_KINDS = frozenset(
         "date",
         "uuid",
         "json",
+        # semi-structured values that carry their own types (Delta's and Spark's `variant`); not JSON text
+        "variant",
         "interval",
         # a type the source reported that Lumos has no mapping for; native_type says what
         "unknown",

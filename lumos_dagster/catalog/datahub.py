@@ -152,6 +152,10 @@ def _type_class(t: DataType) -> SchemaFieldDataTypeClass:
             inner = DateTypeClass()
         elif t.kind == "null":
             inner = NullTypeClass()
+        elif t.kind == "variant":
+            # DataHub has none; its sources that know variant (Snowflake, Doris, ODCS) give a record.
+            # Its Delta Lake and Unity Catalog sources give null, as for any type they do not know.
+            inner = RecordTypeClass()
         else:  # string, uuid, json, interval, unknown
             inner = StringTypeClass()
     elif isinstance(t, Decimal):

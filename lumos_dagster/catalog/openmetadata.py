@@ -57,7 +57,8 @@ _PRIMITIVES = {
     "boolean": "BOOLEAN", "int8": "TINYINT", "int16": "SMALLINT", "int32": "INT", "int64": "BIGINT",
     "uint8": "SMALLINT", "uint16": "INT", "uint32": "BIGINT", "uint64": "NUMERIC",
     "float16": "FLOAT", "float32": "FLOAT", "float64": "DOUBLE", "string": "STRING", "binary": "BINARY",
-    "date": "DATE", "uuid": "UUID", "json": "JSON", "interval": "INTERVAL", "null": "NULL", "unknown": "UNKNOWN",
+    "date": "DATE", "uuid": "UUID", "json": "JSON", "variant": "VARIANT", "interval": "INTERVAL", "null": "NULL",
+    "unknown": "UNKNOWN",
 }  # fmt: skip
 
 

@@ -67,7 +67,7 @@ NativeLookup = Callable[[str], "str | None"]
 def from_arrow_type(t: pa.DataType, path: str = "", native: NativeLookup | None = None) -> DataType:
     if pat.is_dictionary(t):
         return from_arrow_type(t.value_type, path, native)
-    if isinstance(t, pa.ExtensionType):
+    if isinstance(t, pa.BaseExtensionType):  # Arrow's own (`arrow.uuid`, `arrow.json`) and Python-defined ones
         if t.extension_name == "arrow.uuid":
             return Primitive("uuid")
         if t.extension_name == "arrow.json":

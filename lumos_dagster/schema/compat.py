@@ -10,7 +10,9 @@
   date→timestamp without time zone.
 
 Plus the obvious ones for types those formats do not have (float16, unsigned ints).
-Everything else is not promotable. See docs/compatibility.md for the table.
+Everything else is not promotable: `variant` among them, which Delta's type widening neither widens
+to nor from (a string or JSON text column becomes a variant only by rewriting its data).
+See docs/compatibility.md for the table.
 """
 
 from __future__ import annotations

@@ -242,7 +242,7 @@ _SPARK_PRIMITIVES = {
     "timestamp_ltz": Timestamp("us", "UTC"),
     "timestamp_ntz": Timestamp("us", None),
     "void": Primitive("null"),
-    "variant": Primitive("json"),
+    "variant": Primitive("variant"),
 }
 
 

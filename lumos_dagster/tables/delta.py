@@ -3,7 +3,8 @@
 Everything comes from the log, never from data files: the schema (its `metaData`), the
 partition columns, and the live files with their sizes and row counts (the `add` actions a
 later `remove` has not cancelled). Under column mapping every column carries a
-`delta.columnMapping.id`, which becomes the field id: a renamed column is a rename.
+`delta.columnMapping.id`, which becomes the field id: a renamed column is a rename. A `variant`
+column (at any depth) is `variant` as the log's schema says, not the storage layout Arrow shows.
 
 The versions are those the log lists: a commit file, or a checkpoint whose commits were cleaned
 up (a log of only a checkpoint is the table at that version). A version delta-rs cannot replay
@@ -29,7 +30,7 @@ import pyarrow as pa
 
 from lumos_dagster.formats.arrow import from_arrow_schema
 from lumos_dagster.formats.base import FsSpec
-from lumos_dagster.model import OperationalStats, TableVersion
+from lumos_dagster.model import Array, DataType, Field, Map, OperationalStats, Primitive, Schema, Struct, TableVersion
 from lumos_dagster.tables.base import ListedFile, TableState, UnreadableVersion
 
 if TYPE_CHECKING:
@@ -126,7 +127,9 @@ class DeltaLog:
             except Exception as exc:  # delta-rs cannot replay this version: it fails alone
                 raise UnreadableVersion(self._unreadable(number, exc)) from exc
         delta_schema = dt.schema()
-        schema = from_arrow_schema(pa.schema(delta_schema.to_arrow()), _native_types(delta_schema.to_json()).get)
+        doc = json.loads(delta_schema.to_json())
+        arrow = from_arrow_schema(pa.schema(delta_schema.to_arrow()), _native_types(doc).get)
+        schema = Schema(_with_variants(arrow.fields, doc["fields"]))
         metadata = dt.metadata()
         files = pa.table(dt.get_add_actions(flatten=True))
         rows = files.column("num_records").to_pylist() if "num_records" in files.column_names else [None]
@@ -167,9 +170,33 @@ def _has_deletion_vectors(files: pa.Table) -> bool:
     return any(files.column(c).null_count < files.num_rows for c in columns)
 
 
-def _native_types(schema_json: str) -> dict[str, str]:
-    """Field path → Delta's own spelling of its type (`long`, `decimal(10,2)`, `array<string>`),
-    paths as the Arrow conversion walks them (list and map elements add no segment)."""
+_VARIANT = Primitive("variant")
+
+
+def _with_variants(fields: tuple[Field, ...], delta_fields: list[dict]) -> tuple[Field, ...]:
+    """`fields`, converted from delta-rs' Arrow schema, with the types Delta's own schema (`delta_fields`,
+    the same fields) gives as `variant`: Arrow has no variant, only its storage layout
+    `struct<metadata: binary, value: binary>`, at any depth."""
+    return tuple(replace(f, type=_variant(f.type, d["type"])) for f, d in zip(fields, delta_fields, strict=True))
+
+
+def _variant(t: DataType, delta: Any) -> DataType:
+    if delta == "variant":
+        return _VARIANT
+    kind = None if isinstance(delta, str) else delta["type"]
+    if kind == "struct" and isinstance(t, Struct):
+        return Struct(_with_variants(t.fields, delta["fields"]))
+    if kind == "array" and isinstance(t, Array):
+        return replace(t, element=_variant(t.element, delta["elementType"]))
+    if kind == "map" and isinstance(t, Map):
+        return replace(t, key=_variant(t.key, delta["keyType"]), value=_variant(t.value, delta["valueType"]))
+    return t
+
+
+def _native_types(schema: dict) -> dict[str, str]:
+    """Field path → Delta's own spelling of its type (`long`, `decimal(10,2)`, `array<string>`), from
+    Delta's schema (`schemaString` parsed), paths as the Arrow conversion walks them (list and map
+    elements add no segment)."""
     out: dict[str, str] = {}
 
     def spell(t: Any, path: str) -> str:
@@ -189,5 +216,5 @@ def _native_types(schema_json: str) -> dict[str, str]:
             return f"map<{spell(t['keyType'], path)},{spell(t['valueType'], path)}>"
         return str(kind)
 
-    spell(json.loads(schema_json), "")
+    spell(schema, "")
     return out
