@@ -31,7 +31,7 @@ from sensors.releases import dataset_schedule_sensor, release_sensor
 from sensors.retention import retention_job
 from sensors.schedules import cadence_jobs, cadence_schedules
 from sensors.storage import storage_sensor
-from sensors.sync import lumos_sync
+from sensors.sync import sync_job
 from sensors.tables import table_sensor
 from sensors.triggers import Targets
 
@@ -60,7 +60,15 @@ def assemble(config: LumosConfig, state: RegistryState | None = None) -> Assembl
     by_cadence, missing = build_dataset_assets(config, catalogue, sources, keys)
     jobs = cadence_jobs(by_cadence)
     targets = Targets(catalogue.by_name(), keys, by_cadence, jobs)
-    sensors = [storage_sensor(s, config, targets) for s in sources.values() if isinstance(s, FileSource)]
+    store_resource = SnapshotStoreResource.of(config.store_url)
+    resources = {
+        "spark": spark_resource(config.spark),
+        "lumos_store": store_resource,
+        "lumos_catalogs": CatalogsResource.from_config(config),
+        "lumos_io_manager": LumosIOManager(store=store_resource),
+    }
+    sync = sync_job(resources)
+    sensors = [storage_sensor(s, config, targets, sync) for s in sources.values() if isinstance(s, FileSource)]
     sensors += [
         table_sensor(s, config.store_url, targets)
         for s in sources.values()
@@ -72,7 +80,6 @@ def assemble(config: LumosConfig, state: RegistryState | None = None) -> Assembl
         sensors.append(
             release_sensor(config.resolve_location(config.releases.watch), targets, config.releases.endpoint_url)
         )
-    store_resource = SnapshotStoreResource.of(config.store_url)
     reports = [report_assets(config, catalogue)]
     discover, discover_daily = discovery_job(config, {d.name for d in catalogue.datasets})
     nudge = nudge_job(config)
@@ -81,7 +88,7 @@ def assemble(config: LumosConfig, state: RegistryState | None = None) -> Assembl
     )
     definitions = Definitions(
         assets=[*(a for chunk in by_cadence.values() for a in chunk), *missing, *reports],
-        jobs=[*jobs.values(), discover, lumos_sync, retention, *(nudge[:1] if nudge else ())],
+        jobs=[*jobs.values(), discover, sync, retention, *(nudge[:1] if nudge else ())],
         schedules=[
             *cadence_schedules(
                 by_cadence, jobs, config.partitions.datasets_per_run, parse_lag(config.partitions.snapshot_lag)
@@ -94,12 +101,7 @@ def assemble(config: LumosConfig, state: RegistryState | None = None) -> Assembl
         # one process per run: its steps share one Spark session (a step per process would start a JVM
         # each) and the run does not pay a second interpreter start and code-location load
         executor=in_process_executor,
-        resources={
-            "spark": spark_resource(config.spark),
-            "lumos_store": store_resource,
-            "lumos_catalogs": CatalogsResource.from_config(config),
-            "lumos_io_manager": LumosIOManager(store=store_resource),
-        },
+        resources=resources,
     )
     return Assembly(definitions, targets)
 

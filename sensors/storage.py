@@ -17,7 +17,7 @@ import json
 import time
 from collections import defaultdict
 
-from dagster import DefaultSensorStatus, RunRequest, SensorDefinition, SensorResult, SkipReason, sensor
+from dagster import DefaultSensorStatus, JobDefinition, RunRequest, SensorDefinition, SensorResult, SkipReason, sensor
 
 from lumos_dagster.config import LumosConfig
 from lumos_dagster.delivery.catalogs import build_catalogs
@@ -30,7 +30,7 @@ from lumos_dagster.sources.base import FileSource
 from lumos_dagster.store import SnapshotStore
 from sensors.reload import request_reload
 from sensors.run_tags import AUTOMATION_RUN_TAGS
-from sensors.sync import SYNC_JOB, lumos_sync
+from sensors.sync import SYNC_JOB
 from sensors.triggers import Targets
 
 #: seconds between ticks: a change reaches the catalog within a tick, the queue and one run
@@ -105,8 +105,9 @@ def _retire(store: SnapshotStore, config: LumosConfig, source: str, vanished: li
 
 
 def storage_sensor(
-    source: FileSource, config: LumosConfig, targets: Targets, interval: int = INTERVAL
+    source: FileSource, config: LumosConfig, targets: Targets, sync: JobDefinition, interval: int = INTERVAL
 ) -> SensorDefinition:
+    """`sync`: the lumos_sync job (sensors.sync.sync_job), which delivers a vanished dataset's tombstone."""
     cadences = sorted({s.cadence for s in targets.specs.values() if s.source == source.name})
 
     @sensor(
@@ -116,7 +117,7 @@ def storage_sensor(
         minimum_interval_seconds=interval,
         default_status=DefaultSensorStatus.RUNNING,
         # a source without datasets yet still records new ones: its cadence's job, once it has some
-        jobs=[*(targets.jobs[c] for c in cadences or [config.partitions.cadence] if c in targets.jobs), lumos_sync],
+        jobs=[*(targets.jobs[c] for c in cadences or [config.partitions.cadence] if c in targets.jobs), sync],
     )
     def _storage(context):
         cursor = json.loads(context.cursor) if context.cursor else {}

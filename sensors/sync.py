@@ -1,7 +1,9 @@
 """`lumos sync` as a Dagster job: what the outbox holds delivered to every catalog. Sensors request it
 when they queue something without a snapshot run to deliver it (a vanished dataset's tombstone)."""
 
-from dagster import OpExecutionContext, job, op
+from collections.abc import Mapping
+
+from dagster import JobDefinition, OpExecutionContext, job, op
 
 from lumos_dagster.delivery.outbox import deliver
 from resources.store import CatalogsResource, SnapshotStoreResource
@@ -22,6 +24,17 @@ def deliver_outbox(context: OpExecutionContext, lumos_store: SnapshotStoreResour
                              f"{len(report.failed)} failed (left queued)")  # fmt: skip
 
 
-@job(name=SYNC_JOB, description="Deliver what the outbox holds to every catalog (`lumos sync`).")
-def lumos_sync():
-    deliver_outbox()
+def sync_job(resources: Mapping[str, object]) -> JobDefinition:
+    """The job, its resources bound here: where Definitions binds them, Dagster 1.13 copies each sensor that
+    requests the job, and the copy warns (BetaWarning, the sensor's `owners` passed as [] for none) at every
+    load of the code location."""
+
+    @job(
+        name=SYNC_JOB,
+        description="Deliver what the outbox holds to every catalog (`lumos sync`).",
+        resource_defs={key: resources[key] for key in ("lumos_store", "lumos_catalogs")},
+    )
+    def lumos_sync():
+        deliver_outbox()
+
+    return lumos_sync

@@ -34,6 +34,7 @@ COMMANDS = {
     "search": "governance:search",
     "serve": "serve:serve",
     "deploy": "deploy:deploy",
+    "init": "init:init",
 }
 
 

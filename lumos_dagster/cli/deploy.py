@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 import click
 import yaml
 
+from lumos_dagster.cli.instance import MONITOR_POLL_SECONDS, PYTHON_LOGS, RUN_LAUNCHER, TELEMETRY
 from lumos_dagster.errors import LumosError
 
 if TYPE_CHECKING:
@@ -185,7 +186,7 @@ class Deployment:
             },
             # Dagster's DefaultRunLauncher, able to tell that a run's process died: every process here
             # runs on this machine, where a pid names a process (resources/launcher.py)
-            "run_launcher": {"module": "resources.launcher", "class": "LumosRunLauncher"},
+            "run_launcher": RUN_LAUNCHER,
             "run_monitoring": {
                 "enabled": True,
                 # a run whose worker never reports that it started fails after this
@@ -194,7 +195,7 @@ class Deployment:
                 # until its max runtime fails it: an hour, well above a run of the largest code location
                 # (docs/deploy.md: ~1 min)
                 "max_runtime_seconds": 3600,
-                "poll_interval_seconds": 30,
+                "poll_interval_seconds": MONITOR_POLL_SECONDS,
             },
             "retention": {
                 kind: {"purge_after_days": {"skipped": 1, "success": 7, "failure": 30}}
@@ -210,8 +211,8 @@ class Deployment:
             # asset without a freshness policy (none of Lumos' has one) writes one event the first time:
             # at 100,000 datasets it held most of the daemon's CPU and 4.7 GB (docs/deploy.md)
             "freshness": {"enabled": False},
-            "telemetry": {"enabled": False},
-            "python_logs": {"python_log_level": "INFO"},
+            "telemetry": TELEMETRY,
+            "python_logs": PYTHON_LOGS,
         }
 
     def write(self) -> None:
