@@ -60,6 +60,8 @@ def _describe(source: TableSource, spec: DatasetSpec, ends: Sequence[datetime | 
     try:
         states = source.history(spec.location)
         now = source.describe(spec.location) if states is None else (states[-1] if states else None)
+        # a source may read a state only when a window sees it (Iceberg's manifests): that may fail too
+        seen = [as_of(states, end) for end in ends] if states else []
     except Exception as exc:  # a database that fails this dataset fails this dataset only
         failed = Contents(errors=(FileError(spec.uri, f"cannot describe it: {type(exc).__name__}: {exc}"),))
         return 0, [failed] * len(ends)
@@ -68,7 +70,7 @@ def _describe(source: TableSource, spec: DatasetSpec, ends: Sequence[datetime | 
     if states is None:
         return now.stats.total_bytes, [_contents(now)] * len(ends)
     # a window before the table's first commit has nothing to read, like a day without files
-    return now.stats.total_bytes, [_contents(seen) if (seen := as_of(states, end)) else Contents() for end in ends]
+    return now.stats.total_bytes, [_contents(state) if state else Contents() for state in seen]
 
 
 def list_datasets(datasets: Sequence[DatasetSpec], windows: Sequence[Window], sources: Mapping[str, Source],

@@ -10,7 +10,7 @@ from __future__ import annotations
 import builtins
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Callable, Iterator
+from typing import Callable, Iterator, Sequence
 
 from lumos_dagster.code import StoredSql
 from lumos_dagster.formats import FsSpec
@@ -115,7 +115,7 @@ class TableSource(ABC):
     def describe(self, location: str) -> TableDescription | None:
         """The table's description now; None when it is gone."""
 
-    def history(self, location: str) -> list[TableDescription] | None:
+    def history(self, location: str) -> Sequence[TableDescription] | None:
         """The table's states, oldest first, each with its commit time in `table.committed_at`, for a
         source that keeps them (Iceberg snapshots); None: only `describe` (now) is known. [] when gone."""
         return None

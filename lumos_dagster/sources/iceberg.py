@@ -1,13 +1,14 @@
 """Iceberg tables through a catalog (SQL on PostgreSQL or SQLite, REST, Hive), with pyiceberg.
 
 Each table is one dataset, named `namespace.table` as DataHub's own Iceberg source names it, on
-DataHub's `iceberg` platform. Its history is the table's snapshots (`lumos_dagster.tables.iceberg`):
-only metadata is read, never a data file.
+DataHub's `iceberg` platform. Its history is the table's snapshots and schema changes
+(`lumos_dagster.tables.iceberg_history`): only metadata and manifests are read, never a data file.
 """
 
 from __future__ import annotations
 
 from fnmatch import fnmatchcase
+from typing import Sequence
 
 from pyiceberg.catalog import Catalog, load_catalog
 from pyiceberg.exceptions import NoSuchTableError
@@ -18,11 +19,31 @@ from lumos_dagster.plugins import expand_secrets, mask_secrets
 from lumos_dagster.report import ScanReport
 from lumos_dagster.sources.base import Progress, TableDescription, TableSource
 from lumos_dagster.tables.base import TableState
-from lumos_dagster.tables.iceberg_history import FORMAT, history
+from lumos_dagster.tables.iceberg_history import FORMAT, IcebergHistory
 
 
 def describe_state(state: TableState) -> TableDescription:
     return TableDescription(schema=state.schema, stats=state.stats, description=state.description, table=state.table)
+
+
+class _Described(Sequence[TableDescription]):
+    """A table's states, each with its partition values (read from its snapshot's manifests) only when a
+    run asks for it: a run of the last day reads one snapshot's manifests, not every snapshot's."""
+
+    def __init__(self, history: IcebergHistory):
+        self.history = history
+        self._described: dict[int, TableDescription] = {}  # a backfill's windows share states
+
+    def __len__(self) -> int:
+        return len(self.history.states)
+
+    def __getitem__(self, i):
+        found = range(len(self))[i]  # as a list indexes: from the end when negative, IndexError past it
+        if isinstance(found, range):
+            return [self[j] for j in found]
+        if found not in self._described:
+            self._described[found] = describe_state(self.history.with_partitions(self.history.states[found]))
+        return self._described[found]
 
 
 class IcebergSource(TableSource):
@@ -65,7 +86,8 @@ class IcebergSource(TableSource):
                     if not self._wanted(namespace, table):
                         report.skip(name, "excluded by the source's namespaces/exclude")
                         continue
-                    now = history(catalog.load_table(identifier).metadata)[-1]
+                    loaded = catalog.load_table(identifier)
+                    now = IcebergHistory(loaded.metadata, loaded.io).states[-1]
                     records.append(
                         DatasetRecord(
                             name=name,
@@ -88,12 +110,12 @@ class IcebergSource(TableSource):
         report.datasets_found += len(records)
         return records
 
-    def history(self, location: str) -> list[TableDescription]:
+    def history(self, location: str) -> Sequence[TableDescription]:
         try:
             table = self.catalog().load_table(location)
         except NoSuchTableError:
             return []
-        return [describe_state(s) for s in history(table.metadata)]
+        return _Described(IcebergHistory(table.metadata, table.io))
 
     def describe(self, location: str) -> TableDescription | None:
         states = self.history(location)

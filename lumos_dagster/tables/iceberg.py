@@ -2,8 +2,10 @@
 its `data/` and `metadata/` hold (`lumos_dagster.tables` groups every file under it into it).
 
 The current metadata file is the one `metadata/version-hint.text` names, else the highest
-version; pyiceberg reads it (`StaticTable`) and `tables/iceberg_history.py` turns it into the
-table's states. Neither manifests nor data files are opened.
+version; pyiceberg reads it and `tables/iceberg_history.py` turns it into the table's states (with,
+for the states a run reads, the partition values from their manifests). Data files are never opened.
+A table copied or moved keeps the absolute paths it was written at in its metadata: the files they
+name are read from the table's own `metadata/` folder when it holds them.
 """
 
 from __future__ import annotations
@@ -86,24 +88,29 @@ class IcebergTable:
 
     def __init__(self, uri: str, fs: FsSpec | None, listed: Sequence[ListedFile]):
         from pyiceberg.io import load_file_io
-        from pyiceberg.table import StaticTable
+        from pyiceberg.serializers import FromInputFile
 
-        from lumos_dagster.tables.iceberg_history import history
+        from lumos_dagster.tables.iceberg_history import FolderIO, IcebergHistory
 
         base, props = _location(uri, fs), _properties(fs)
-        files = [f.path for f in listed if metadata_version(posixpath.basename(f.path)) is not None]
+        in_metadata = [f.path for f in listed if posixpath.dirname(f.path) == METADATA_DIR]
         hint = None
-        if any(f.path == VERSION_HINT for f in listed):
+        if VERSION_HINT in in_metadata:
             path = f"{base}/{VERSION_HINT}"
             with load_file_io(props, path).new_input(path).open() as stream:
                 hint = stream.read().decode()
-        current = current_metadata([f for f in files if posixpath.dirname(f) == METADATA_DIR], hint)
+        current = current_metadata(
+            [f for f in in_metadata if metadata_version(posixpath.basename(f)) is not None], hint
+        )
         if current is None:
             raise ValueError(f"no metadata file in {uri}/{METADATA_DIR}")
-        self.states = {s.table: s for s in history(StaticTable.from_metadata(f"{base}/{current}", props).metadata)}
+        path = f"{base}/{current}"
+        io = FolderIO(load_file_io(props, path), f"{base}/{METADATA_DIR}", {posixpath.basename(f) for f in in_metadata})
+        self.history = IcebergHistory(FromInputFile.table_metadata(io.new_input(path)), io)
+        self.states = {s.table: s for s in self.history.states}
 
     def versions(self) -> list[TableVersion]:
         return list(self.states)
 
     def state(self, version: TableVersion) -> TableState:
-        return self.states[version]
+        return self.history.with_partitions(self.states[version])

@@ -1,20 +1,31 @@
-"""An Iceberg table's history, schemas and layout, from its current metadata file (pyiceberg's
-`TableMetadata`), never from its data files.
+"""An Iceberg table's history, schemas and layout, from its metadata (pyiceberg's `TableMetadata`),
+never from its data files.
 
-Everything comes from the metadata: the schemas with their field ids (so a rename by id is a
-rename), the snapshots with the schema id each was written with and when each became current,
-the partition spec and sort order. Data and manifest files are not opened, so a file a later
-commit removed is never read. Used for tables found in storage (`tables/iceberg.py`) and through
-a catalog (`sources/iceberg.py`).
+The states come from the current metadata file: the schemas with their field ids (so a rename by id
+is a rename), the snapshots with the schema id each was written with and when each became current,
+the partition spec and sort order. A schema change committed without a write gets its own state at
+its own commit, read from the earlier metadata file the metadata log names. A state's partition
+values come from its snapshot's manifests, read only for the states a run asks for; data files are
+never opened, so a file a later commit removed is never read. Used for tables found in storage
+(`tables/iceberg.py`) and through a catalog (`sources/iceberg.py`).
 """
 
 from __future__ import annotations
 
+import posixpath
+from dataclasses import replace
 from datetime import datetime, timezone
+from typing import Iterable, Sequence
 
 from pyiceberg import types as it
+from pyiceberg.io import FileIO, InputFile, OutputFile
+from pyiceberg.manifest import ManifestContent, ManifestFile
+from pyiceberg.partitioning import PartitionField, PartitionSpec
 from pyiceberg.schema import Schema as IcebergSchema
+from pyiceberg.serializers import FromInputFile
 from pyiceberg.table.metadata import TableMetadata
+from pyiceberg.table.snapshots import Snapshot
+from pyiceberg.transforms import IdentityTransform, VoidTransform
 
 from lumos_dagster.model import (
     Array,
@@ -92,37 +103,41 @@ def _ms(ms: int) -> datetime:
     return datetime.fromtimestamp(ms / 1000, timezone.utc)
 
 
-def _column(schema: IcebergSchema, field_id: int) -> str:
-    try:
-        return schema.find_column_name(field_id) or f"#{field_id}"
-    except ValueError:  # the source column was dropped since
-        return f"#{field_id}"
+def _column(schemas: Sequence[IcebergSchema], field_id: int) -> str:
+    """The column's name in the first of `schemas` that has it."""
+    for schema in schemas:
+        try:
+            if name := schema.find_column_name(field_id):
+                return name
+        except ValueError:
+            pass
+    return f"#{field_id}"  # the source column was dropped since
 
 
-def partition_keys(metadata: TableMetadata, schema: IcebergSchema) -> tuple[str, ...]:
-    spec = metadata.spec()
-    out = []
-    for pf in spec.fields:
-        column = _column(schema, pf.source_id)
-        transform = str(pf.transform)
-        out.append(column if transform == "identity" else f"{transform}({column})")
-    return tuple(out)
+def _term(schemas: Sequence[IcebergSchema], source_id: int, transform) -> str:
+    column = _column(schemas, source_id)
+    return column if isinstance(transform, IdentityTransform) else f"{transform}({column})"
 
 
-def sort_order(metadata: TableMetadata, schema: IcebergSchema) -> tuple[str, ...]:
+def partition_keys(spec: PartitionSpec, schemas: Sequence[IcebergSchema]) -> tuple[str, ...]:
+    """The spec's fields, `region`, `bucket[4](id)`, its columns named as in the first of `schemas`."""
+    return tuple(_term(schemas, pf.source_id, pf.transform) for pf in spec.fields)
+
+
+def sort_order(metadata: TableMetadata, schemas: Sequence[IcebergSchema]) -> tuple[str, ...]:
     order = metadata.sort_order_by_id(metadata.default_sort_order_id)
     if order is None:
         return ()
     out = []
     for sf in order.fields:
-        column, transform = _column(schema, sf.source_id), str(sf.transform)
-        term = column if transform == "identity" else f"{transform}({column})"
+        term = _term(schemas, sf.source_id, sf.transform)
         out.append(f"{term} {sf.direction.name} {sf.null_order.value.upper().replace('-', ' ')}")
     return tuple(out)
 
 
-def _stats(summary, committed_at: datetime, keys: tuple[str, ...]) -> OperationalStats:
-    """Files, bytes and rows from the snapshot's summary totals: no manifest is read."""
+def _stats(summary, committed_at: datetime) -> OperationalStats:
+    """Files, bytes and rows from the snapshot's summary totals; the partition values are added from
+    the manifests for the states a run reads (`IcebergHistory.with_partitions`)."""
     totals = summary.additional_properties if summary is not None else {}
 
     def total(key: str) -> int | None:
@@ -134,40 +149,156 @@ def _stats(summary, committed_at: datetime, keys: tuple[str, ...]) -> Operationa
         total_bytes=total("total-files-size") or 0,
         row_count=total("total-records"),
         last_modified=committed_at,
-        # the values live in manifests, which are not read: the keys say how the table is laid out
-        partition_values={k: [] for k in keys},
     )
 
 
-def history(metadata: TableMetadata) -> list[TableState]:
-    """Every state the metadata still knows, oldest first: one per snapshot-log entry (an expired
-    snapshot is gone from it; a rollback is current from its entry), each with the schema its
-    snapshot was written with; then, when the schema changed after the last snapshot, the current
-    schema at the table's last update. `table.version` is the Iceberg snapshot id (what
-    `VERSION AS OF` takes), "" before the first write.
+#: a partition field as its values are gathered: its source column's id and its transform
+FieldKey = tuple[int, str]
 
-    Partition spec and sort order are the current ones (Iceberg keeps no history of them).
+
+def _value_keys(fields: Iterable[PartitionField], schemas: Sequence[IcebergSchema]) -> dict[FieldKey, str]:
+    """Under which key each partition field's values go: its source column's name, so that the column
+    shows as a partitioning key the way Delta's partition columns do (the transform is in the table
+    version's `partition_spec`). Where several fields share a column (`bucket[4](id)` beside `id`), the
+    identity one, else the first, takes the column's name and the others their own partition names."""
+    out: dict[FieldKey, str] = {}
+    for pf in sorted(fields, key=lambda f: (not isinstance(f.transform, IdentityTransform), f.field_id)):
+        key, column = (pf.source_id, str(pf.transform)), _column(schemas, pf.source_id)
+        if key not in out:
+            out[key] = pf.name if column in out.values() else column
+    return out
+
+
+class IcebergHistory:
+    """A table's states, oldest first (`states`), from its current metadata and, for schema changes
+    committed without a write, the earlier metadata files it logs; and any one state with the partition
+    values of its snapshot's live data files (`with_partitions`), each manifest read once.
+
+    A state is the table at a write (one per snapshot-log entry: an expired snapshot is gone from it, a
+    rollback is current from its entry), with the schema its snapshot was written with, or at a commit
+    that changed the current schema without a write. `table.version` is the Iceberg snapshot id current
+    then (what `VERSION AS OF` takes), "" before the first write; a table never written is one state, at
+    its last update. Partition spec and sort order are the current ones (Iceberg keeps no history of
+    them), named as in the state's schema.
     """
-    schemas = {s.schema_id: s for s in metadata.schemas}
-    current = metadata.schema()
-    keys, order = partition_keys(metadata, current), sort_order(metadata, current)
-    comment = metadata.properties.get("comment")
-    converted: dict[int, Schema] = {}  # most snapshots share a schema: each is converted once
 
-    def state(schema_id: int, snap, at_ms: int) -> TableState:
-        at = _ms(at_ms)
-        if schema_id not in converted:
-            converted[schema_id] = to_schema(schemas[schema_id])
-        table = TableVersion(FORMAT, str(snap.snapshot_id) if snap else "", at, keys, order)
-        return TableState(converted[schema_id], table, _stats(snap.summary if snap else None, at, keys), comment)
+    def __init__(self, metadata: TableMetadata, io: FileIO):
+        self.metadata, self.io = metadata, io
+        self._schemas = {s.schema_id: s for s in metadata.schemas}
+        self._schema_of: dict[TableVersion, IcebergSchema] = {}
+        self._converted: dict[int, Schema] = {}  # most states share a schema: each is converted once
+        self._manifests: dict[str, dict[FieldKey, set[str]]] = {}
+        self.states = self._history()
 
-    states: list[TableState] = []
-    last_schema = None
-    for entry in sorted(metadata.snapshot_log, key=lambda e: e.timestamp_ms):
-        snap = metadata.snapshot_by_id(entry.snapshot_id)
-        if snap is not None:  # v1 tables may leave a snapshot's schema id out: the current one then
-            last_schema = snap.schema_id if snap.schema_id in schemas else metadata.current_schema_id
-            states.append(state(last_schema, snap, entry.timestamp_ms))
-    if last_schema != metadata.current_schema_id:
-        states.append(state(metadata.current_schema_id, metadata.current_snapshot(), metadata.last_updated_ms))
-    return states
+    def _history(self) -> list[TableState]:
+        md = self.metadata
+        writes = []  # (commit ms, schema id, snapshot)
+        for entry in sorted(md.snapshot_log, key=lambda e: e.timestamp_ms):
+            snap = md.snapshot_by_id(entry.snapshot_id)
+            if snap is not None:  # v1 tables may leave a snapshot's schema id out: the current one then
+                schema_id = snap.schema_id if snap.schema_id in self._schemas else md.current_schema_id
+                writes.append((entry.timestamp_ms, schema_id, snap))
+        states: list[TableState] = []
+        last = None  # the schema of the newest state
+        for i, (at, schema_id, snap) in enumerate(writes):
+            states.append(self._state(schema_id, snap, at))
+            last = schema_id
+            following = writes[i + 1] if i + 1 < len(writes) else None
+            if (following[1] if following else md.current_schema_id) != last:  # the schema changed in between
+                for changed, current, changed_at in self._schema_commits(at, following[0] if following else None):
+                    if changed != last:
+                        states.append(self._state(changed, current, changed_at))
+                        last = changed
+        if last != md.current_schema_id:  # never written, or an earlier metadata file is gone
+            states.append(self._state(md.current_schema_id, md.current_snapshot(), md.last_updated_ms))
+        return states
+
+    def _schema_commits(self, after: int, before: int | None) -> list[tuple[int, Snapshot, int]]:
+        """The commits strictly between two writes (or after the last one): the schema id and snapshot
+        current in each, and its time, from the earlier metadata files the log names. A file that is gone
+        or unreadable is left out: its change arrives with the next state."""
+        out = []
+        for entry in self.metadata.metadata_log:
+            if entry.timestamp_ms <= after or (before is not None and entry.timestamp_ms >= before):
+                continue
+            try:
+                earlier = FromInputFile.table_metadata(self.io.new_input(entry.metadata_file))
+            except (OSError, ValueError):
+                continue
+            snap = self.metadata.snapshot_by_id(earlier.current_snapshot_id) if earlier.current_snapshot_id else None
+            if snap is not None and earlier.current_schema_id in self._schemas:
+                out.append((earlier.current_schema_id, snap, entry.timestamp_ms))
+        return sorted(out, key=lambda c: c[2])
+
+    def _state(self, schema_id: int, snap: Snapshot | None, at_ms: int) -> TableState:
+        md, at, schema = self.metadata, _ms(at_ms), self._schemas[schema_id]
+        if schema_id not in self._converted:
+            self._converted[schema_id] = to_schema(schema)
+        names = (schema, md.schema())
+        table = TableVersion(
+            FORMAT, str(snap.snapshot_id) if snap else "", at, partition_keys(md.spec(), names), sort_order(md, names)
+        )
+        self._schema_of[table] = schema
+        summary = snap.summary if snap else None
+        return TableState(self._converted[schema_id], table, _stats(summary, at), md.properties.get("comment"))
+
+    def with_partitions(self, state: TableState) -> TableState:
+        """`state` (one of `states`) with the partition values of its snapshot's live data files, as
+        pyiceberg spells them in paths (`2026-11-20-10` for an hour, `null`), from its manifests."""
+        md = self.metadata
+        snap = md.snapshot_by_id(int(state.table.version)) if state.table.version else None
+        manifests = [m for m in snap.manifests(self.io) if m.content == ManifestContent.DATA] if snap else []
+        specs = [md.spec(), *(md.specs()[m.partition_spec_id] for m in manifests)]
+        fields = [pf for spec in specs for pf in spec.fields if not isinstance(pf.transform, VoidTransform)]
+        values: dict[FieldKey, set[str]] = {(pf.source_id, str(pf.transform)): set() for pf in fields}
+        for manifest in manifests:
+            for key, found in self._manifest_values(manifest).items():
+                values[key] |= found
+        keys = _value_keys(fields, (self._schema_of[state.table], md.schema()))
+        partitions = {keys[key]: sorted(found) for key, found in values.items() if key in keys}
+        return replace(state, stats=replace(state.stats, partition_values=partitions))
+
+    def _manifest_values(self, manifest: ManifestFile) -> dict[FieldKey, set[str]]:
+        """The partition values of a manifest's live entries, per field; a manifest never changes, so each
+        is read once for all the states that hold it."""
+        found = self._manifests.get(manifest.manifest_path)
+        if found is None:
+            spec = self.metadata.specs()[manifest.partition_spec_id]
+            fields = [(i, pf, self._result_type(pf)) for i, pf in enumerate(spec.fields)
+                      if not isinstance(pf.transform, VoidTransform)]  # fmt: skip
+            found = {(pf.source_id, str(pf.transform)): set() for _, pf, _ in fields}
+            for entry in manifest.fetch_manifest_entry(self.io, discard_deleted=True):
+                for i, pf, result in fields:
+                    value = pf.transform.to_human_string(result, entry.data_file.partition[i])
+                    found[pf.source_id, str(pf.transform)].add(value)
+            self._manifests[manifest.manifest_path] = found
+        return found
+
+    def _result_type(self, pf: PartitionField) -> it.IcebergType:
+        """The type of a partition field's values, from the newest schema that has its source column."""
+        for schema in reversed(self.metadata.schemas):
+            try:
+                return pf.transform.result_type(schema.find_type(pf.source_id))
+            except ValueError:
+                continue
+        raise ValueError(f"partition field {pf.name}: no schema has its source column {pf.source_id}")
+
+
+class FolderIO(FileIO):
+    """A FileIO that reads the metadata files, manifest lists and manifests a table's metadata names (by
+    absolute paths) from the table's own metadata folder, where a listing found them (`names`): a table
+    found in storage may have been copied or moved since it was written."""
+
+    def __init__(self, io: FileIO, folder: str, names: set[str]):
+        super().__init__(io.properties)
+        self.io, self.folder, self.names = io, folder, names
+
+    def new_input(self, location: str) -> InputFile:
+        name = posixpath.basename(location)
+        return self.io.new_input(f"{self.folder}/{name}" if name in self.names else location)
+
+    def new_output(self, location: str) -> OutputFile:
+        return self.io.new_output(location)
+
+    def delete(self, location: str | InputFile | OutputFile) -> None:
+        self.io.delete(location)
