@@ -1,6 +1,8 @@
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from lumos_dagster.model import BREAKING, INFORMATIONAL, POLICIES, schema_from_json
+from lumos_dagster.model import BREAKING, INFORMATIONAL, POLICIES, Field, Primitive, schema_from_json
 from lumos_dagster.schema.diff import diff_schemas, diff_snapshots
 from lumos_dagster.schema.versioning import judge
 from tests.cases import load_cases
@@ -105,3 +107,34 @@ def test_every_avro_resolution_rule_has_a_row():
     tagged = {rule for case in CASES for rule in case.get("avro", ())}
     assert tagged - AVRO_RULES.keys() == set(), "a row names a rule not in AVRO_RULES"
     assert AVRO_RULES.keys() - tagged == set(), "rules with no row in tests/cases/diff.yaml"
+
+
+def _renames_pairwise(removed, added):
+    """The rename rule as it was written first, comparing every pair: the oracle for `_renames`."""
+    added, out = list(added), []
+    for o in removed:
+        n = next((a for a in added if (o.field_id is not None and o.field_id == a.field_id)
+                  or o.name in a.aliases or a.name in o.aliases), None)  # fmt: skip
+        if n is not None:
+            added.remove(n)
+            out.append((o, n))
+    return out
+
+
+_rename_fields = st.builds(
+    Field,
+    name=st.sampled_from("abcdef"),
+    type=st.just(Primitive("int64")),
+    field_id=st.none() | st.integers(1, 4),
+    aliases=st.lists(st.sampled_from("abcdef"), max_size=2).map(tuple),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_rename_fields, max_size=6), st.lists(_rename_fields, max_size=6))
+def test_renames_found_through_indexes_are_the_pairwise_rules(removed, added):
+    from lumos_dagster.schema.diff import _renames
+
+    assert [(id(o), id(n)) for o, n in _renames(removed, added)] == [
+        (id(o), id(n)) for o, n in _renames_pairwise(removed, added)
+    ]

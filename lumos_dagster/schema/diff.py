@@ -125,14 +125,14 @@ class _Differ:
         if len(pairs) != len(new):
             old_names = {f.name for f in old}
             added = [f for f in new if f.name not in old_names]
-        renamed = False
-        for o in list(removed) if added else ():  # renames, only where field ids or aliases prove them
-            n = next((a for a in added if _renamed(o, a)), None)
-            if n is None:
-                continue
-            renamed = True
-            removed.remove(o)
-            added.remove(n)
+        renames = _renames(removed, added)
+        renamed = bool(renames)
+        if renamed:
+            taken = {id(n) for _, n in renames}
+            gone = {id(o) for o, _ in renames}
+            removed = [o for o in removed if id(o) not in gone]
+            added = [a for a in added if id(a) not in taken]
+        for o, n in renames:
             pairs.append((o, n))
             by_id = o.field_id is not None and o.field_id == n.field_id
             # an id-resolving reader (Iceberg, Parquet ids) follows a rename both ways; an
@@ -253,10 +253,37 @@ def _inner(path: str, old: DataType, new: DataType, suffix: str) -> str:
     return path if isinstance(old, Struct) and isinstance(new, Struct) else _sub(path, suffix)
 
 
-def _renamed(old: Field, new: Field) -> bool:
-    if old.field_id is not None and old.field_id == new.field_id:
-        return True
-    return old.name in new.aliases or new.name in old.aliases
+def _renames(removed: Sequence[Field], added: Sequence[Field]) -> list[tuple[Field, Field]]:
+    """(old, new) renames, only where field ids or aliases prove them: each removed field, in order,
+    takes the first added field not yet taken that has its field id, lists its name as an alias, or
+    is named by one of its aliases. Found through indexes of the added fields, not by comparing every
+    pair: a schema of 10,000 fields against another took seconds."""
+    if not removed or not added:
+        return []
+    order = {id(a): i for i, a in enumerate(added)}
+    by_id: dict[int, list[Field]] = {}
+    by_alias: dict[str, list[Field]] = {}
+    by_name: dict[str, list[Field]] = {}
+    for a in added:
+        if a.field_id is not None:
+            by_id.setdefault(a.field_id, []).append(a)
+        for alias in a.aliases:
+            by_alias.setdefault(alias, []).append(a)
+        by_name.setdefault(a.name, []).append(a)
+    taken: set[int] = set()
+    out = []
+    for o in removed:
+        candidates = [
+            *(by_id.get(o.field_id, ()) if o.field_id is not None else ()),
+            *by_alias.get(o.name, ()),
+            *(a for alias in o.aliases for a in by_name.get(alias, ())),
+        ]
+        free = [a for a in candidates if id(a) not in taken]
+        if free:
+            n = min(free, key=lambda a: order[id(a)])
+            taken.add(id(n))
+            out.append((o, n))
+    return out
 
 
 def _longest_increasing(values: list[int]) -> set[int]:
