@@ -38,9 +38,10 @@ def _location_keys(instance) -> tuple[set[str], object]:
     return keys, (context, location, repo)
 
 
-def test_a_run_worker_builds_the_definitions_its_run_was_planned_with(tmp_path, monkeypatch):
+def _project(tmp_path, monkeypatch):
+    """A lake holding sales/orders (and whatever the test wrote under tmp_path/lake), registered, and a
+    Dagster home on Dagster's stock instance as DAGSTER_HOME: (the configuration, the home)."""
     partitioned_lake(tmp_path / "lake", "sales/orders", days=1)
-    write_parquet(tmp_path / "lake" / "ref" / "countries" / "c.parquet", pa.table({"code": ["FR"]}))
     config = {"sources": [{"name": "lake", "root": "lake"}], "store": {"path": "store.db"},
               "catalog": {"path": "lite.db"}, "partitions": {"start": "2026-11-20"}}  # fmt: skip
     (tmp_path / "lumos.yaml").write_text(yaml.safe_dump(config))
@@ -50,6 +51,12 @@ def test_a_run_worker_builds_the_definitions_its_run_was_planned_with(tmp_path, 
     home.mkdir()
     (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")  # Dagster's stock instance
     monkeypatch.setenv("DAGSTER_HOME", str(home))
+    return cfg, home
+
+
+def test_a_run_worker_builds_the_definitions_its_run_was_planned_with(tmp_path, monkeypatch):
+    write_parquet(tmp_path / "lake" / "ref" / "countries" / "c.parquet", pa.table({"code": ["FR"]}))
+    cfg, home = _project(tmp_path, monkeypatch)
     monkeypatch.setenv("LUMOS_CONFIG", cfg.source_file)
 
     with DagsterInstance.get() as instance:
@@ -98,15 +105,7 @@ def test_a_run_in_the_process_that_planned_it_builds_what_was_planned(tmp_path, 
 
     from assets.state import registry_state
 
-    partitioned_lake(tmp_path / "lake", "sales/orders", days=1)
-    config = {"sources": [{"name": "lake", "root": "lake"}], "store": {"path": "store.db"},
-              "catalog": {"path": "lite.db"}, "partitions": {"start": "2026-11-20"}}  # fmt: skip
-    (tmp_path / "lumos.yaml").write_text(yaml.safe_dump(config))
-    cfg = load_config(str(tmp_path / "lumos.yaml"))
-    register(cfg)
-    home = tmp_path / "dagster"
-    home.mkdir()
-    monkeypatch.setenv("DAGSTER_HOME", str(home))
+    cfg, _ = _project(tmp_path, monkeypatch)
     with DagsterInstance.get() as instance, set_defs_state_storage(instance.defs_state_storage):
         with DefinitionsLoadContext.scoped(DefinitionsLoadContext(DefinitionsLoadType.INITIALIZATION)):
             planned = registry_state(cfg)

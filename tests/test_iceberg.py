@@ -473,22 +473,28 @@ def test_an_unreadable_table_is_one_error_naming_it(lake):
     assert "\n" not in reason
 
 
-def test_datahub_gets_the_iceberg_platform_partition_keys_and_table_version(built, tmp_path):
+def _through_lite(tmp_path, snapshots, name: str) -> dict:
+    """The aspects DataHub Lite holds for the Iceberg table `name` once `snapshots` are delivered to it."""
     from lumos_dagster.catalog.datahub_lite import DataHubLiteCatalog, open_lite
 
+    catalog = DataHubLiteCatalog(str(tmp_path / "lite.db"))
+    catalog.emit(snapshots)
+    catalog.close()
+    lite = open_lite(str(tmp_path / "lite.db"), read_only=True)
+    try:
+        return lite.get(f"urn:li:dataset:(urn:li:dataPlatform:iceberg,{name},PROD)", None)
+    finally:
+        lite.close()
+
+
+def test_datahub_gets_the_iceberg_platform_partition_keys_and_table_version(built, tmp_path):
     table, _ = evolve(built.catalog, f"{built.namespace}.orders")
     config = _config(built)
     sources = build_sources(config)
     catalogue = resolve_datasets(config, discover(sources, ScanReport()).records, {"ice": sources["ice"].root})
     run = run_in_process(config, catalogue, sources, [(None, None, None)])
-    catalog = DataHubLiteCatalog(str(tmp_path / "lite.db"))
-    catalog.emit(list(run.snapshots[f"{built.namespace}.orders"].values()))
-    catalog.close()
-    lite = open_lite(str(tmp_path / "lite.db"), read_only=True)
-    try:
-        aspects = lite.get(f"urn:li:dataset:(urn:li:dataPlatform:iceberg,{built.namespace}.orders,PROD)", None)
-    finally:
-        lite.close()
+    aspects = _through_lite(tmp_path, list(run.snapshots[f"{built.namespace}.orders"].values()),
+                            f"{built.namespace}.orders")  # fmt: skip
     props = aspects["datasetProperties"]["customProperties"]
     assert props["lumos.table_version"] == str(table.metadata.current_snapshot_id)
     assert (props["lumos.partition_keys"], props["lumos.format"], props["lumos.rows"]) == ("area", "iceberg", "1")
@@ -605,16 +611,7 @@ def test_transform_partitions_mark_their_columns_with_the_values_of_the_snapshot
         "region", "bucket[4](id)", "truncate[10](id)", "truncate[3](name)", "hour(ts)", "month(d)",
     )  # fmt: skip
 
-    from lumos_dagster.catalog.datahub_lite import DataHubLiteCatalog, open_lite
-
-    catalog = DataHubLiteCatalog(str(tmp_path / "lite.db"))
-    catalog.emit([snaps[-1]])
-    catalog.close()
-    lite = open_lite(str(tmp_path / "lite.db"), read_only=True)
-    try:
-        aspects = lite.get(f"urn:li:dataset:(urn:li:dataPlatform:iceberg,{name},PROD)", None)
-    finally:
-        lite.close()
+    aspects = _through_lite(tmp_path, [snaps[-1]], name)
     fields = aspects["schemaMetadata"]["fields"]
     marked = {f["fieldPath"].rsplit(".", 1)[-1]: f.get("isPartitioningKey") for f in fields}
     assert marked == {f.name: (True if f.name != "amount" else None) for f in columns}
