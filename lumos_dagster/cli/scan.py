@@ -34,32 +34,34 @@ def _entries(folder: str) -> list[os.DirEntry]:
 
 
 def _table_schema(folder: str) -> tuple[str | None, FileResult]:
-    """The table folder at `folder` as of its latest version, as a run snapshots it: (its format, its
-    schema); (None, why not) for a folder that is no table."""
+    """The table folder at `folder` as of its latest version, read the way a run reads it (the list
+    step's `table_contents`): (its format, its schema); (None, why not) for a folder that is no table."""
     from lumos_dagster.formats import FileResult
-    from lumos_dagster.sources.local import list_files
-    from lumos_dagster.tables import ListedFile, claim
+    from lumos_dagster.report import ScanReport
+    from lumos_dagster.run.tables import table_contents
+    from lumos_dagster.sources.local import LocalSource
+    from lumos_dagster.sources.registry import LocalSourceConfig
+    from lumos_dagster.tables import claim
 
     # a table keeps its log in a folder of its own (`_delta_log/`, `metadata/`): looked for there
     # first, so a folder that is no table is not walked whole
     logs = [f"{d.name}/{f.name}" for d in _entries(folder) if d.is_dir() for f in _entries(d.path)]
-    if "" not in claim([(path, path) for path in logs])[0]:
-        tables = {}
-    else:
-        tables = claim([(e.path, ListedFile(e.path, e.mtime)) for e in list_files(folder)])[0]
+    tables = claim([(path, path) for path in logs])[0]
     if "" not in tables:
         why = "a folder, and no table (Delta, Iceberg) keeps its log there: give the files, or the table's folder"
         return None, FileResult(folder, error=why)
-    fmt, listed = tables[""]
-    try:
-        table = fmt.open(folder, None, listed)
-        versions = table.versions()
-        if not versions:
-            return fmt.type, FileResult(folder, error=f"a {fmt.type} table whose log lists no version")
-        state = table.state(versions[-1])
-    except Exception as exc:  # the format's own one-line reason
-        return fmt.type, FileResult(folder, error=f"{fmt.type} table: {exc}")
-    return fmt.type, FileResult(folder, schema=state.schema, row_count=state.stats.row_count)
+    fmt = tables[""][0]
+    parent, name = os.path.split(os.path.abspath(folder))
+    source = LocalSource(LocalSourceConfig(root=parent), parent)
+    found = source.dataset(name, fmt.type, ScanReport())
+    if found is None:
+        return fmt.type, FileResult(folder, error=f"a {fmt.type} table that cannot be listed")
+    _, (contents,) = table_contents(fmt, source, found, [None])
+    if contents.errors:
+        return fmt.type, FileResult(folder, error=contents.errors[0].reason)
+    if not contents.schema.fields:
+        return fmt.type, FileResult(folder, error=f"a {fmt.type} table whose log lists no version")
+    return fmt.type, FileResult(folder, schema=contents.schema, row_count=contents.stats.row_count)
 
 
 @click.command()
