@@ -81,10 +81,9 @@ def mostly_times(key: str, fmt: str, partitions: Sequence[Mapping[str, str]]) ->
     """Whether the key's values name times, odd ones aside: one stray folder must not turn a daily
     dataset into an unpartitioned one (whose every snapshot would read every file). Odd values are
     tolerated when they are Hive's null partition or empty, or at most a third of the distinct values."""
-    good: set[str] = set()
-    odd: set[str] = set()
-    for p in partitions:
-        value = "/".join(p.get(k, "") for k in key.split("/"))
-        (good if partition_time(key, fmt, p) else odd).add(value)
-    null = all(v.split("/")[0] in ("", HIVE_NULL) for v in odd)
+    keys = key.split("/")
+    values = {tuple(p.get(k, "") for k in keys) for p in partitions}  # a folder's files share its values
+    good = {v for v in values if all(v) and parse_time("/".join(v), fmt)}
+    odd = values - good  # a key missing from a file's folders counts as empty
+    null = all(v[0] in ("", HIVE_NULL) for v in odd)
     return bool(good) and (null or len(good) >= 2 * len(odd))

@@ -77,8 +77,8 @@ class CostReport:
     def unpriced(self) -> list[str]:
         """Platforms whose datasets' storage has no price: a local disk costs 0.00 until
         `cost.platform_storage_class` names its class."""
-        platforms = sorted({r.platform for r in self.rows})
-        return [p for p in platforms if all(r.storage == 0 for r in self.rows if r.platform == p)]
+        priced = {r.platform for r in self.rows if r.storage}
+        return sorted({r.platform for r in self.rows} - priced)
 
     @property
     def unpriced_hint(self) -> str | None:
