@@ -77,6 +77,16 @@ class StatsInfo(Model):
     row_count: int | None
 
 
+Status = Literal["ok", "warning", "failed", "held back", "not materialized"]
+
+
+class CheckInfo(Model):
+    name: str = Field(description="The Dagster asset check: files_readable, schema_compatible, ….")
+    passed: bool
+    severity: Literal["ERROR", "WARN"]
+    description: str
+
+
 class DatasetSummary(Model):
     name: str
     urn: str
@@ -87,6 +97,11 @@ class DatasetSummary(Model):
     partition: str | None = None
     captured_at: datetime | None = None
     upstream: list[str] = Field(default_factory=list)
+    status: Status | None = Field(
+        None,
+        description="What `lumos summary` says: the dataset's last run's checks judged again now, the store's "
+        "acceptances included (Dagster's checks show an acceptance at the next run).",
+    )
 
 
 class DatasetPage(Model):
@@ -109,6 +124,8 @@ class DatasetDetail(DatasetSummary):
     quality: QualityInfo | None = None
     cost: CostInfo | None = None
     unreadable_files: int = 0
+    checks: list[CheckInfo] = Field(default_factory=list, description="The checks behind `status`.")
+    held_back: str | None = Field(None, description="When held back: which upstream failed which blocking check.")
     snapshot: dict[str, Any] | None = Field(
         None, description="The latest capture as its portable document (lumos_dagster/snapshot.schema.json)."
     )

@@ -291,6 +291,7 @@ class Lumos:
             specs = sorted(specs, key=lambda d: d.name)
             page = specs[offset : offset + limit]
             docs = v.latest_many([d.ref.urn for d in page])
+            found = {s.spec.name: cast(m.Status, s.status) for s in self._standings(v, [d.name for d in page])}
         items = []
         for d in page:
             doc = json.loads(docs[d.ref.urn]) if d.ref.urn in docs else None
@@ -302,6 +303,7 @@ class Lumos:
                     partition=doc.get("partition_key") if doc else None,
                     captured_at=doc.get("captured_at") if doc else None,
                     upstream=list(d.upstream),
+                    status=found.get(d.name),
                 )
             )  # fmt: skip
         return m.DatasetPage(total=len(specs), offset=offset, limit=limit, items=items)
@@ -312,9 +314,17 @@ class Lumos:
         with self.view() as v:
             spec = self._spec(v, name)
             snap = v.latest(spec.ref.urn)
+            standing = next(iter(self._standings(v, [name])), None)
         policy = self.config.policy(name)
         ref = spec.ref
         base = dict(name=name, urn=ref.urn, platform=spec.platform, format=spec.format, upstream=list(spec.upstream))
+        if standing is not None:
+            base.update(
+                status=standing.status,
+                checks=[m.CheckInfo(name=c.name, passed=c.passed, severity=cast(Literal["ERROR", "WARN"], c.severity),
+                                    description=c.description) for c in standing.checks],
+                held_back=f"{standing.held_back[1]} failed {standing.held_back[0]}" if standing.held_back else None,
+            )  # fmt: skip
         if snap is None:
             e = spec.enrichment
             return m.DatasetDetail(
@@ -374,6 +384,13 @@ class Lumos:
             unreadable_files=len(snap.errors),
             snapshot=snapshot_to_json(snap),
         )
+
+    def _standings(self, v: ReadView, names: list[str]):
+        """The status of `names`, as `lumos summary` gives it (governance.status), acceptances included:
+        not cached, an acceptance counts at once."""
+        from lumos_dagster.governance.status import standings
+
+        return standings(self.config, self._catalogue(v), v, names)
 
     def history(self, name: str) -> list[m.VersionInfo]:
         """The version timeline (`lumos history`): each version, where it appeared, what changed, releases."""

@@ -172,40 +172,27 @@ def demo_lake(config_file: str | None, root: str | None) -> None:
 
 @click.command()
 @config_option
-@click.option("--partition", default=None, help="Partition key (default: each dataset's newest).")
+@click.option(
+    "--partition", default=None, help="Judge this partition's latest capture (default: each dataset's last run)."
+)
 def summary(config_file: str | None, partition: str | None) -> None:
-    """Print what the store holds for every dataset, its checks (as Dagster's asset checks decide
-    them), and what the catalog received."""
+    """Print what the store holds for every dataset, its status (governance.status: its last run's
+    checks as Dagster recorded them, judged again with today's acceptances), and what the catalog
+    received."""
     from lumos_dagster.cli.changes import catalogue_of
     from lumos_dagster.cli.output import paint, status
-    from lumos_dagster.governance.status import FAILED, STATUSES, WARNING, standings
-    from lumos_dagster.store.acceptances import acceptances
+    from lumos_dagster.governance.status import STATUSES, WARNING, standings
 
     config = load(config_file)
     store = open_store(config)
-    try:
-        catalogue = catalogue_of(config, store)
-        with store.engine.connect() as conn:  # breaking changes accepted through the API count, as in the gate
-            accepted = acceptances(conn, [d.name for d in catalogue.datasets])
-        found = standings(config, catalogue, lambda d: store.latest(d.ref.urn, partition), accepted)
+    try:  # breaking changes accepted through the API count, as in the gate
+        found = standings(config, catalogue_of(config, store), store, partition=partition)
     finally:
         store.close()
     found.sort(key=lambda f: f.spec.name)
     rows, problems = [], []
     for f in found:
-        s = f.snapshot
-        if f.held_back is not None:
-            said = f"{f.status}: {f.held_back[1]} failed {f.held_back[0]}"
-        else:
-            # by severity, as Dagster shows them: an ERROR check fails, a WARN one warns
-            said = (
-                "; ".join(
-                    f"{word}: {', '.join(names)}"
-                    for word, names in ((FAILED, f.failed_with("ERROR")), (WARNING, f.failed_with("WARN")))
-                    if names
-                )
-                or f.status
-            )
+        s, said = f.snapshot, f.said
         if s is None:
             rows.append(((f.spec.name, "-", "-", "-", "-", "-"), f.status, said))
             continue
@@ -224,7 +211,7 @@ def summary(config_file: str | None, partition: str | None) -> None:
             )
         )
         problems += [(c.severity, f"{f.spec.name}: {c.name}: {c.description}") for c in f.failed]
-        problems += [("WARN", f"  {e.path}: {e.reason}") for e in s.errors]
+        problems += [("WARN", f"  {e.path}: {e.reason}") for e in f.errors]
         problems += [("WARN", f"{f.spec.name}: field {c.path}: {c.resolution}") for c in s.conflicts]
     header = ("dataset", "partition", "version", "fields", "files", "rows")
     widths = [max(len(r[i]) for r in [header, *(cells for cells, _, _ in rows)]) for i in range(len(header))]

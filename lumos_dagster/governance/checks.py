@@ -8,7 +8,7 @@ prints them. A blocking check stops the datasets downstream of it in the same ru
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Iterable, Mapping, Sequence, TypeVar
+from typing import Callable, Iterable, Mapping, Sequence, TypeVar
 
 from lumos_dagster.config import LumosConfig
 from lumos_dagster.datasets import Catalogue, DatasetSpec
@@ -218,20 +218,25 @@ def dataset_checks(config: LumosConfig, catalogue: Catalogue, d: DatasetSpec, sn
 
 
 def judge(config: LumosConfig, catalogue: Catalogue, datasets: Sequence[DatasetSpec],
-          snapshots: Mapping[str, Mapping[str | None, Snapshot]], accepted: Sequence = ()
-          ) -> dict[str, Judgement]:  # fmt: skip
+          snapshots: Mapping[str, Mapping[str | None, Snapshot]], accepted: Sequence = (),
+          held: Callable[[DatasetSpec, str], bool] | None = None) -> dict[str, Judgement]:  # fmt: skip
     """Each dataset's checks over its snapshots (`datasets` in lineage order, each one's partitions
-    in any order): a dataset downstream of one failing a blocking check is held back instead."""
+    in any order): a dataset downstream of one failing a blocking check is held back instead, when
+    `held(dataset, failing upstream)` (default: always, as in a run, which stops there). A dataset
+    without snapshots has no checks."""
     blocking = blocking_checks(config)
     blocked: dict[str, tuple[str, str]] = {}  # dataset → (blocking check failed, by which dataset)
     out: dict[str, Judgement] = {}
     for d in datasets:  # lineage order: an upstream is judged before its consumers
         stop = next((blocked[u] for u in d.upstream if u in blocked), None)
-        if stop is not None:
+        if stop is not None and (held is None or held(d, stop[1])):
             blocked[d.name] = stop
             out[d.name] = Judgement((), held_back=stop)
             continue
-        snaps = snapshots[d.name]
+        snaps = snapshots.get(d.name)
+        if not snaps:
+            out[d.name] = Judgement(())
+            continue
         ordered = {pk: snaps[pk] for pk in sorted(snaps, key=lambda k: k or "")}
         judgement = Judgement(dataset_checks(config, catalogue, d, ordered, accepted))
         failed = judgement.failed_blocking(blocking)

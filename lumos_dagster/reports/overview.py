@@ -1,7 +1,7 @@
 """The bird's-eye view of the estate, from the snapshot store: inventory, stale and unowned
-datasets, this week's changes, the riskiest datasets, coverage and cost — as the plain dict
-`overview_render` turns into HTML, Excel, CSV, JSON and markdown — and the per-owner list of
-missing context, with links."""
+datasets, this week's changes, the riskiest datasets, each dataset's status, coverage and cost —
+as the plain dict `overview_render` turns into HTML, Excel, CSV, JSON and markdown — and the
+per-owner list of missing context, with links."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from typing import Any
 from lumos_dagster.config import LumosConfig, RequiredConfig
 from lumos_dagster.datasets import Catalogue
 from lumos_dagster.governance.rules import Todo, catalog_link, missing_by_owner, todo_json, todo_markdown
+from lumos_dagster.governance.status import standings
 from lumos_dagster.lineage.impact import fan_out
 from lumos_dagster.model import BREAKING, Snapshot
 from lumos_dagster.naming import asset_paths
@@ -149,6 +150,9 @@ def build_overview(
         "with_quality": sum(bool(s.quality and s.quality.assertions) or bool(s.profile) for s in snaps.values()),
     }
     cost = _cost(store, catalogue)
+    # each dataset's status as `lumos summary`, the API and Dagster's checks give it (governance.status)
+    status = [{"dataset": f.spec.name, "status": f.status, "checks": f.said}
+              for f in sorted(standings(config, catalogue, store), key=lambda f: f.spec.name)]  # fmt: skip
     totals: dict[str, Any] = {
         "datasets": n,
         **counts,
@@ -170,6 +174,7 @@ def build_overview(
         "unowned": unowned,
         "changes_this_week": changes,
         "risky": risky,
+        "status": status,
         "coverage": {
             "owners": counts["owned"] / n if n else 0.0,
             "docs": counts["documented"] / n if n else 0.0,

@@ -11,6 +11,7 @@ import html
 import json
 import os
 import re
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,7 @@ from openpyxl import Workbook
 from openpyxl.styles import Font
 from openpyxl.utils import get_column_letter
 
+from lumos_dagster.governance.status import OK, STATUSES
 from lumos_dagster.reports.csvsafe import SafeWriter
 
 Table = tuple[tuple[str, ...], list[tuple[Any, ...]]]
@@ -40,6 +42,7 @@ SHEETS = (
     ("Coverage", "coverage"),
 )
 MARKDOWN_ROWS = 10  # Dagster shows the markdown inline: a summary, not the whole list
+STATUS_COLUMNS = ("dataset", "status", "checks")
 
 
 # --- the sections as tables, shared by CSV, Excel and the HTML tables ---------------------------
@@ -76,6 +79,8 @@ def _tables(overview: dict[str, Any]) -> dict[str, Table]:
     for section, columns in LIST_SECTIONS.items():
         items = _riskiest(overview) if section == "risky" else overview[section]
         out[section] = (columns, [tuple(_flat(item.get(c)) for c in columns) for item in items])
+    if "status" in overview:  # an overview of an older Lumos has none
+        out["status"] = (STATUS_COLUMNS, [tuple(r[c] for c in STATUS_COLUMNS) for r in overview["status"]])
     out["coverage"] = (
         ("metric", "fraction", "percent"),
         [(m, f, round(f * 100, 1)) for m, f in _ordered(overview["coverage"], COVERAGE_ORDER)],
@@ -90,6 +95,18 @@ def _tables(overview: dict[str, Any]) -> dict[str, Table]:
 def _summary(overview: dict[str, Any]) -> Table:
     totals = _ordered(overview["totals"], TOTALS_ORDER)
     return ("metric", "value"), [("title", overview["title"]), ("generated_at", overview["generated_at"]), *totals]
+
+
+def _status_counts(overview: dict[str, Any]) -> str:
+    """`2 ok · 1 failed · 1 held back`, in the order of governance.status.STATUSES."""
+    counts = Counter(r["status"] for r in overview["status"])
+    return " · ".join(f"{counts[word]} {word}" for word in STATUSES if counts[word]) or "no dataset"
+
+
+def _not_ok(overview: dict[str, Any]) -> Table:
+    """The datasets whose status is not ok: what a reader acts on."""
+    columns, rows = _tables(overview)["status"]
+    return columns, [r for r in rows if r[1] != OK]
 
 
 def _label(key: str) -> str:
@@ -135,6 +152,10 @@ def to_markdown(overview: dict[str, Any]) -> str:
     )
     coverage = _ordered(overview["coverage"], COVERAGE_ORDER)
     lines += ["", "**Coverage:** " + " · ".join(f"{_md(m)} {_percent(f)}" for m, f in coverage), ""]
+
+    if "status" in overview:
+        lines += ["## Status", "", f"**Datasets:** {_md(_status_counts(overview))}", ""]
+        lines += _md_table(("Dataset", "Status", "Checks"), _not_ok(overview)[1]) + [""]
 
     lines += ["## Riskiest datasets", ""]
     lines += _md_table(
@@ -208,6 +229,8 @@ def to_xlsx(overview: dict[str, Any], path: str | os.PathLike[str]) -> None:
     tables = _tables(overview)
     for title, section in SHEETS:
         _fill_sheet(workbook.create_sheet(title), tables[section])
+    if "status" in tables:
+        _fill_sheet(workbook.create_sheet("Status"), tables["status"])
     if overview.get("cost"):
         _fill_sheet(workbook.create_sheet("Cost"), _cost_sheet(overview["cost"]))
     workbook.save(path)
@@ -391,6 +414,12 @@ def _cost_section(overview: dict[str, Any], tables: dict[str, Table]) -> str:
     )
 
 
+def _status_section(overview: dict[str, Any]) -> str:
+    if "status" not in overview:
+        return ""
+    return f'<h2>Status</h2><p class="meta">{_h(_status_counts(overview))}</p>{_html_table(_not_ok(overview))}'
+
+
 def to_html(overview: dict[str, Any]) -> str:
     tables = _tables(overview)
     # the charts are empty slots here: the inline script draws them from the embedded JSON
@@ -399,6 +428,7 @@ def to_html(overview: dict[str, Any]) -> str:
         f"<header><h1>{_h(overview['title'])}</h1>",
         f'<p class="meta">Generated {_h(overview["generated_at"])}</p></header>',
         _cards(overview),
+        _status_section(overview),
         f'<h2>Inventory</h2><div class="charts">{inventory}</div>',
         f'<h2>Coverage</h2><div class="charts">{_chart("coverage", "Share of datasets (%)")}</div>',
         f'<h2>Changes this week</h2><div class="charts">{_chart("changes", "Schema changes")}</div>',
