@@ -123,12 +123,16 @@ class SchemaRegistryStandIn:
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
-    def register(self, subject: str, schema: dict, schema_type: str = "AVRO") -> int:
-        """A new version of `subject` (the same schema again is the same version, as the registry does); its id."""
-        text = json.dumps(schema)
-        same = [i for i, s in self.schemas.items() if s["schema"] == text and s["schemaType"] == schema_type]
+    def register(self, subject: str, schema: dict | str, schema_type: str = "AVRO",
+                 references: tuple[dict, ...] = ()) -> int:  # fmt: skip
+        """A new version of `subject` (the same schema again is the same version, as the registry does); its id.
+        A str is the schema's text (a .proto file); `references` are the registry's ({name, subject, version})."""
+        text = schema if isinstance(schema, str) else json.dumps(schema)
+        refs = list(references)
+        same = [i for i, s in self.schemas.items()
+                if (s["schema"], s["schemaType"], s.get("references", [])) == (text, schema_type, refs)]  # fmt: skip
         schema_id = same[0] if same else len(self.schemas) + 1
-        self.schemas[schema_id] = {"schema": text, "schemaType": schema_type}
+        self.schemas[schema_id] = {"schema": text, "schemaType": schema_type, **({"references": refs} if refs else {})}
         versions = self.subjects.setdefault(subject, [])
         if schema_id not in versions:
             versions.append(schema_id)

@@ -3,11 +3,19 @@
 Each topic is a dataset named after it, on DataHub's `kafka` platform; topics whose name starts
 with `_` (`__consumer_offsets`, `_schemas`) are left out unless `internal: true`. Its schema is the
 message value's fields, with the key as one more field, `__key` (marked as the key). Where a
-schema registry is configured, the subjects `<topic>-value` and `<topic>-key` give them (Avro
-or JSON Schema, their latest version: a new version is a schema change, versioned by the same
-engine and policies as any other). What no subject describes is inferred from a sample of the
-topic's newest messages: JSON, or Avro and JSON Schema framed as the registry's serializers write
-them (magic byte 0, a 4-byte schema id), the schema of the newest message's id.
+schema registry is configured, the subjects `<topic>-value` and `<topic>-key` give them (Avro,
+JSON Schema or Protobuf, their latest version: a new version is a schema change, versioned by the
+same engine and policies as any other). What no subject describes is inferred from a sample of the
+topic's newest messages: JSON, or Avro, JSON Schema and Protobuf framed as the registry's serializers
+write them (magic byte 0, a 4-byte schema id; for Protobuf then the message indexes), the schema of
+the newest message's id.
+
+A Protobuf file may declare several messages. Which one a topic holds follows Confluent: its
+serializers frame each message with the indexes of its type in the file, which its deserializer
+follows; a schema without a message at hand is its file's first message (the registry's
+`ProtobufSchema.name()`). So a sampled topic is the newest message's type; a subject whose file
+declares one top-level message is that one; with several, the type the newest message framed with
+that subject's schema id names (one sample read), else the first.
 
 Change detection is a digest per topic of its partition count and its subjects' latest versions:
 one metadata request per tick, and with a registry its subject listing and a versions request
@@ -22,9 +30,10 @@ import hashlib
 import json
 import logging
 import time
+from dataclasses import replace
 from fnmatch import fnmatchcase
 from io import BytesIO
-from typing import Any
+from typing import Any, Callable
 
 import fastavro
 
@@ -34,7 +43,7 @@ from lumos_dagster.plugins import expand_secrets, mask_secrets
 from lumos_dagster.report import ScanReport
 from lumos_dagster.sources.base import Progress, TableDescription, TableSource
 from lumos_dagster.sources.mongodb import infer_fields, merge_types, value_type
-from lumos_dagster.sources.schema_registry import RegisteredSchema, SchemaRegistry, to_schema
+from lumos_dagster.sources.schema_registry import RegisteredSchema, SchemaRegistry, proto_file, to_schema
 
 KEY_FIELD = "__key"
 FORMAT = "topic"
@@ -142,9 +151,9 @@ class KafkaSource(TableSource):
         partitions = sorted(metadata.partitions)
         sample = functools.cache(lambda: _Sample(self, location, partitions, registry))  # when a subject is missing
         value_subject, key_subject = subjects.get("value"), subjects.get("key")
-        value = to_schema(value_subject) if value_subject else sample().value_schema()
+        value = _subject_schema(location, "value", value_subject, sample) if value_subject else sample().value_schema()
         if key_subject:
-            key: Field | None = _key_field(to_schema(key_subject), json.loads(key_subject.text))
+            key: Field | None = _key_field(_subject_schema(location, "key", key_subject, sample), _record(key_subject))
         else:
             key = sample().key_field()
         fields = ((key,) if key else ()) + tuple(f for f in value.fields if f.name != KEY_FIELD)
@@ -180,9 +189,28 @@ class KafkaSource(TableSource):
         return out
 
 
-def _key_field(schema: Schema, native: Any) -> Field:
+def _subject_schema(topic: str, part: str, registered: RegisteredSchema, sample: Callable[[], _Sample]) -> Schema:
+    """The schema a subject gives the topic's key or value; ValueError naming the topic and subject
+    when it cannot be read."""
+    try:
+        if registered.schema_type == "PROTOBUF" and len(proto_file(registered).proto.message_type) > 1:
+            registered = replace(registered, message=sample().message_indexes(part, registered.id) or (0,))
+        return to_schema(registered)
+    except ValueError as exc:  # protoc's message, a message the indexes do not name, too large
+        where = f"subject {registered.subject} version {registered.version} (schema {registered.id})"
+        raise ValueError(f"topic {topic}: {where}: {exc}") from None
+
+
+def _record(registered: RegisteredSchema) -> bool:
+    """Whether a registered schema is a record (a Protobuf message always is)."""
+    if registered.schema_type == "PROTOBUF":
+        return True
+    native = json.loads(registered.text)
+    return isinstance(native, dict) and (native.get("type") in ("record", "object") or "properties" in native)
+
+
+def _key_field(schema: Schema, record: bool) -> Field:
     """The key as one field: a record key is a struct of its fields, any other its one type."""
-    record = isinstance(native, dict) and (native.get("type") in ("record", "object") or "properties" in native)
     if record or len(schema.fields) != 1:
         dtype: DataType = Struct(schema.fields)
         nullable = False
@@ -280,11 +308,29 @@ class _Sample:
                 return fastavro.schemaless_reader(BytesIO(data[5:]), parsed, None), registered
             if registered.schema_type == "JSON":
                 return json.loads(data[5:]), registered
+            if registered.schema_type == "PROTOBUF":
+                indexes, payload = message_indexes(data[5:])
+                registered = replace(registered, message=indexes)
+                return proto_file(registered).parse(indexes, payload), registered
         except Exception as exc:
             raise ValueError(
                 f"{where} does not decode with its {registered.schema_type} schema {registered.id}: {exc}"
             ) from None
-        raise ValueError(f"{where}: schema {registered.id} is {registered.schema_type}; Lumos reads Avro and JSON")
+        raise ValueError(
+            f"{where}: schema {registered.id} is {registered.schema_type}; Lumos reads Avro, JSON and Protobuf"
+        )
+
+    def message_indexes(self, part: str, schema_id: int) -> tuple[int, ...] | None:
+        """The Protobuf message indexes the newest key or value framed with that schema id carries."""
+        framing = bytes([MAGIC]) + schema_id.to_bytes(4, "big")
+        for m in reversed(self.messages):
+            data = m.value() if part == "value" else m.key()
+            if data is not None and data.startswith(framing):
+                try:
+                    return message_indexes(data[5:])[0]
+                except ValueError:
+                    return None  # not framed as Confluent's Protobuf serializers frame: no say
+        return None
 
     def _decoded(self, part: str) -> list[tuple[Any, RegisteredSchema | None]]:
         out = []
@@ -311,9 +357,35 @@ class _Sample:
             return None
         if decoded[-1][1] is not None:
             registered = decoded[-1][1]
-            return _key_field(to_schema(registered), json.loads(registered.text))
+            return _key_field(to_schema(registered), _record(registered))
         keys = [k for k, _ in decoded]
         if all(isinstance(k, dict) for k in keys):
-            return _key_field(Schema(infer_fields(keys)), {"type": "object"})
+            return _key_field(Schema(infer_fields(keys)), True)
         dtype = merge_types([value_type(k) for k in keys])
         return Field(KEY_FIELD, dtype, nullable=False, is_key=True, description="the message key")
+
+
+def message_indexes(data: bytes) -> tuple[tuple[int, ...], bytes]:
+    """Confluent's Protobuf framing after the schema id: the indexes of the message's type in its file
+    (a count, then each index, zig-zag varints; a count of 0, one 0 byte, is the first message) and
+    the payload after them. ValueError when they are cut short or implausible."""
+    at = 0
+
+    def varint() -> int:
+        nonlocal at
+        value = shift = 0
+        while True:
+            if at >= len(data) or shift > 63:
+                raise ValueError("its Protobuf message indexes are cut short")
+            byte = data[at]
+            at += 1
+            value |= (byte & 0x7F) << shift
+            shift += 7
+            if not byte & 0x80:
+                return (value >> 1) ^ -(value & 1)
+
+    count = varint()
+    if not 0 <= count <= 100:  # nesting as deep as a file can hold; a count past it is not framing
+        raise ValueError(f"its Protobuf message indexes claim {count} levels")
+    indexes = tuple(varint() for _ in range(count)) or (0,)
+    return indexes, data[at:]
