@@ -52,9 +52,10 @@ class FileResult:
 
 
 #: how to reach a remote file system, small and picklable (it travels to Spark executors):
-#: ("s3", endpoint_override or "", region or "", scheme), ("abfs", account name, "", "") or
-#: ("gcs", endpoint or "", project or "", ""). Credentials are never in it: each process finds
-#: its own through the SDK's standard chain (AWS, Azure, Google).
+#: ("s3", endpoint_override or "", region or "", scheme), ("abfs", account name, "", ""),
+#: ("gcs", endpoint or "", project or "", "") or ("webhdfs", NameNode host:port, user or "", "http"
+#: or "https"). Credentials are never in it: each process finds its own through the SDK's standard
+#: chain (AWS, Azure, Google); WebHDFS takes a user name (simple authentication), no secret.
 FsSpec = tuple[str, str, str, str]
 
 #: fsspec's read-ahead per request on Azure and GCS (adlfs defaults to 50 MiB, which would fetch
@@ -64,8 +65,8 @@ FSSPEC_BLOCK = 256 << 10
 
 @functools.lru_cache(maxsize=8)
 def fsspec_filesystem(spec: FsSpec):
-    """The fsspec file system of an Azure or GCS spec (adlfs, gcsfs: imported only when used)."""
-    kind, first, second, _ = spec
+    """The fsspec file system of an Azure, GCS or WebHDFS spec (adlfs, gcsfs: imported only when used)."""
+    kind, first, second, scheme = spec
     if kind == "abfs":
         from adlfs import AzureBlobFileSystem
 
@@ -77,13 +78,20 @@ def fsspec_filesystem(spec: FsSpec):
 
         project = {"project": second} if second else {}  # else gcsfs' default (the credentials')
         return GCSFileSystem(**project, endpoint_url=first or None, block_size=FSSPEC_BLOCK)
+    if kind == "webhdfs":
+        from fsspec.implementations.webhdfs import WebHDFS
+
+        host, port = first.rsplit(":", 1)
+        fs = WebHDFS(host, port=int(port), user=second or None, use_https=scheme == "https", skip_instance_cache=True)
+        fs.blocksize = FSSPEC_BLOCK  # its constructor takes none: files would read ahead 4 MiB
+        return fs
     raise ValueError(f"unknown file system {kind!r}")
 
 
 @functools.lru_cache(maxsize=8)
 def filesystem(spec: FsSpec) -> pafs.FileSystem:
     kind, endpoint, region, scheme = spec
-    if kind in ("abfs", "gcs"):
+    if kind in ("abfs", "gcs", "webhdfs"):
         return pafs.PyFileSystem(pafs.FSSpecHandler(fsspec_filesystem(spec)))
     if kind != "s3":
         raise ValueError(f"unknown file system {kind!r}")

@@ -3,14 +3,17 @@
 A source's entry needs `type` and a unique `name`; the source it builds is a FileSource or
 a TableSource (lumos_dagster.sources.base). Builders import their source's module only
 when one is configured: S3 needs boto3, Azure adlfs, GCS gcsfs, PostgreSQL psycopg, MongoDB pymongo, Iceberg pyiceberg,
-Kafka confluent-kafka.
+Kafka confluent-kafka (HDFS: fsspec's WebHDFS client, which comes with fsspec).
 """
 
 from __future__ import annotations
 
+import posixpath
+from dataclasses import dataclass
 from typing import Literal
+from urllib.parse import urlsplit
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from lumos_dagster.errors import ConfigError
 from lumos_dagster.formats import FORMATS
@@ -91,6 +94,83 @@ class GCSSourceConfig(FileSourceConfig):
         None, description="GCS-compatible endpoint (an emulator); default: Google's, or $STORAGE_EMULATOR_HOST."
     )
     platform: str = Field("gcs", description="Catalog platform of the datasets found here.")
+
+
+#: the NameNode's WebHDFS port by default (Hadoop 3's dfs.namenode.http-address, dfs.namenode.https-address)
+WEBHDFS_PORT = {False: 9870, True: 9871}
+
+
+@dataclass(frozen=True)
+class WebHdfsAddress:
+    """Where an `hdfs` source's folder is read: the NameNode's HTTP(S) address and the folder's path."""
+
+    host: str
+    port: int
+    https: bool
+    path: str  # absolute, without a trailing `/` (`/` itself for the root)
+
+
+def webhdfs_address(url: str, webhdfs_port: int | None = None, https: bool | None = None) -> WebHdfsAddress:
+    """An `hdfs` source's `url` (and, with `hdfs://`, its `webhdfs_port` and `https`) as a WebHDFS address.
+
+    `hdfs://namenode[:rpc-port]/path` is how Hive and Spark name a folder: its port is the RPC port,
+    which WebHDFS does not use. `webhdfs://namenode:http-port/path` and `swebhdfs://…` are Hadoop's own
+    WebHDFS URIs, whose port is the NameNode's HTTP(S) port. Raises ValueError naming the key at fault.
+    """
+    parts = urlsplit(url.strip())
+    scheme = parts.scheme.lower()
+    if scheme not in ("hdfs", "webhdfs", "swebhdfs"):
+        raise ValueError(f"url: {url!r} is not an hdfs://, webhdfs:// or swebhdfs:// URL")
+    try:
+        port = parts.port
+    except ValueError:
+        raise ValueError(f"url: {url!r} has a port that is not a number from 0 to 65535") from None
+    if not parts.hostname:
+        raise ValueError(f"url: {url!r} names no NameNode (hdfs://namenode/path)")
+    if parts.username or parts.query or parts.fragment:
+        raise ValueError(f"url: {url!r} has a user, query or fragment: give the user in `user`")
+    path = posixpath.normpath("/" + parts.path.lstrip("/"))
+    if scheme == "hdfs":
+        secure = bool(https)
+        return WebHdfsAddress(parts.hostname, webhdfs_port or WEBHDFS_PORT[secure], secure, path)
+    if webhdfs_port is not None:
+        raise ValueError(f"webhdfs_port: a {scheme}:// url carries the HTTP port itself ({scheme}://namenode:port/…)")
+    if https is not None:
+        raise ValueError(f"https: a {scheme}:// url says it already (webhdfs:// is HTTP, swebhdfs:// HTTPS)")
+    secure = scheme == "swebhdfs"
+    return WebHdfsAddress(parts.hostname, port or WEBHDFS_PORT[secure], secure, path)
+
+
+class HDFSSourceConfig(FileSourceConfig):
+    type: Literal["hdfs"] = "hdfs"
+    name: str = Field("hdfs", description="Unique source name.")
+    url: str = Field(
+        description="Folder to scan, read over WebHDFS: `hdfs://namenode[:rpc-port]/path` as Hive and Spark name "
+        "it, or Hadoop's WebHDFS URI `webhdfs://namenode:http-port/path` (`swebhdfs://` for HTTPS)."
+    )
+    webhdfs_port: int | None = Field(
+        None,
+        ge=1,
+        le=65535,
+        description="With an `hdfs://` url: the NameNode's HTTP port, `dfs.namenode.http-address` (default 9870; "
+        "9871 with `https`; an HttpFS gateway's is 14000).",
+    )
+    https: bool | None = Field(None, description="With an `hdfs://` url: WebHDFS over HTTPS (default: false).")
+    user: str | None = Field(
+        None,
+        description="User name sent as `user.name` (simple authentication); default: the NameNode's static web "
+        "user (`dr.who`). Kerberos (SPNEGO) and delegation tokens are not supported.",
+    )
+    platform: str = Field("hdfs", description="Catalog platform of the datasets found here (DataHub's is `hdfs`).")
+
+    @model_validator(mode="after")
+    def _address(self) -> "HDFSSourceConfig":
+        webhdfs_address(self.url, self.webhdfs_port, self.https)  # raises ValueError naming the key at fault
+        return self
+
+    @property
+    def address(self) -> WebHdfsAddress:
+        return webhdfs_address(self.url, self.webhdfs_port, self.https)
 
 
 class PostgresSourceConfig(ConfigModel):
@@ -200,6 +280,12 @@ def _gcs(entry: GCSSourceConfig, context: BuildContext):
     return gcs_source(entry)
 
 
+def _hdfs(entry: HDFSSourceConfig, context: BuildContext):
+    from lumos_dagster.sources.objectstore import hdfs_source
+
+    return hdfs_source(entry)
+
+
 def _postgres(entry: PostgresSourceConfig, context: BuildContext):
     from lumos_dagster.sources.postgres import PostgresSource
 
@@ -237,6 +323,7 @@ for _plugin in (
     Plugin("s3", S3SourceConfig, _s3),
     Plugin("azure", AzureSourceConfig, _azure),
     Plugin("gcs", GCSSourceConfig, _gcs),
+    Plugin("hdfs", HDFSSourceConfig, _hdfs),
     Plugin("postgres", PostgresSourceConfig, _postgres),
     Plugin("mongodb", MongoSourceConfig, _mongodb),
     Plugin("iceberg", IcebergSourceConfig, _iceberg),

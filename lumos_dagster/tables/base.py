@@ -46,6 +46,19 @@ class Table(Protocol):
         that one version cannot be read."""
 
 
+def table_url(uri: str, fs: FsSpec | None) -> str:
+    """Where delta-rs and pyiceberg find `uri` (a local path, or a path of the remote file system `fs`):
+    the path itself, `s3://bucket/key` or `webhdfs://namenode:port/path`. Azure and GCS are not wired to
+    them yet."""
+    if fs is None:
+        return uri
+    if fs[0] == "s3":
+        return f"s3://{uri}"
+    if fs[0] == "webhdfs":
+        return f"webhdfs://{fs[1]}{uri}"
+    raise ValueError(f"unknown file system {fs[0]!r}")
+
+
 @runtime_checkable
 class TableFormat(Protocol):
     """A table format, registered in `lumos_dagster.tables.TABLES` (or named by a `lumos.tables`

@@ -31,7 +31,7 @@ import pyarrow as pa
 from lumos_dagster.formats.arrow import from_arrow_schema
 from lumos_dagster.formats.base import FsSpec
 from lumos_dagster.model import Array, DataType, Field, Map, OperationalStats, Primitive, Schema, Struct, TableVersion
-from lumos_dagster.tables.base import ListedFile, TableState, UnreadableVersion
+from lumos_dagster.tables.base import ListedFile, TableState, UnreadableVersion, table_url
 
 if TYPE_CHECKING:
     from deltalake import DeltaTable
@@ -70,6 +70,9 @@ def storage_options(fs: FsSpec | None) -> dict[str, str] | None:
     """delta-rs' options for the remote file system `fs` (credentials: the AWS chain, as for files)."""
     if fs is None:
         return None
+    if fs[0] == "webhdfs":  # OpenDAL's WebHDFS service, which takes the NameNode from its options, not the URL
+        user = {"opendal.user_name": fs[2]} if fs[2] else {}
+        return {"opendal.endpoint": f"{fs[3]}://{fs[1]}", **user}
     kind, endpoint, region, scheme = fs
     if kind != "s3":
         raise ValueError(f"unknown file system {kind!r}")
@@ -88,7 +91,7 @@ class DeltaLog:
         from deltalake import DeltaTable
 
         self.uri = uri
-        self.table: DeltaTable = DeltaTable(f"s3://{uri}" if fs else uri, storage_options=storage_options(fs))
+        self.table: DeltaTable = DeltaTable(table_url(uri, fs), storage_options=storage_options(fs))
         self.latest = self.table.version()
         self.commits = {int(m.group(1)): f for f in listed if (m := _COMMIT.fullmatch(f.path))}
         self.checkpoints = {int(m.group(1)): f for f in listed if (m := _CHECKPOINT.fullmatch(f.path))}

@@ -14,9 +14,9 @@ import posixpath
 import re
 from typing import Iterable, Sequence
 
-from lumos_dagster.formats.base import FsSpec
+from lumos_dagster.formats.base import FsSpec, fsspec_filesystem
 from lumos_dagster.model import TableVersion
-from lumos_dagster.tables.base import ListedFile, TableState
+from lumos_dagster.tables.base import ListedFile, TableState, table_url
 
 FORMAT = "iceberg"
 METADATA_DIR = "metadata"
@@ -62,42 +62,39 @@ class IcebergFormat:
 ICEBERG = IcebergFormat()
 
 
-def _location(uri: str, fs: FsSpec | None) -> str:
-    """Where pyiceberg finds `uri`: a local path, or `s3://bucket/key`."""
-    if fs is None:
-        return uri
-    if fs[0] != "s3":
-        raise ValueError(f"unknown file system {fs[0]!r}")
-    return f"s3://{uri}"
+def _file_io(fs: FsSpec | None, location: str):
+    """The FileIO reading `location` on `fs`: pyiceberg's own, but WebHDFS through Lumos' file system."""
+    from pyiceberg.io import load_file_io
 
+    from lumos_dagster.tables.iceberg_history import FsspecReadIO
 
-def _properties(fs: FsSpec | None) -> dict[str, str]:
     if fs is None:
-        return {}
-    _, endpoint, region, scheme = fs
+        return load_file_io({}, location)
+    kind, endpoint, region, scheme = fs
+    if kind == "webhdfs":
+        return FsspecReadIO(fsspec_filesystem(fs))
     out = {}
     if endpoint:
         out["s3.endpoint"] = f"{scheme or 'https'}://{endpoint}"
     if region:
         out["s3.region"] = region
-    return out
+    return load_file_io(out, location)
 
 
 class IcebergTable:
     """One Iceberg table found in storage, its current metadata read once."""
 
     def __init__(self, uri: str, fs: FsSpec | None, listed: Sequence[ListedFile]):
-        from pyiceberg.io import load_file_io
         from pyiceberg.serializers import FromInputFile
 
         from lumos_dagster.tables.iceberg_history import FolderIO, IcebergHistory
 
-        base, props = _location(uri, fs), _properties(fs)
+        base = table_url(uri, fs)
+        files = _file_io(fs, base)
         in_metadata = [f.path for f in listed if posixpath.dirname(f.path) == METADATA_DIR]
         hint = None
         if VERSION_HINT in in_metadata:
-            path = f"{base}/{VERSION_HINT}"
-            with load_file_io(props, path).new_input(path).open() as stream:
+            with files.new_input(f"{base}/{VERSION_HINT}").open() as stream:
                 hint = stream.read().decode()
         current = current_metadata(
             [f for f in in_metadata if metadata_version(posixpath.basename(f)) is not None], hint
@@ -105,7 +102,7 @@ class IcebergTable:
         if current is None:
             raise ValueError(f"no metadata file in {uri}/{METADATA_DIR}")
         path = f"{base}/{current}"
-        io = FolderIO(load_file_io(props, path), f"{base}/{METADATA_DIR}", {posixpath.basename(f) for f in in_metadata})
+        io = FolderIO(files, f"{base}/{METADATA_DIR}", {posixpath.basename(f) for f in in_metadata})
         self.history = IcebergHistory(FromInputFile.table_metadata(io.new_input(path)), io)
         self.states = {s.table: s for s in self.history.states}
 

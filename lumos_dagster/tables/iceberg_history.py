@@ -302,3 +302,37 @@ class FolderIO(FileIO):
 
     def delete(self, location: str | InputFile | OutputFile) -> None:
         self.io.delete(location)
+
+
+class FsspecReadIO(FileIO):
+    """Reads every location through one fsspec file system, whatever its scheme says: the WebHDFS one,
+    which pyiceberg's own FileIOs lack (they read hdfs:// only through pyarrow's libhdfs, a JVM client).
+    An `hdfs://namenode:8020/path` the metadata names is read at its path on that file system."""
+
+    def __init__(self, fs):
+        super().__init__({})
+        self.fs = fs
+
+    def new_input(self, location: str) -> InputFile:
+        return _FsspecInput(location, self.fs)
+
+    def new_output(self, location: str) -> OutputFile:
+        raise NotImplementedError("Lumos only reads tables")
+
+    def delete(self, location: str | InputFile | OutputFile) -> None:
+        raise NotImplementedError("Lumos only reads tables")
+
+
+class _FsspecInput(InputFile):
+    def __init__(self, location: str, fs):
+        super().__init__(location)
+        self.fs = fs
+
+    def __len__(self) -> int:
+        return self.fs.size(self.location)
+
+    def exists(self) -> bool:
+        return self.fs.exists(self.location)
+
+    def open(self, seekable: bool = True):
+        return self.fs.open(self.location, "rb")
