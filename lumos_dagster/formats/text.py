@@ -109,10 +109,20 @@ def read_json(path: str, fs: pafs.FileSystem | None = None) -> FileSchema:
         if block >= MAX_BLOCK:
             raise _too_long()
         block *= 8
-    head = head[:end]
-    _check_nesting(path, head)
+    if end < len(head) <= block:
+        # a last line without its line end: a torn record (not JSON: left out below), or the end of a record
+        # written over several lines (pretty-printed), which the records before it need
+        try:
+            return _ndjson_schema(path, head)
+        except pa.ArrowInvalid:
+            pass
+    return _ndjson_schema(path, head[:end])
+
+
+def _ndjson_schema(path: str, text: bytes) -> FileSchema:
+    _check_nesting(path, text)
     with pjson.open_json(
-        pa.BufferReader(head), read_options=pjson.ReadOptions(block_size=end + 1, use_threads=False)
+        pa.BufferReader(text), read_options=pjson.ReadOptions(block_size=len(text) + 1, use_threads=False)
     ) as reader:
         return FileSchema(schema=converted_schema(reader.schema))
 
