@@ -12,9 +12,6 @@ CODE := lumos_dagster assets resources sensors spark tests benchmarks
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 #: the port of `make ui` and `make deploy`
 PORT ?= 3000
-#: Dagster's CLI says `dagster dev` and `dagster asset materialize` are superseded by `dg` (not installed): a
-#: FutureWarning raised where click calls the command, hidden as `lumos init` does (docs/reliability.md)
-QUIET_DAGSTER := PYTHONWARNINGS=ignore::FutureWarning:click.core
 
 .PHONY: install cycles browser node demo test test-fast test-tuned check-dagster-latest ui lite bench clean
 
@@ -51,8 +48,7 @@ $(DAGSTER_HOME)/dagster.yaml:
 demo: $(STAMP) $(DAGSTER_HOME)/dagster.yaml
 	$(BIN)/lumos demo-lake
 	$(BIN)/lumos discover
-	$(QUIET_DAGSTER) $(BIN)/dagster asset materialize -m lumos_dagster.definitions --select 'key:"*"' \
-		--partition-range $(DEMO_FIRST)...$(TODAY)
+	$(BIN)/dg launch -m lumos_dagster.definitions --assets 'key:"*"' --partition-range $(DEMO_FIRST)...$(TODAY)
 	$(BIN)/lumos summary
 
 ## lint, the import contracts (layers, no package cycles), the type checker on the core, then the whole
@@ -106,8 +102,8 @@ bench: $(STAMP)
 ## the Dagster UI on http://127.0.0.1:$(PORT) (after `make demo`; `make ui PORT=3001`). Run from DAGSTER_HOME:
 ## in the repository root Dagster warns that the root's dagster.yaml (the template) is not DAGSTER_HOME's
 ui: $(STAMP) $(DAGSTER_HOME)/dagster.yaml
-	cd $(DAGSTER_HOME) && $(QUIET_DAGSTER) LUMOS_CONFIG=$${LUMOS_CONFIG:-$(CURDIR)/lumos.yaml} \
-		$(CURDIR)/$(BIN)/dagster dev -p $(PORT) -w $(CURDIR)/workspace.yaml
+	cd $(DAGSTER_HOME) && LUMOS_CONFIG=$${LUMOS_CONFIG:-$(CURDIR)/lumos.yaml} \
+		$(CURDIR)/$(BIN)/dg dev -p $(PORT) -w $(CURDIR)/workspace.yaml
 
 ## DataHub's own CLI on the demo's catalog, e.g. make lite ARGS='ls /data_platforms/file'
 lite: $(STAMP)

@@ -38,7 +38,9 @@ def state_key(config: LumosConfig) -> str:
     return f"lumos_registry__{Path(config.source_file).stem}__{where}"
 
 
-def _config(config: LumosConfig) -> DefsStateConfig:
+def state_config(config: LumosConfig) -> DefsStateConfig:
+    """How Dagster keeps the registry document: versions in the instance's defs state storage, refreshed by
+    each load that initializes the code location (not only under `dagster dev`)."""
     return DefsStateConfig(
         key=state_key(config), management_type=DefsStateManagementType.VERSIONED_STATE_STORAGE, refresh_if_dev=False
     )
@@ -67,7 +69,7 @@ def registry_state(config: LumosConfig) -> RegistryState:
         return RegistryState.of_location(config)
     key = state_key(config)
     if context.load_type == DefinitionsLoadType.RECONSTRUCTION:
-        with context.state_path(_config(config), storage, Path(config.base_dir)) as path:
+        with context.state_path(state_config(config), storage, Path(config.base_dir)) as path:
             if path is not None:
                 return RegistryState.loads(path.read_text())
         # no pinned version: a run executed in the process that planned it (`dagster asset

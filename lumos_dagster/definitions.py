@@ -2,9 +2,10 @@
 
 The only module that assembles everything. `LUMOS_CONFIG` names the config file (default:
 ./lumos.yaml). The registry comes as Dagster defs state (`assets.state`): the code server and every
-run worker build from the same registry document. Definitions are built once per process and
-document: Dagster's CLI loads a code location several times in one command, and each load of
-thousands of datasets costs seconds.
+run worker build from the same registry document. Definitions are built once per process, lumos.yaml
+and document: Dagster's CLI loads a code location several times in one command, and each load of
+thousands of datasets costs seconds. In a Dagster project of the user's own, the same definitions come
+from the Lumos component (lumos_dagster/component.py), which builds them here.
 """
 
 from __future__ import annotations
@@ -107,26 +108,33 @@ def assemble(config: LumosConfig, state: RegistryState | None = None) -> Assembl
 
 
 @functools.cache
-def _config(path: str) -> LumosConfig:
+def location_config(path: str) -> LumosConfig:
+    """The lumos.yaml at `path`, read once per process."""
     return load_config(path)
 
 
-#: the definitions built in this process, by lumos.yaml and registry document: only the latest is kept
-_BUILT: dict[tuple[str, str], Definitions] = {}
+#: the definitions built in this process, by lumos.yaml: the registry document's digest and what it built
+_BUILT: dict[str, tuple[str, Definitions]] = {}
 
 
 skip_final_collection()  # every process that loads the code location: CLI runs, run workers, the UI
 
 
+def location_definitions(path: str, state: RegistryState | None = None) -> Definitions:
+    """The code location of the lumos.yaml at `path`, built from `state` (default: the registry document
+    this load builds from, `assets.state.registry_state`), once per process and document."""
+    from assets.state import registry_state
+
+    if state is None:
+        state = registry_state(location_config(path))
+    built = _BUILT.get(path)
+    if built is None or built[0] != state.digest:
+        built = _BUILT[path] = (state.digest, build_definitions(location_config(path), state))
+    return built[1]
+
+
 @definitions
 def defs() -> Definitions:
-    from assets.state import registry_state
     from lumos_dagster.config import config_path
 
-    path = config_path()
-    state = registry_state(_config(path))
-    key = (path, state.digest)
-    if key not in _BUILT:
-        _BUILT.clear()
-        _BUILT[key] = build_definitions(_config(path), state)
-    return _BUILT[key]
+    return location_definitions(config_path())

@@ -56,7 +56,7 @@ def make_lake(root: Path) -> None:
 def printed(out: str) -> dict[str, str]:
     """The next commands `lumos init` printed, by their first word(s)."""
     lines = [line.strip() for line in out.splitlines() if line.startswith("  ")]
-    return {("dagster " + line.split()[1]) if line.startswith("dagster") else line.split()[0]: line for line in lines}
+    return {" ".join(line.split()[:2]) if line.startswith("dg ") else line.split()[0]: line for line in lines}
 
 
 def test_the_repository_dagster_yaml_is_the_instance_lumos_init_writes_and_deploy_shares():
@@ -103,11 +103,13 @@ def test_init_then_the_printed_commands_put_a_day_of_the_lake_into_datahub_lite(
     assert f"project/lake: {FOUND}" in init.stdout
     commands = printed(init.stdout)
     assert commands["cd"] == f"cd {project}"
-    assert commands["dagster dev"] == "dagster dev"  # plain: pyproject.toml's [tool.dagster] names the location
-    materialize = shlex.split(commands["dagster asset"])
-    assert materialize[:5] == ["dagster", "asset", "materialize", "-m", "lumos_dagster.definitions"]
+    # not a project of dg's: dg is pointed at the code location (plain `dagster dev` finds it in pyproject.toml)
+    assert commands["dg dev"] == "dg dev -m lumos_dagster.definitions"
+    assert 'module_name = "lumos_dagster.definitions"' in (project / "pyproject.toml").read_text()
+    materialize = shlex.split(commands["dg launch"])
+    assert materialize[:4] == ["dg", "launch", "-m", "lumos_dagster.definitions"]
     exported = dict(item.split("=", 1) for item in shlex.split(commands["export"])[1:])
-    assert set(exported) == {"DAGSTER_HOME", "LUMOS_CONFIG", "PYTHONWARNINGS"}
+    assert set(exported) == {"DAGSTER_HOME", "LUMOS_CONFIG"}
     assert exported["DAGSTER_HOME"] == str(project / ".lumos/dagster")
     assert (project / ".lumos/dagster/dagster.yaml").read_text() == instance_yaml()
 
@@ -124,9 +126,7 @@ def test_init_then_the_printed_commands_put_a_day_of_the_lake_into_datahub_lite(
         assert [line for line in said.splitlines() if DAGSTER_WARNING.search(line)] == []
         return said
 
-    # no argument: Dagster finds the code location in the folder, as `dagster dev` does
-    assert "Validation successful" in run(["dagster", "definitions", "validate"])
-    select, partition = materialize.index("--select") + 1, materialize.index("--partition") + 1
+    select, partition = materialize.index("--assets") + 1, materialize.index("--partition") + 1
     materialize[select], materialize[partition] = "sales/orders", DAYS[1]
     run(materialize)
 
@@ -147,7 +147,7 @@ def test_init_twice_refuses_without_force_and_keeps_the_users_files(tmp_path):
     assert load_config(str(project / "lumos.yaml")).sources[0].root == str(tmp_path / "lake")  # outside: absolute
     # theirs, without a [tool.dagster] block: plain `dagster dev` takes workspace.yaml
     assert (project / "pyproject.toml").read_text() == '[project]\nname = "mine"\n'
-    assert "  dagster dev\n" in first.output
+    assert "  dg dev -m lumos_dagster.definitions\n" in first.output
     assert "; kept pyproject.toml as they were\n" in first.output
 
     again = runner.invoke(main, ["init", str(tmp_path / "lake"), "--dir", str(project)])
@@ -167,7 +167,7 @@ def test_a_folder_whose_pyproject_names_another_code_location_gets_the_module_na
     (tmp_path / "pyproject.toml").write_text('[tool.dagster]\nmodule_name = "my_project.definitions"\n')
     done = CliRunner().invoke(main, ["init", str(tmp_path / "lake"), "--dir", str(tmp_path)])
     assert done.exit_code == 0, done.output
-    assert "  dagster dev -m lumos_dagster.definitions\n" in done.output
+    assert "  dg dev -m lumos_dagster.definitions\n" in done.output
 
 
 def test_init_on_a_missing_folder_says_so_in_one_line(tmp_path):

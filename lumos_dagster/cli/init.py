@@ -6,7 +6,9 @@
     FOLDER/workspace.yaml              the code location, for `dagster dev -w` and `dagster-webserver -w`
     FOLDER/pyproject.toml              [tool.dagster]: plain `dagster dev` finds the code location
 
-A workspace.yaml or pyproject.toml already there is the user's and is left alone.
+A workspace.yaml or pyproject.toml already there is the user's and is left alone. A Dagster project of
+dg's (pyproject.toml's [tool.dg] or dg.toml) gets neither: Lumos goes into it as a component
+(lumos_dagster/component.py), and `dagster dev` there would take a workspace.yaml over the project.
 """
 
 from __future__ import annotations
@@ -32,11 +34,11 @@ from lumos_dagster.time_partitions import granularity
 from lumos_dagster.wording import plural
 
 MODULE = "lumos_dagster.definitions"
+COMPONENT = "lumos_dagster.component.LumosComponent"
+#: the folder of the project's defs/ that `dg scaffold defs` makes for the Lumos component
+COMPONENT_DEFS = "lumos"
 HOME = ".lumos/dagster"
 SOURCE_NAME = "lake"
-#: Dagster's CLI warns that `dagster dev` and `dagster asset materialize` are superseded by `dg`, which
-#: Lumos does not install: a SupersessionWarning is a FutureWarning, raised where click calls the command
-QUIET_DAGSTER_CLI = "ignore::FutureWarning:click.core"
 #: every asset: Dagster's `*` warns (BetaWarning: `AssetSelection.all`'s include_sources, given by its parser)
 EVERY_ASSET = 'key:"*"'
 #: the datasets listed by name in lumos.yaml's comments (the rest are counted)
@@ -165,19 +167,25 @@ def lumos_yaml(lake: str, source: dict, records: list[DatasetRecord], failures: 
     )
 
 
-def dagster_dev(folder: Path) -> str:
-    """The command that starts the UI on the code location from `folder`: plain `dagster dev` when
-    Dagster finds Lumos there by itself (pyproject.toml's [tool.dagster] before workspace.yaml)."""
-    pyproject = folder / "pyproject.toml"
-    if pyproject.is_file():
-        try:
-            tool = tomllib.loads(pyproject.read_text()).get("tool", {})
-        except (tomllib.TOMLDecodeError, UnicodeDecodeError):
-            tool = {}
-        if "dagster" in tool or "dg" in tool:
-            return "dagster dev" if tool.get("dagster", {}).get("module_name") == MODULE else f"dagster dev -m {MODULE}"
-    workspace = folder / "workspace.yaml"
-    return "dagster dev" if workspace.is_file() and MODULE in workspace.read_text() else f"dagster dev -m {MODULE}"
+def dg_project(folder: Path) -> bool:
+    """Whether `folder` is a Dagster project of dg's: dg.toml, or pyproject.toml's [tool.dg], says so."""
+    for name, dg in (("dg.toml", lambda doc: doc), ("pyproject.toml", lambda doc: doc.get("tool", {}).get("dg", {}))):
+        path = folder / name
+        if path.is_file():
+            try:
+                return dg(tomllib.loads(path.read_text())).get("directory_type") == "project"
+            except (tomllib.TOMLDecodeError, UnicodeDecodeError, AttributeError):
+                return False
+    return False
+
+
+def next_commands(folder: Path, day: str) -> list[str]:
+    """What to run in `folder` after `lumos init`: the UI, and a day's snapshot of every dataset. A project of
+    dg's gets the Lumos component first; elsewhere `dg` is pointed at the standalone code location."""
+    day_of_every_asset = f"--assets {shlex.quote(EVERY_ASSET)} --partition {day}"
+    if dg_project(folder):
+        return [f"dg scaffold defs {COMPONENT} {COMPONENT_DEFS}", "dg dev", f"dg launch {day_of_every_asset}"]
+    return [f"dg dev -m {MODULE}", f"dg launch -m {MODULE} {day_of_every_asset}"]
 
 
 def _write_new(path: Path, text: str, overwrite: bool = False) -> bool:
@@ -234,23 +242,24 @@ def init(lake: str, folder: str, endpoint_url: str | None, force: bool) -> None:
     config_file.write_text(lumos_yaml(scanned, source, records, len(report.failures), start, by))
     written: list[str] = [DEFAULT_CONFIG]
     kept: list[str] = []
-    for name, text, overwrite in (
-        (f"{HOME}/dagster.yaml", instance_yaml(), force),
-        ("workspace.yaml", WORKSPACE, False),
-        ("pyproject.toml", PYPROJECT, False),
-    ):
+    project = dg_project(base)
+    files = [(f"{HOME}/dagster.yaml", instance_yaml(), force)]
+    if not project:
+        files += [("workspace.yaml", WORKSPACE, False), ("pyproject.toml", PYPROJECT, False)]
+    for name, text, overwrite in files:
         (written if _write_new(base / name, text, overwrite) else kept).append(name)
 
     if not report.ok:
         click.echo(report.render(), err=True)
     click.echo(f"{lake}: {found_line(records)}")
     click.echo(f"wrote in {base}: {', '.join(written)}" + (f"; kept {', '.join(kept)} as they were" if kept else ""))
-    env = {"DAGSTER_HOME": base / HOME, CONFIG_ENV: config_file, "PYTHONWARNINGS": QUIET_DAGSTER_CLI}
-    click.echo("Next (PYTHONWARNINGS hides Dagster's notice that its CLI is superseded by `dg`, not installed):")
+    # the component names its lumos.yaml; the standalone code location reads LUMOS_CONFIG
+    env = {"DAGSTER_HOME": base / HOME} | ({} if project else {CONFIG_ENV: config_file})
+    click.echo("Next:")
     if base != Path.cwd().resolve():
         click.echo(f"  cd {shlex.quote(str(base))}")
     click.echo("  export " + " ".join(f"{k}={shlex.quote(str(v))}" for k, v in env.items()))
-    click.echo(f"  {dagster_dev(base)}")
-    click.echo(f"  dagster asset materialize -m {MODULE} --select {shlex.quote(EVERY_ASSET)} --partition {today}")
+    for command in next_commands(base, today):
+        click.echo(f"  {command}")
     if not report.ok:  # as `lumos discover`: the files are written, the scan report says what failed
         sys.exit(1)
