@@ -15,8 +15,7 @@ usual. `lumos gate` is what fails a CI job on a breaking change.
 
 import json
 import logging
-from dataclasses import replace
-from typing import Callable, Mapping, Sequence
+from typing import Mapping, Sequence
 
 from dagster import AssetExecutionContext, AssetKey, AssetMaterialization, AssetObservation, MetadataValue
 from dagster._core.definitions.data_version import DATA_VERSION_IS_USER_PROVIDED_TAG, DATA_VERSION_TAG
@@ -27,54 +26,35 @@ from assets.runtime import hours_from_runs
 from lumos_dagster.config import LumosConfig
 from lumos_dagster.cost.pricing import Bills
 from lumos_dagster.datasets import Catalogue, DatasetSpec
-from lumos_dagster.delivery.worker import Delivery
 from lumos_dagster.governance.checks import READABLE_CHECK
 from lumos_dagster.naming import RELEASE_TAG
 from lumos_dagster.progress import Progress
-from lumos_dagster.run.beside import RunBeside
-from lumos_dagster.run.snapshot import BATCH, BatchOutcome, Services, SnapshotRun, Totals, held_message
+from lumos_dagster.run.snapshot import BatchOutcome, Services, SnapshotRun, held_message
 from lumos_dagster.schema.gate import how_to_accept
 from lumos_dagster.sources import Source
-from lumos_dagster.sources.local import LocalSource
 from lumos_dagster.windows import Window
-from resources.spark import LumosSparkResource, reads_with_spark, schema_reader
+from resources.spark import LumosSparkResource, schema_reader
 from resources.store import CatalogsResource, SnapshotStoreResource
 
-#: datasets in a run's first batch beside the op: the op waits for it, and records the others as they come
-FIRST_BATCH = BATCH // 4
 #: a run's step seconds, summed over its ops (a run tag: JSON, step → seconds)
 SECONDS_TAG = "lumos/step_seconds"
 #: an observation's metadata on the page of a dataset held back behind an upstream's failed blocking check
 HELD_BACK = "lumos/held_back"
 
 
-def _services(context: AssetExecutionContext, spark: LumosSparkResource, config: LumosConfig, bills: Bills,
-              datasets: Sequence[DatasetSpec]) -> Services:  # fmt: skip
-    def asset(name: str) -> str | None:
+def _services(context: AssetExecutionContext, spark: LumosSparkResource, config: LumosConfig, bills: Bills) -> Services:
+    def hours(name: str) -> float | None:
         decl = config.declaration(name)
-        return decl.cost.compute.dagster_asset if decl and decl.cost and decl.cost.compute else None
-
-    # asked of Dagster's instance here, before the run may leave this process
-    known = {d.name: hours_from_runs(context.instance, a) for d in datasets if (a := asset(d.name))}
+        asset = decl.cost.compute.dagster_asset if decl and decl.cost and decl.cost.compute else None
+        return hours_from_runs(context.instance, asset) if asset else None
 
     def profile(d: DatasetSpec, files: Sequence[str]):
         from spark.profile import profile_files
 
         return profile_files(spark.spark_session, files, d.format, d.profile.sample if d.profile else 1.0)
 
-    return Services(read=schema_reader(spark, config.spark), hours=known.get, bills=bills.month, profile=profile,
+    return Services(read=schema_reader(spark, config.spark), hours=hours, bills=bills.month, profile=profile,
                     say=context.log.info)  # fmt: skip
-
-
-def _beside(config: LumosConfig, datasets: Sequence[DatasetSpec], sources: Mapping[str, Source]) -> bool:
-    """Whether the run may leave this process (`lumos_dagster.run.beside`): only when nothing it
-    touches is made before the fork and unsafe after it. Spark's session (profiles, a Spark reader)
-    and remote file systems' clients (the AWS SDK is not fork-safe once used) keep it here."""
-    return (
-        not reads_with_spark(config.spark)
-        and all(d.profile is None for d in datasets)
-        and all(isinstance(sources.get(d.source or ""), LocalSource) for d in datasets)
-    )
 
 
 def _events(context: AssetExecutionContext, batch: BatchOutcome, keys: Mapping[str, AssetKey], progress: Progress):
@@ -139,27 +119,14 @@ def snapshot_events(context: AssetExecutionContext, spark: LumosSparkResource, l
     ]
     context.log.addFilter(UNYIELDED_CHECKS)  # the step's own log, which Dagster writes the note to
     context.log.info(f"snapshotting {len(selected)} datasets × {len(windows)} partitions")
-    services, release = _services(context, spark, config, bills, selected), context.run.tags.get(RELEASE_TAG)
-    progress = Progress(context.log.info, len(selected))  # one count for the op's batches
-    run: Totals
-    if _beside(config, selected, sources):
-
-        def make_run(say: Callable[[str], None], warn: Callable[[str], None]) -> SnapshotRun:
-            # first: its worker builds the catalogs while the run reads; the run finishes it itself
-            delivery = Delivery(lumos_store.store_url, lumos_catalogs.adapters, warn)
-            return SnapshotRun(config, catalogue, sources, lumos_store.open(), delivery, replace(services, say=say),
-                               release=release, first_batch=FIRST_BATCH)  # fmt: skip
-
-        run = RunBeside(config, context.log.info, context.log.warning)
-        for batch in run.run(make_run, selected, windows):
+    # first: its delivery worker builds the catalogs while the run reads
+    delivery = lumos_catalogs.delivery(lumos_store.store_url, context.log.warning)
+    with lumos_store.open() as store:
+        run = SnapshotRun(config, catalogue, sources, store, delivery, _services(context, spark, config, bills),
+                          release=context.run.tags.get(RELEASE_TAG))  # fmt: skip
+        progress = Progress(context.log.info, len(selected))  # one count for the op's batches
+        for batch in run.run(selected, windows):
             yield from _events(context, batch, keys, progress)
-    else:
-        # first: its delivery worker builds the catalogs while the run reads
-        delivery = lumos_catalogs.delivery(lumos_store.store_url, context.log.warning)
-        with lumos_store.open() as store:
-            run = SnapshotRun(config, catalogue, sources, store, delivery, services, release=release)
-            for batch in run.run(selected, windows):
-                yield from _events(context, batch, keys, progress)
     context.log.info("scan report:\n" + run.report.render())
     if run.failure is not None:
         context.log.warning(f"failed blocking checks (not materialized downstream):\n{run.failure}")

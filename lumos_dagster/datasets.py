@@ -90,12 +90,11 @@ class Catalogue:
         return asset_paths([d.name for d in self.datasets] + list(self.missing_upstreams))
 
 
-def chunks(datasets: Sequence[DatasetSpec], size: int, first: int | None = None) -> list[list[DatasetSpec]]:
+def chunks(datasets: Sequence[DatasetSpec], size: int) -> list[list[DatasetSpec]]:
     """`datasets` (lineage order) in groups of lineage-linked datasets: those linked by lineage are
     always in one group (which exceeds `size` if it must), unlinked ones are packed together up to
-    `size` (`first`, if given, for the first group). Groups are Dagster ops, so no op depends on
-    another: a failed gate holds back exactly what is downstream of it, as in one op, and groups can
-    run in separate runs side by side."""
+    `size`. Groups are Dagster ops, so no op depends on another: a failed gate holds back exactly
+    what is downstream of it, as in one op, and groups can run in separate runs side by side."""
     names = {d.name for d in datasets}
     parent = {d.name: d.name for d in datasets}
 
@@ -114,7 +113,7 @@ def chunks(datasets: Sequence[DatasetSpec], size: int, first: int | None = None)
         components.setdefault(root(d.name), []).append(d)
     out: list[list[DatasetSpec]] = []
     for component in components.values():
-        if not out or len(out[-1]) + len(component) > (size if len(out) > 1 or first is None else first):
+        if not out or len(out[-1]) + len(component) > size:
             out.append([])
         out[-1].extend(component)
     return out

@@ -42,24 +42,17 @@ def spark_resource(config: SparkConfig) -> LumosSparkResource:
     return LumosSparkResource(spark_config={**DEFAULT_CONF, "spark.master": config.master, **config.conf})
 
 
-def _thresholds(config: SparkConfig):
-    from dataclasses import replace
-
-    from lumos_dagster.formats.readers import THRESHOLDS
-
-    if config.read_from_files is None:
-        return THRESHOLDS
-    return replace(THRESHOLDS, spark_from_local=config.read_from_files, spark_from_cluster=config.read_from_files)
-
-
-def reads_with_spark(config: SparkConfig) -> bool:
-    """Whether a run's schema reader may start Spark's session (above some number of files)."""
-    return _thresholds(config).spark_from(config.master) is not None
-
-
 def schema_reader(spark: LumosSparkResource, config: SparkConfig):
     """How a run reads file schemas: a process pool below a measured number of files, Spark above
     it (the session starts only then; never for a local master, see lumos_dagster.formats.readers)."""
+    from dataclasses import replace
+
+    from lumos_dagster.formats.readers import THRESHOLDS
     from spark.schemas import spark_auto_reader
 
-    return spark_auto_reader(lambda: spark.spark_session, master=config.master, thresholds=_thresholds(config))
+    thresholds = THRESHOLDS
+    if config.read_from_files is not None:
+        thresholds = replace(
+            thresholds, spark_from_local=config.read_from_files, spark_from_cluster=config.read_from_files
+        )
+    return spark_auto_reader(lambda: spark.spark_session, master=config.master, thresholds=thresholds)

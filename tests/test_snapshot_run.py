@@ -106,10 +106,6 @@ def test_chunks_keep_lineage_groups_whole_and_pack_the_rest(tmp_path):
             within = [d.name for d in part]
             assert all(within.index(u) < within.index(d.name) for d in part for u in d.upstream)
     assert sorted(len(p) for p in chunks(catalogue.datasets, 4)) == [3, 4]  # a alone; b, c and d packed
-    # a smaller first batch (what a caller waits for before the run overlaps it), groups still whole
-    names = [[d.name for d in part] for part in chunks(catalogue.datasets, 7, first=2)]
-    assert names == [["a/1", "a/2", "a/3"], ["b/1", "b/2", "c/1", "d/1"]]
-    assert [len(p) for p in chunks(catalogue.datasets[5:], 7, first=1)] == [1, 1]
 
 
 def _generated(tmp_path, datasets: int, files: int = 6, torn: str = "d1/ds_1/dt={day}/part-1.orc"):

@@ -140,33 +140,11 @@ class _Batch:
     reading: Future | None
 
 
-class Totals:
-    """A run's totals so far (`report`, `judgements`, `seconds`), grown by each batch's outcome
-    wherever the batch ran."""
-
-    config: LumosConfig
-    report: ScanReport
-    judgements: dict[str, Judgement]
-    seconds: dict[str, float]
-
-    def count(self, outcome: BatchOutcome) -> None:
-        self.report.add(outcome.report)
-        self.judgements.update((o.spec.name, o.judgement) for o in outcome.datasets)
-        for step, s in outcome.seconds.items():
-            self.seconds[step] = self.seconds.get(step, 0.0) + s
-
-    @property
-    def failure(self) -> str | None:
-        """What failed blocking checks stopped so far (None: nothing): the datasets that broke, and
-        those held back behind them."""
-        return failure_message(self.judgements, blocking_checks(self.config))
-
-
 @dataclass
-class SnapshotRun(Totals):
+class SnapshotRun:
     """One run over `datasets` × `windows` (`run`), storing into `store` and delivering through
     `delivery`; `release`: the release whose refresh this is (its datasets' versions are recorded
-    in it). The totals grow as batches finish."""
+    in it). The totals (`report`, `judgements`, `seconds`) grow as batches finish."""
 
     config: LumosConfig
     catalogue: Catalogue
@@ -176,15 +154,13 @@ class SnapshotRun(Totals):
     services: Services
     release: str | None = None
     batch_size: int = BATCH
-    #: datasets in the first batch, if fewer (its caller waits for it: `run.beside`)
-    first_batch: int | None = None
     report: ScanReport = field(default_factory=ScanReport)
     judgements: dict[str, Judgement] = field(default_factory=dict)
     seconds: dict[str, float] = field(default_factory=dict)
 
     def run(self, datasets: Sequence[DatasetSpec], windows: Sequence[Window]) -> Iterator[BatchOutcome]:
         """Each batch's outcome, in lineage order; `datasets` in lineage order too."""
-        batches = chunks(datasets, self.batch_size, self.first_batch)
+        batches = chunks(datasets, self.batch_size)
         keys = sorted((w.key for w in windows), key=lambda k: k or "")
         captured_at = self.services.now()
         ahead = ThreadPoolExecutor(1, thread_name_prefix="lumos-read-ahead")
@@ -204,7 +180,6 @@ class SnapshotRun(Totals):
                 following = start(batches[i + 1]) if i + 1 < len(batches) else None  # read while this one finishes
                 if current is not None:
                     outcome = self._finish(current, i + 1, len(batches), keys, captured_at)
-                    self.count(outcome)
                     self.services.say(outcome.line())
                     yield outcome
                 current = following
@@ -221,6 +196,12 @@ class SnapshotRun(Totals):
                 out.judgements[o.spec.name] = o.judgement
         out.failure = self.failure
         return out
+
+    @property
+    def failure(self) -> str | None:
+        """What failed blocking checks stopped so far (None: nothing): the datasets that broke, and
+        those held back behind them."""
+        return failure_message(self.judgements, blocking_checks(self.config))
 
     def _finish(
         self, b: _Batch, number: int, of: int, keys: Sequence[str | None], captured_at: datetime
@@ -257,6 +238,10 @@ class SnapshotRun(Totals):
             self.store.record_release_versions(self.release, {n: s.version for n, s in newest.items() if s.version})
         lap("alert")
         warnings += [held_message(o) for o in outcomes if o.held_back is not None]
+        self.report.add(b.report)
+        self.judgements.update(recorded.judgements)
+        for step, s in seconds.items():
+            self.seconds[step] = self.seconds.get(step, 0.0) + s
         return BatchOutcome(number, of, outcomes, tuple(warnings), pending, dict(seconds), b.report)
 
     @functools.cached_property
