@@ -158,4 +158,10 @@ def build_demo_lake(root: str, today: dt.date | None = None, seed: int = 7) -> l
     pq.write_table(pa.table({"sku": ["x"], "quantity": [1]}), full)
     data = full.getvalue().to_pybytes()
     put("landing/partner_feed/batch-2.parquet", lambda p: _write_bytes(p, data[: len(data) // 2]))
+    # the undated files existed from the lake's first day: a partition of an undated dataset holds the
+    # files modified before its end (run.contents.files_in_window)
+    first = dt.datetime.combine(_dates(today)[0], dt.time(), dt.timezone.utc).timestamp()
+    for path in written:
+        if "/dt=" not in path:
+            os.utime(path, (first, first))
     return written

@@ -20,11 +20,16 @@ Cell = tuple[str, "str | None"]
 def files_in_window(ds: DiscoveredDataset, start: datetime | None, end: datetime | None) -> list[DatasetFile]:
     """The files of a time window [start, end): those whose partition date falls in it.
 
-    A dataset without a time partition has no history in storage: every window
-    sees all its current files.
+    A dataset without a time partition has no history in storage but its files' times: a window
+    holds the files that existed by its end (modified before it), as a table's window holds the
+    version committed before its end. A file created today is in no earlier window, and a file
+    replaced since a window ended is not in that window any more (what it held then is gone).
     """
-    if ds.time_partition_key is None or start is None or end is None:
+    if start is None or end is None:
         return list(ds.files)
+    if ds.time_partition_key is None:
+        cutoff = end.timestamp()
+        return [f for f in ds.files if f.entry.mtime < cutoff]
     if granularity(ds.time_format) == "hourly":  # partition values are wall-clock time in the window's zone
         lo, hi = start.replace(tzinfo=None), end.replace(tzinfo=None)
         return [f for f in ds.files if (t := ds.file_time(f)) is not None and lo <= t < hi]
