@@ -21,6 +21,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -74,6 +75,33 @@ def _post(url: str, query: str) -> dict:
         return json.load(r)
 
 
+@contextmanager
+def _webserver(home: Path, config: Path):
+    """dagster-webserver on loopback over the instance in `home` and the code location of `config`."""
+    port = _free_port()
+    env = {**os.environ, "DAGSTER_HOME": str(home), "LUMOS_CONFIG": str(config), "PYTHONPATH": str(ROOT)}
+    webserver = os.path.join(os.path.dirname(sys.executable), "dagster-webserver")
+    with open(home / "webserver.log", "w") as log:  # a file, not a pipe nobody reads
+        server = subprocess.Popen([webserver, "-m", "lumos_dagster.definitions", "-h", "127.0.0.1", "-p", str(port)],
+                                  cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)  # fmt: skip
+        try:
+            base = f"http://127.0.0.1:{port}"
+            deadline = time.monotonic() + 60
+            while True:
+                try:
+                    urllib.request.urlopen(f"{base}/server_info", timeout=2).close()
+                    break
+                except OSError:
+                    if server.poll() is not None or time.monotonic() > deadline:
+                        pytest.fail(f"dagster-webserver did not start:\n{(home / 'webserver.log').read_text()[-3000:]}")
+                    time.sleep(0.3)
+            _post(f"{base}/graphql", "mutation { setNuxSeen }")  # no community pop-up over the pages
+            yield base
+        finally:
+            server.terminate()
+            server.wait(timeout=30)
+
+
 @pytest.fixture(scope="module")
 def ui(tmp_path_factory):
     """The demo discovered and materialized from its first day of data to today, and a webserver on it."""
@@ -93,7 +121,6 @@ def ui(tmp_path_factory):
     home = tmp / "dagster"
     home.mkdir()
     (home / "dagster.yaml").write_text((ROOT / "dagster.yaml").read_text())
-    env = {**os.environ, "DAGSTER_HOME": str(home), "LUMOS_CONFIG": str(tmp / "lumos.yaml"), "PYTHONPATH": str(ROOT)}
     os.environ["DAGSTER_HOME"] = str(home)  # the event log storage reads it
     try:
         defs = build_definitions(cfg)
@@ -103,31 +130,12 @@ def ui(tmp_path_factory):
         assert result.success
     finally:
         os.environ.pop("DAGSTER_HOME")
-    port = _free_port()
-    webserver = os.path.join(os.path.dirname(sys.executable), "dagster-webserver")
-    log = open(tmp / "webserver.log", "w")  # a file, not a pipe nobody reads: the server never blocks on it
-    server = subprocess.Popen([webserver, "-m", "lumos_dagster.definitions", "-h", "127.0.0.1", "-p", str(port)],
-                              cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)  # fmt: skip
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while True:
+    with _webserver(home, tmp / "lumos.yaml") as base:
+        browser = Browser(tmp / "chromium", 1800, 1000)
         try:
-            urllib.request.urlopen(f"{base}/server_info", timeout=2).close()
-            break
-        except OSError:
-            if server.poll() is not None or time.monotonic() > deadline:
-                server.kill()
-                pytest.fail(f"dagster-webserver did not start:\n{(tmp / 'webserver.log').read_text()[-3000:]}")
-            time.sleep(0.3)
-    _post(f"{base}/graphql", "mutation { setNuxSeen }")  # no community pop-up over the pages
-    browser = Browser(tmp / "chromium", 1800, 1000)
-    try:
-        yield {"base": base, "browser": browser, "dir": tmp, "defs": defs}
-    finally:
-        browser.close()
-        server.terminate()
-        server.wait(timeout=30)
-        log.close()
+            yield {"base": base, "browser": browser, "dir": tmp, "defs": defs}
+        finally:
+            browser.close()
 
 
 def _keep(request, shot: Path, name: str) -> None:
