@@ -4,7 +4,7 @@ evaluations (`files_readable`, the `schema_compatible` gate, and when governance
 
 from dagster import AssetCheckEvaluation, AssetCheckSeverity, AssetCheckSpec, AssetKey, MetadataValue
 
-from assets.metadata import md_table
+from lumos_dagster.assets.metadata import md_table
 from lumos_dagster.config import LumosConfig
 from lumos_dagster.datasets import DatasetSpec
 from lumos_dagster.governance.checks import (

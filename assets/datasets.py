@@ -3,7 +3,7 @@
 The datasets of one cadence live in subsettable `multi_asset`s, one per group of lineage-linked
 datasets (a group is never split; unlinked groups are packed up to `CHUNK` datasets an op), so no
 op depends on another. A run of many datasets × partitions is one Spark session (resources live
-for the run) and one step per op, whose body is the snapshot run (`assets.snapshots`).
+for the run) and one step per op, whose body is the snapshot run (`lumos_dagster.assets.snapshots`).
 
 Why not one op for every dataset: in Dagster 1.13 each output an op yields costs a walk over all
 of the op's outputs (so an op of N datasets costs N²); docs/performance.md has the figures.
@@ -28,16 +28,16 @@ from dagster import (
     multi_asset,
 )
 
-from assets.checks import check_specs
-from assets.keys import dagster_owners, dagster_tags, group_name
-from assets.snapshots import snapshot_events
+from lumos_dagster.assets.checks import check_specs
+from lumos_dagster.assets.keys import dagster_owners, dagster_tags, group_name
+from lumos_dagster.assets.snapshots import snapshot_events
 from lumos_dagster.config import LumosConfig, PartitionsConfig
 from lumos_dagster.cost.pricing import Bills
 from lumos_dagster.datasets import Catalogue, DatasetSpec, chunks
 from lumos_dagster.naming import URN_METADATA_KEY
+from lumos_dagster.resources.spark import LumosSparkResource
+from lumos_dagster.resources.store import CatalogsResource, SnapshotStoreResource
 from lumos_dagster.sources import Source
-from resources.spark import LumosSparkResource
-from resources.store import CatalogsResource, SnapshotStoreResource
 
 IO_MANAGER_KEY = "lumos_io_manager"
 #: unlinked datasets packed per op (a lineage group larger than this is one op of its own): few ops,

@@ -25,8 +25,8 @@ from lumos_dagster.datasets import Catalogue
 from lumos_dagster.errors import LumosError
 from lumos_dagster.governance.rules import post_webhook, todo_json, todo_markdown
 from lumos_dagster.reports import cost as cost_report
+from lumos_dagster.resources.store import SnapshotStoreResource
 from lumos_dagster.store import SnapshotStore
-from resources.store import SnapshotStoreResource
 
 FORMATS = {"json": "json", "csv": "csv", "markdown": "md"}
 COST_REPORT = AssetKey("lumos_cost_report")

@@ -20,21 +20,21 @@ from typing import Mapping, Sequence
 from dagster import AssetExecutionContext, AssetKey, AssetMaterialization, AssetObservation, MetadataValue
 from dagster._core.definitions.data_version import DATA_VERSION_IS_USER_PROVIDED_TAG, DATA_VERSION_TAG
 
-from assets.checks import evaluation
-from assets.metadata import newest, snapshot_metadata
-from assets.runtime import hours_from_runs
+from lumos_dagster.assets.checks import evaluation
+from lumos_dagster.assets.metadata import newest, snapshot_metadata
+from lumos_dagster.assets.runtime import hours_from_runs
 from lumos_dagster.config import LumosConfig
 from lumos_dagster.cost.pricing import Bills
 from lumos_dagster.datasets import Catalogue, DatasetSpec
 from lumos_dagster.governance.checks import READABLE_CHECK
 from lumos_dagster.naming import RELEASE_TAG
 from lumos_dagster.progress import Progress
+from lumos_dagster.resources.spark import LumosSparkResource, schema_reader
+from lumos_dagster.resources.store import CatalogsResource, SnapshotStoreResource
 from lumos_dagster.run.snapshot import BatchOutcome, Services, SnapshotRun, held_message
 from lumos_dagster.schema.gate import how_to_accept
 from lumos_dagster.sources import Source
 from lumos_dagster.windows import Window
-from resources.spark import LumosSparkResource, schema_reader
-from resources.store import CatalogsResource, SnapshotStoreResource
 
 #: a run's step seconds, summed over its ops (a run tag: JSON, step → seconds)
 SECONDS_TAG = "lumos/step_seconds"
@@ -49,7 +49,7 @@ def _services(context: AssetExecutionContext, spark: LumosSparkResource, config:
         return hours_from_runs(context.instance, asset) if asset else None
 
     def profile(d: DatasetSpec, files: Sequence[str]):
-        from spark.profile import profile_files
+        from lumos_dagster.spark.profile import profile_files
 
         return profile_files(spark.spark_session, files, d.format, d.profile.sample if d.profile else 1.0)
 

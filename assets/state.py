@@ -8,7 +8,7 @@ state (`DefsStateStorage`, Dagster 1.13): the code server, when it loads, publis
 document as a state version named by its content (nothing new when it is unchanged), and Dagster
 pins that version in every run planned against it; a run worker loads the pinned version, never
 the registry as it is by then. A dataset recorded meanwhile appears at the code location's next
-load (a sensor asks for one: `sensors.reload`).
+load (a sensor asks for one: `lumos_dagster.sensors.reload`).
 
 Outside a Dagster load (tests building definitions, an instance without state storage) the
 registry is read directly.

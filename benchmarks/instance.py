@@ -34,7 +34,7 @@ import sqlalchemy as sa
 from benchmarks.lake import FIRST_DAY, generate_lake
 from benchmarks.measure import run_measured
 from benchmarks.scan import BIN, ROOT, lumos_project
-from sensors.run_tags import AUTOMATION_RUN_TAGS
+from lumos_dagster.sensors.run_tags import AUTOMATION_RUN_TAGS
 
 PG_ADMIN = "postgresql+psycopg://postgres@127.0.0.1:5432/test"
 JOB = "lumos_daily_snapshots"
@@ -99,7 +99,7 @@ def _instance_yaml(instance: Instance, home: Path) -> list[str]:
             for part, module, cls in (
                 ("run_storage", "dagster_postgres.run_storage", "PostgresRunStorage"),
                 ("schedule_storage", "dagster_postgres.schedule_storage", "PostgresScheduleStorage"),
-                ("event_log_storage", "resources.tuning", "LumosPostgresEventLogStorage"),
+                ("event_log_storage", "lumos_dagster.resources.tuning", "LumosPostgresEventLogStorage"),
             )
         )
     (home / "dagster.yaml").write_text(text + "telemetry:\n  enabled: false\n")

@@ -117,7 +117,7 @@ def measure(sizes: tuple[int, ...], repeat: int = 3, spark: bool = True) -> dict
             out["sizes"][n] = {"files": len(items), "loop_s": loop_s, "pool_s": pool_s, "pool_cpu_s": pool_cpu}
             _log(f"{n:,} files: loop {loop_s:.2f} s, pool {pool_s:.2f} s (CPU {loop_cpu:.2f} s, {pool_cpu:.2f} s)")
         if spark:
-            from spark.schemas import read_schemas
+            from lumos_dagster.spark.schemas import read_schemas
 
             start = time.perf_counter()
             session = spark_session()

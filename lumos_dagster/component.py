@@ -8,7 +8,7 @@
 
 The definitions are the standalone code location's (lumos_dagster/definitions.py builds them for both),
 and so is the state: the registry document, kept as Dagster defs state under the same key
-(`assets.state`). One Lumos component per code location (its jobs, sensors and resources have fixed
+(`lumos_dagster.assets.state`). One Lumos component per code location (its jobs, sensors and resources have fixed
 names): one lumos.yaml names as many sources as the project has lakes.
 """
 
@@ -32,7 +32,7 @@ from dagster.components import (
 from dagster.components.utils.defs_state import DefsStateConfig
 from pydantic import BaseModel, Field
 
-from assets.state import state_config
+from lumos_dagster.assets.state import state_config
 from lumos_dagster.config import DEFAULT_CONFIG
 from lumos_dagster.definitions import location_config, location_definitions
 from lumos_dagster.lineage.catalogue import RegistryState
@@ -100,7 +100,7 @@ class LumosComponent(StateBackedComponent, Resolvable):
         """Not StateBackedComponent's, which builds a code server from the stored version and refreshes it only
         under `dg dev`: the registry changes while the deployment runs (sensors, `lumos discover`), so each load
         that initializes the code location publishes it, and a run worker builds from the version its run
-        pinned (`assets.state.registry_state`)."""
+        pinned (`lumos_dagster.assets.state.registry_state`)."""
         return location_definitions(self.config)
 
     def build_defs_from_state(self, context: ComponentLoadContext, state_path: Path | None) -> Definitions:

@@ -1,7 +1,7 @@
 """The Lumos code location: lumos.yaml + the discovery registry → Dagster definitions.
 
 The only module that assembles everything. `LUMOS_CONFIG` names the config file (default:
-./lumos.yaml). The registry comes as Dagster defs state (`assets.state`): the code server and every
+./lumos.yaml). The registry comes as Dagster defs state (`lumos_dagster.assets.state`): the code server and every
 run worker build from the same registry document. Definitions are built once per process, lumos.yaml
 and document: Dagster's CLI loads a code location several times in one command, and each load of
 thousands of datasets costs seconds. In a Dagster project of the user's own, the same definitions come
@@ -15,26 +15,26 @@ from dataclasses import dataclass
 
 from dagster import Definitions, definitions, in_process_executor
 
-from assets.datasets import build_dataset_assets
-from assets.keys import dataset_keys
-from assets.reports import report_assets
+from lumos_dagster.assets.datasets import build_dataset_assets
+from lumos_dagster.assets.keys import dataset_keys
+from lumos_dagster.assets.reports import report_assets
 from lumos_dagster.collector import paused, skip_final_collection
 from lumos_dagster.config import LumosConfig, load_config
 from lumos_dagster.lineage.catalogue import RegistryState, catalogue_of
+from lumos_dagster.resources.io_manager import LumosIOManager
+from lumos_dagster.resources.spark import spark_resource
+from lumos_dagster.resources.store import CatalogsResource, SnapshotStoreResource
+from lumos_dagster.sensors.discovery import discovery_job
+from lumos_dagster.sensors.nudges import nudge_job
+from lumos_dagster.sensors.releases import dataset_schedule_sensor, release_sensor
+from lumos_dagster.sensors.retention import retention_job
+from lumos_dagster.sensors.schedules import cadence_jobs, cadence_schedules
+from lumos_dagster.sensors.storage import storage_sensor
+from lumos_dagster.sensors.sync import sync_job
+from lumos_dagster.sensors.tables import table_sensor
+from lumos_dagster.sensors.triggers import Targets
 from lumos_dagster.sources import FileSource, TableSource, build_sources
 from lumos_dagster.windows import parse_lag
-from resources.io_manager import LumosIOManager
-from resources.spark import spark_resource
-from resources.store import CatalogsResource, SnapshotStoreResource
-from sensors.discovery import discovery_job
-from sensors.nudges import nudge_job
-from sensors.releases import dataset_schedule_sensor, release_sensor
-from sensors.retention import retention_job
-from sensors.schedules import cadence_jobs, cadence_schedules
-from sensors.storage import storage_sensor
-from sensors.sync import sync_job
-from sensors.tables import table_sensor
-from sensors.triggers import Targets
 
 
 @dataclass(frozen=True)
@@ -122,8 +122,8 @@ skip_final_collection()  # every process that loads the code location: CLI runs,
 
 def location_definitions(path: str, state: RegistryState | None = None) -> Definitions:
     """The code location of the lumos.yaml at `path`, built from `state` (default: the registry document
-    this load builds from, `assets.state.registry_state`), once per process and document."""
-    from assets.state import registry_state
+    this load builds from, `lumos_dagster.assets.state.registry_state`), once per process and document."""
+    from lumos_dagster.assets.state import registry_state
 
     if state is None:
         state = registry_state(location_config(path))

@@ -9,7 +9,7 @@ from typing import Any
 from dagster import ConfigurableIOManager, InputContext, OutputContext
 
 from lumos_dagster.naming import URN_METADATA_KEY
-from resources.store import SnapshotStoreResource
+from lumos_dagster.resources.store import SnapshotStoreResource
 
 
 class LumosIOManager(ConfigurableIOManager):

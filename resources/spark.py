@@ -48,7 +48,7 @@ def schema_reader(spark: LumosSparkResource, config: SparkConfig):
     from dataclasses import replace
 
     from lumos_dagster.formats.readers import THRESHOLDS
-    from spark.schemas import spark_auto_reader
+    from lumos_dagster.spark.schemas import spark_auto_reader
 
     thresholds = THRESHOLDS
     if config.read_from_files is not None:

@@ -14,8 +14,8 @@ from lumos_dagster.config import LumosConfig
 from lumos_dagster.delivery.catalogs import catalogs_from_entries
 from lumos_dagster.delivery.worker import Delivery
 from lumos_dagster.plugins import mask_secrets
+from lumos_dagster.resources.launcher import record_run_process
 from lumos_dagster.store import SnapshotStore
-from resources.launcher import record_run_process
 
 # Each store's URL by the one Dagster is shown, its password masked: Dagster keeps every resource's
 # configuration in its run storage, where a password written in lumos.yaml must not go. Every process

@@ -7,8 +7,8 @@ from dagster import DefaultScheduleStatus, Failure, OpExecutionContext, Schedule
 
 from lumos_dagster.config import LumosConfig
 from lumos_dagster.inventory.refresh import refresh_registry
-from resources.store import SnapshotStoreResource
-from sensors.reload import request_reload
+from lumos_dagster.resources.store import SnapshotStoreResource
+from lumos_dagster.sensors.reload import request_reload
 
 # daily, an hour before the snapshot schedules' midnight tick (in the partitions' time zone): the
 # registry knows the new datasets and days before they are snapshotted

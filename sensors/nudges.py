@@ -8,7 +8,7 @@ from dagster import DefaultScheduleStatus, OpExecutionContext, ScheduleDefinitio
 
 from lumos_dagster.config import LumosConfig
 from lumos_dagster.reports.nudges import run_nudge
-from resources.store import SnapshotStoreResource
+from lumos_dagster.resources.store import SnapshotStoreResource
 
 
 def nudge_job(config: LumosConfig):

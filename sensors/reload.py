@@ -3,7 +3,7 @@ become (or stop being) assets without anyone clicking "Reload".
 
 Through the webserver's own GraphQL mutation (`reloadRepositoryLocation`), which reloads a code
 server started with `dagster code-server start` (`make deploy`, `dagster dev`) and tells the daemon
-and the webserver; the new load publishes the registry as the location's defs state (`assets.state`).
+and the webserver; the new load publishes the registry as the location's defs state (`lumos_dagster.assets.state`).
 The webserver is `LUMOS_DAGSTER_URL` (set by `make deploy`), else `dagster dev`'s default
 http://127.0.0.1:3000 when running under `dagster dev`. It runs in a thread: a load of thousands
 of datasets takes seconds, longer than a tick should.

@@ -38,7 +38,7 @@ from dagster import (
     op,
 )
 
-from resources.store import SnapshotStoreResource
+from lumos_dagster.resources.store import SnapshotStoreResource
 
 RETENTION_JOB = "lumos_retention"
 #: `retention.dagster_runs_days`' default: a month of runs kept, to look into

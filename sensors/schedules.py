@@ -27,8 +27,8 @@ from dagster import (
 )
 from dagster._core.definitions.unresolved_asset_job_definition import UnresolvedAssetJobDefinition
 
+from lumos_dagster.sensors.run_tags import AUTOMATION_RUN_TAGS
 from lumos_dagster.windows import snapshot_cron
-from sensors.run_tags import AUTOMATION_RUN_TAGS
 
 PERIOD = {"hourly": "hour", "daily": "day", "weekly": "week", "monthly": "month"}
 

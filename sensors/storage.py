@@ -8,7 +8,7 @@ Nothing waits for a person:
 * a file dated in a partition that does not exist yet (tomorrow's folder) waits until it does,
   said in the tick's log, never failing the tick;
 * a new dataset is recorded in the registry, the code location is asked to reload
-  (`sensors.reload`), and once it is an asset the sensor requests its newest partition;
+  (`lumos_dagster.sensors.reload`), and once it is an asset the sensor requests its newest partition;
 * a dataset whose files are all gone is soft-deleted at once (unless too many of the source vanish
   together: `removal.max_share`), and its tombstone delivered by a `lumos_sync` run.
 """
@@ -25,13 +25,13 @@ from lumos_dagster.inventory.refresh import retire, too_many
 from lumos_dagster.inventory.watch import FileChange, Look, digest, look
 from lumos_dagster.naming import TRIGGER_TAG, segment
 from lumos_dagster.report import ScanReport
+from lumos_dagster.sensors.reload import request_reload
+from lumos_dagster.sensors.run_tags import AUTOMATION_RUN_TAGS
+from lumos_dagster.sensors.sync import SYNC_JOB
+from lumos_dagster.sensors.triggers import Targets
 from lumos_dagster.sources import file_records
 from lumos_dagster.sources.base import FileSource
 from lumos_dagster.store import SnapshotStore
-from sensors.reload import request_reload
-from sensors.run_tags import AUTOMATION_RUN_TAGS
-from sensors.sync import SYNC_JOB
-from sensors.triggers import Targets
 
 #: seconds between ticks: a change reaches the catalog within a tick, the queue and one run
 INTERVAL = 30

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dagster import JobDefinition, OpExecutionContext, job, op
 
 from lumos_dagster.delivery.outbox import deliver
-from resources.store import CatalogsResource, SnapshotStoreResource
+from lumos_dagster.resources.store import CatalogsResource, SnapshotStoreResource
 
 SYNC_JOB = "lumos_sync"
 

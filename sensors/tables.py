@@ -10,10 +10,10 @@ from dagster import DefaultSensorStatus, SensorDefinition, SensorResult, SkipRea
 from lumos_dagster.inventory.table_watch import look_tables
 from lumos_dagster.naming import segment
 from lumos_dagster.report import ScanReport
+from lumos_dagster.sensors.storage import INTERVAL, is_preview, plan
+from lumos_dagster.sensors.triggers import Targets
 from lumos_dagster.sources.base import TableSource
 from lumos_dagster.store import SnapshotStore
-from sensors.storage import INTERVAL, is_preview, plan
-from sensors.triggers import Targets
 
 
 def table_sensor(source: TableSource, store_url: str, targets: Targets, interval: int = INTERVAL) -> SensorDefinition:

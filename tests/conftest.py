@@ -66,12 +66,12 @@ def _process_as_on_the_instance(dagster_instance: str):
     Dagster, as building its event log applies them; on the stock one, without, even after a test
     built a tuned event log (tests/test_event_log.py does) or applied them itself."""
     if dagster_instance == "tuned":
-        from resources.tuning import speedups
+        from lumos_dagster.resources.tuning import speedups
 
         speedups.apply()
     yield
-    if dagster_instance == "stock" and "resources.tuning.speedups" in sys.modules:
-        sys.modules["resources.tuning.speedups"].revert()
+    if dagster_instance == "stock" and "lumos_dagster.resources.tuning.speedups" in sys.modules:
+        sys.modules["lumos_dagster.resources.tuning.speedups"].revert()
 
 
 @pytest.fixture(scope="session")

@@ -107,7 +107,7 @@ def run_in_process(config, catalogue, sources, partitions, read=None, store=None
 
 def spark_run(spark, config, sources, catalogue, partitions):
     """The snapshot run over every dataset of `catalogue`, reading on Spark, with no history."""
-    from spark.schemas import read_schemas
+    from lumos_dagster.spark.schemas import read_schemas
 
     return run_in_process(config, catalogue, sources, partitions, read=lambda items: read_schemas(spark, items))
 

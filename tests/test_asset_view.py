@@ -13,12 +13,12 @@ import yaml
 from croniter import croniter
 from dagster import AssetKey, DagsterInstance, build_schedule_context
 
-from assets.metadata import governance_metadata
+from lumos_dagster.assets.metadata import governance_metadata
 from lumos_dagster.config import load_config
 from lumos_dagster.definitions import build_definitions
 from lumos_dagster.model import ColumnMapping, DatasetRef, LineageEdge, Snapshot
 from lumos_dagster.progress import Progress
-from sensors.schedules import ended_partition
+from lumos_dagster.sensors.schedules import ended_partition
 from tests.lake import partitioned_lake, register, write_parquet
 
 pytestmark = pytest.mark.dagster

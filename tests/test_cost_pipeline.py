@@ -13,7 +13,7 @@ import yaml
 from click.testing import CliRunner
 from dagster import DagsterInstance, Definitions, asset, materialize
 
-from assets.runtime import hours_from_runs
+from lumos_dagster.assets.runtime import hours_from_runs
 from lumos_dagster.catalog.datahub_lite import DataHubLiteCatalog
 from lumos_dagster.cli import main
 from lumos_dagster.config import BillingRule, load_config

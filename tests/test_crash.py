@@ -143,7 +143,7 @@ def test_the_launcher_fails_a_run_only_when_its_process_is_known_to_be_gone():
     from dagster._core.launcher import WorkerStatus
     from dagster._core.storage.dagster_run import DagsterRun
 
-    from resources.launcher import TAG, LumosRunLauncher, _place, _started
+    from lumos_dagster.resources.launcher import TAG, LumosRunLauncher, _place, _started
 
     ended = subprocess.Popen(["true"])
     ended.wait()

@@ -1,5 +1,5 @@
 """The code server and every run worker build the code location from the same registry document
-(Dagster defs state, `assets.state`): a run does what it was planned with, whatever the registry
+(Dagster defs state, `lumos_dagster.assets.state`): a run does what it was planned with, whatever the registry
 became meanwhile, and the next load of the code location sees the registry as it is."""
 
 import os
@@ -103,7 +103,7 @@ def test_a_run_in_the_process_that_planned_it_builds_what_was_planned(tmp_path, 
     from dagster._core.definitions.definitions_load_context import DefinitionsLoadContext, DefinitionsLoadType
     from dagster._core.storage.defs_state.base import set_defs_state_storage
 
-    from assets.state import registry_state
+    from lumos_dagster.assets.state import registry_state
 
     cfg, _ = _project(tmp_path, monkeypatch)
     with DagsterInstance.get() as instance, set_defs_state_storage(instance.defs_state_storage):

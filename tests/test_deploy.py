@@ -119,7 +119,7 @@ def _check_instance(deployment: Deployment) -> None:
     from dagster._core.run_coordinator import QueuedRunCoordinator
     from dagster_postgres import PostgresEventLogStorage, PostgresRunStorage, PostgresScheduleStorage
 
-    from resources.launcher import LumosRunLauncher
+    from lumos_dagster.resources.launcher import LumosRunLauncher
 
     with DagsterInstance.from_config(str(deployment.dagster_home)) as instance:
         assert type(instance.run_storage) is PostgresRunStorage

@@ -16,7 +16,7 @@ import dagster as dg
 import pytest
 from dagster._core.storage.event_log.sqlite.sqlite_event_log import SqliteEventLogStorage
 
-from resources.tuning import LumosSqliteEventLogStorage
+from lumos_dagster.resources.tuning import LumosSqliteEventLogStorage
 
 ROOT = Path(__file__).resolve().parents[1]
 PARTITIONS = dg.DailyPartitionsDefinition(start_date="2026-11-01")
@@ -81,7 +81,7 @@ def _stock_and_ours(database: str, request, tmp_path: Path):
         return stock, ours, lambda which: _tables(tmp_path / which)
     from dagster_postgres.event_log.event_log import PostgresEventLogStorage
 
-    from resources.tuning import LumosPostgresEventLogStorage
+    from lumos_dagster.resources.tuning import LumosPostgresEventLogStorage
 
     urls = dict(zip(("stock", "ours"), request.getfixturevalue("postgres_databases"), strict=True))
     stock, ours = PostgresEventLogStorage(urls["stock"]), LumosPostgresEventLogStorage(urls["ours"])
@@ -156,7 +156,7 @@ def _materializations(instance: dg.DagsterInstance, run_id: str | None = None) -
 @pytest.fixture
 def home(tmp_path, monkeypatch):
     """An instance as the repository's dagster.yaml makes it: the tuned one, whatever the suite runs on."""
-    assert "module: resources.tuning" in INSTANCE_YAML
+    assert "module: lumos_dagster.resources.tuning" in INSTANCE_YAML
     (tmp_path / "dagster.yaml").write_text(INSTANCE_YAML)
     monkeypatch.setenv("DAGSTER_HOME", str(tmp_path))
     return tmp_path
@@ -258,7 +258,7 @@ def _pg_tables(url: str) -> dict:
 
 @pytest.mark.parametrize("database", ["sqlite", "postgresql"])
 def test_a_write_that_fails_is_retried_without_writing_a_row_twice(database, request, tmp_path, monkeypatch):
-    from resources.tuning.event_log import GroupedEventWrites
+    from lumos_dagster.resources.tuning.event_log import GroupedEventWrites
 
     events = _events(3, ("2026-11-02",))
     stock, ours, tables = _stock_and_ours(database, request, tmp_path)

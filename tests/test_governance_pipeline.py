@@ -232,7 +232,7 @@ def test_search_ranks_what_the_store_knows_and_filters_by_quality(governed):
 
 
 def test_profiles_sample_and_keep_nested_columns_to_null_counts(spark, tmp_path):
-    from spark.profile import NotProfiled, profile_files
+    from lumos_dagster.spark.profile import NotProfiled, profile_files
 
     rows = 2000
     table = pa.table(

@@ -24,7 +24,7 @@ from dagster._core.types.dagster_type import Any as AnyType
 from dagster._core.types.dagster_type import DagsterType, Int
 
 from lumos_dagster.collector import paused
-from resources.tuning import speedups as dagster_speedups
+from lumos_dagster.resources.tuning import speedups as dagster_speedups
 from tests.test_definitions import LINEAGE, ROOT, make_project
 
 pytestmark = pytest.mark.dagster

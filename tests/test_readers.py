@@ -26,7 +26,7 @@ from lumos_dagster.formats.readers import (
     read_in_process,
     start_method,
 )
-from spark.schemas import SparkReader, choose_reader, read_schemas, spark_auto_reader
+from lumos_dagster.spark.schemas import SparkReader, choose_reader, read_schemas, spark_auto_reader
 from tests.lake import ROOT, write_parquet
 from tests.test_testdata import FILES
 

@@ -29,8 +29,8 @@ from dagster import (
 )
 from dagster._core.storage.event_log.sqlite.sqlite_event_log import SqliteEventLogStorage
 
-from resources.store import SnapshotStoreResource
-from sensors.retention import RETENTION_JOB, delete_old_runs, retention_job
+from lumos_dagster.resources.store import SnapshotStoreResource
+from lumos_dagster.sensors.retention import RETENTION_JOB, delete_old_runs, retention_job
 from tests.conftest import instance_yaml
 
 pytestmark = pytest.mark.dagster

@@ -16,10 +16,10 @@ from lumos_dagster.config import load_config
 from lumos_dagster.definitions import assemble, build_definitions
 from lumos_dagster.report import ScanReport
 from lumos_dagster.schema.releases import Manifest
+from lumos_dagster.sensors.releases import release_requests, schedule_requests
 from lumos_dagster.sources import build_sources
 from lumos_dagster.store import SnapshotStore
 from lumos_dagster.windows import latest_due, next_window, parse_lag
-from sensors.releases import release_requests, schedule_requests
 from tests.lake import partitioned_lake, register, write_parquet
 from tests.test_sources import s3  # noqa: F401  (fixture: moto's S3 server)
 
@@ -371,9 +371,9 @@ def test_an_unchanged_listing_is_settled_by_its_digest_without_touching_the_stor
 def test_a_large_cadence_is_scheduled_as_several_runs_of_whole_ops(tmp_path, monkeypatch):
     from dagster import build_schedule_context
 
-    import assets.datasets
+    from lumos_dagster.assets import datasets
 
-    monkeypatch.setattr(assets.datasets, "CHUNK", 2)  # 5 unrelated datasets: ops of 2, 2 and 1
+    monkeypatch.setattr(datasets, "CHUNK", 2)  # 5 unrelated datasets: ops of 2, 2 and 1
     for name in ("a/one", "a/two", "b/one", "b/two", "c/one"):
         write_parquet(tmp_path / "lake" / name / "x.parquet", pa.table({"x": [1]}))
     config = {"sources": [{"name": "lake", "root": "lake"}], "store": {"path": "store.db"},

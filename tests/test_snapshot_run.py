@@ -131,7 +131,7 @@ def test_the_pool_and_spark_give_identical_snapshots_of_the_same_lake(tmp_path, 
     """The fast path (a process pool, no JVM) and the slow one (Spark executors) on one lake:
     the same snapshots, field for field, file errors included."""
     from benchmarks.lake import FIRST_DAY
-    from spark.schemas import SparkReader
+    from lumos_dagster.spark.schemas import SparkReader
 
     config, sources, catalogue, partitions, day = _generated(tmp_path, 25, 4, "d0/ds_0/dt={day}/part-9.parquet")
 

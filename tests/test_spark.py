@@ -17,7 +17,7 @@ from lumos_dagster.formats import read_file_result, sniff_format
 from lumos_dagster.lineage.catalogue import resolve_datasets
 from lumos_dagster.report import ScanReport
 from lumos_dagster.sources import build_sources, discover
-from spark.schemas import read_schemas
+from lumos_dagster.spark.schemas import read_schemas
 from tests.lake import partitioned_lake, spark_run, write_parquet
 from tests.test_testdata import FILES
 
@@ -106,7 +106,7 @@ CLUSTER_SCRIPT = """
 import json, os, sys
 os.environ["PYSPARK_PYTHON"] = sys.executable
 from pyspark.sql import SparkSession
-from spark.schemas import read_schemas
+from lumos_dagster.spark.schemas import read_schemas
 from lumos_dagster.formats import sniff_format
 paths = json.loads(sys.argv[1])
 spark = SparkSession.builder.master("local-cluster[2,1,1024]").config("spark.ui.enabled", "false").getOrCreate()

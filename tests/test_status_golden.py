@@ -35,10 +35,10 @@ from click.testing import CliRunner
 from dagster import DagsterEventType, DagsterInstance
 from fastapi.testclient import TestClient
 
-from assets.snapshots import HELD_BACK
 from lumos_dagster.api.app import create_app
 from lumos_dagster.api.auth import hash_token, new_token
 from lumos_dagster.api.service import Lumos
+from lumos_dagster.assets.snapshots import HELD_BACK
 from lumos_dagster.cli import main
 from lumos_dagster.config import load_config
 from lumos_dagster.definitions import build_definitions

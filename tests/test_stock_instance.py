@@ -11,8 +11,8 @@ from dagster._core.storage.asset_check_execution_record import AssetCheckExecuti
 
 from lumos_dagster.definitions import assemble, build_definitions
 from lumos_dagster.schema.releases import Manifest
-from sensors.releases import release_requests, schedule_requests
-from sensors.run_tags import AUTOMATION_RUN_TAGS
+from lumos_dagster.sensors.releases import release_requests, schedule_requests
+from lumos_dagster.sensors.run_tags import AUTOMATION_RUN_TAGS
 from tests.lake import write_parquet
 from tests.test_sensors import Ticks, make_project, settled  # noqa: F401  (fixture)
 

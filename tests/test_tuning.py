@@ -32,7 +32,7 @@ def state():
         "output resolve_dagster_type": output_module.resolve_dagster_type.__qualname__,
         "check specs": builder._validate_check_specs_target_relevant_asset_keys.__qualname__,
         "asset_and_check_keys": AssetsDefinition.__dict__["asset_and_check_keys"].fget.__qualname__,
-        "tuning imported": "resources.tuning" in sys.modules,
+        "tuning imported": "lumos_dagster.resources.tuning" in sys.modules,
     }
 
 def load():
@@ -110,7 +110,7 @@ def test_applying_and_reverting_restores_dagsters_own_functions():
     import dagster._core.types.dagster_type as types
     from dagster import AssetsDefinition
 
-    from resources.tuning import speedups
+    from lumos_dagster.resources.tuning import speedups
 
     speedups.revert()  # in case this process runs as on the tuned instance
     own = (types.resolve_dagster_type, output_module.resolve_dagster_type)
@@ -127,4 +127,4 @@ def test_applying_and_reverting_restores_dagsters_own_functions():
 def test_the_instances_the_suite_runs_on():
     stock, tuned = instance_yaml("stock"), instance_yaml("tuned")
     assert "event_log_storage" not in stock and "python_log_level: INFO" in stock
-    assert "module: resources.tuning" in tuned and "class: LumosSqliteEventLogStorage" in tuned
+    assert "module: lumos_dagster.resources.tuning" in tuned and "class: LumosSqliteEventLogStorage" in tuned

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 from dagster import DagsterInstance
 
-from assets.snapshots import HELD_BACK
+from lumos_dagster.assets.snapshots import HELD_BACK
 from lumos_dagster.config import load_config
 from lumos_dagster.definitions import build_definitions
 from lumos_dagster.inventory.refresh import refresh_registry

@@ -17,7 +17,7 @@ from click.testing import CliRunner
 from deltalake import DeltaTable, write_deltalake
 from deltalake.schema import ArrayType, Field, MapType, PrimitiveType, Schema, StructType, VariantType
 
-from assets.metadata import column_schema
+from lumos_dagster.assets.metadata import column_schema
 from lumos_dagster.catalog.datahub_lite import DataHubLiteCatalog, open_lite
 from lumos_dagster.cli import main
 from lumos_dagster.formats.parquet import read_parquet

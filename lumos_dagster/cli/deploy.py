@@ -171,7 +171,7 @@ class Deployment:
             return {"module": module, "class": cls, "config": {"postgres_db": db}}
 
         event_log = (
-            ("resources.tuning", "LumosPostgresEventLogStorage")
+            ("lumos_dagster.resources.tuning", "LumosPostgresEventLogStorage")
             if self.tuned
             else ("dagster_postgres.event_log", "PostgresEventLogStorage")
         )

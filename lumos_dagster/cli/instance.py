@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import yaml
 
-RUN_LAUNCHER = {"module": "resources.launcher", "class": "LumosRunLauncher"}
+RUN_LAUNCHER = {"module": "lumos_dagster.resources.launcher", "class": "LumosRunLauncher"}
 MONITOR_POLL_SECONDS = 30
 TELEMETRY = {"enabled": False}
 PYTHON_LOGS = {"python_log_level": "INFO"}
@@ -27,7 +27,7 @@ thousands of materializations in seconds instead of minutes; a process whose ins
 also gets the tuning's patches of Dagster (resources/tuning/speedups.py). This block is the
 switch: without it the instance is Dagster's stock one and nothing of Dagster is replaced.
 Deployments use PostgreSQL (docs/deploy.md).""",
-        {"event_log_storage": {"module": "resources.tuning", "class": "LumosSqliteEventLogStorage"}},
+        {"event_log_storage": {"module": "lumos_dagster.resources.tuning", "class": "LumosSqliteEventLogStorage"}},
     ),
     (
         """\

@@ -8,7 +8,7 @@ small scan and a large one go down the same code path and give the same results:
   meant for a handful of files and for tests.
 * `PoolReader`: a process pool on this machine's cores. A worker that dies on a file
   (a native crash in a reader, `os._exit`) costs that file, not the scan.
-* Spark (`spark.schemas.SparkReader`): the executors of a Spark session. It lives in
+* Spark (`lumos_dagster.spark.schemas.SparkReader`): the executors of a Spark session. It lives in
   `spark/` (this module imports neither Spark nor Dagster) and is handed to `choose`,
   which only calls it above the threshold.
 
@@ -248,7 +248,7 @@ def choose(
     """The schema reader for a scan of `count` files.
 
     `spark` is a schema reader that starts its session on first call
-    (`spark.schemas.SparkReader`); it is returned, never called, and only above the Spark
+    (`lumos_dagster.spark.schemas.SparkReader`); it is returned, never called, and only above the Spark
     threshold for `master` (the `spark.master` the session would get: a local master
     shares this machine's cores with the pool, a cluster brings its own). `reader` is the
     per-file reader for the other engines; Spark's reader is the one it was made with.

@@ -19,7 +19,7 @@ Dagster release by `make check-dagster-latest`).
 The switch: the instance's dagster.yaml naming a tuned event log,
 
     event_log_storage:
-      module: resources.tuning
+      module: lumos_dagster.resources.tuning
       class: LumosSqliteEventLogStorage
 
 or, on PostgreSQL, `class: LumosPostgresEventLogStorage` with dagster-postgres' own `config`
@@ -39,7 +39,7 @@ instance, `make test` as on Dagster's stock one.
 
 from __future__ import annotations
 
-from resources.tuning.event_log import LumosSqliteEventLogStorage
+from lumos_dagster.resources.tuning.event_log import LumosSqliteEventLogStorage
 
 __all__ = ["LumosPostgresEventLogStorage", "LumosSqliteEventLogStorage"]
 
@@ -47,7 +47,7 @@ __all__ = ["LumosPostgresEventLogStorage", "LumosSqliteEventLogStorage"]
 def __getattr__(name: str):
     # dagster-postgres is an optional dependency (`lumos[postgres]`): imported when an instance names it
     if name == "LumosPostgresEventLogStorage":
-        from resources.tuning.event_log_postgres import LumosPostgresEventLogStorage
+        from lumos_dagster.resources.tuning.event_log_postgres import LumosPostgresEventLogStorage
 
         return LumosPostgresEventLogStorage
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -64,7 +64,7 @@ from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.pool import QueuePool
 from watchdog.observers import Observer
 
-from resources.tuning import speedups
+from lumos_dagster.resources.tuning import speedups
 
 log = logging.getLogger(__name__)
 

@@ -24,7 +24,7 @@ from dagster_postgres.event_log.event_log import PostgresEventLogStorage
 from dagster_postgres.utils import create_pg_engine
 from sqlalchemy.engine import Connection
 
-from resources.tuning.event_log import INDEXED, GroupedEventWrites
+from lumos_dagster.resources.tuning.event_log import INDEXED, GroupedEventWrites
 
 #: the advisory lock Lumos' writers of one Dagster database take turns on ("LUMO" in ASCII)
 WRITERS_LOCK = 0x4C554D4F
