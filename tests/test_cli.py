@@ -163,6 +163,13 @@ def test_lite_runs_datahubs_own_cli_on_the_projects_catalog(tmp_path):
     assert doc["datasetProperties"]["customProperties"]["lumos.version"] == "1.0.0"
 
 
+def test_lite_before_any_run_says_the_catalog_file_is_not_there_yet(tmp_path):
+    (tmp_path / "lumos.yaml").write_text(yaml.safe_dump({"catalog": {"path": "catalog.db"}}))
+    result = CliRunner().invoke(main, ["lite", "-c", str(tmp_path / "lumos.yaml"), "ls", "/"])
+    assert result.exit_code == 1 and "Traceback" not in result.output
+    assert f"catalog.path {tmp_path / 'catalog.db'}: no DataHub Lite file yet" in result.output
+
+
 def test_the_demo_path_from_the_makefile(tmp_path):
     """What `make demo` runs: demo lake, discover, `dagster asset materialize`, summary."""
     config = demo_config()

@@ -260,6 +260,11 @@ def lite(config_file: str | None, args: tuple[str, ...]) -> None:
     path = config.lite_path
     if path is None:
         raise click.ClickException(f"{config.source_file}: catalog: no datahub-lite catalog to run `datahub lite` on")
+    if not os.path.exists(path):  # DataHub's CLI would say "unable to open database file" in a traceback
+        raise click.ClickException(
+            f"{config.source_file}: catalog.path {path}: no DataHub Lite file yet (a run writes it: "
+            "materialize a partition first)"
+        )
     with tempfile.TemporaryDirectory(prefix="lumos-datahub-") as home:
         with open(os.path.join(home, ".datahubenv"), "w") as fh:
             # the CLI insists on a gms section even for Lite; nothing contacts it
