@@ -48,15 +48,18 @@ class Table(Protocol):
 
 def table_url(uri: str, fs: FsSpec | None) -> str:
     """Where delta-rs and pyiceberg find `uri` (a local path, or a path of the remote file system `fs`):
-    the path itself, `s3://bucket/key` or `webhdfs://namenode:port/path`. Azure and GCS are not wired to
-    them yet."""
+    the path itself, `s3://bucket/key`, `abfs://container/key`, `gs://bucket/key` or
+    `webhdfs://namenode:port/path`."""
     if fs is None:
         return uri
-    if fs[0] == "s3":
-        return f"s3://{uri}"
-    if fs[0] == "webhdfs":
-        return f"webhdfs://{fs[1]}{uri}"
-    raise ValueError(f"unknown file system {fs[0]!r}")
+    scheme = _SCHEMES.get(fs[0])
+    if scheme is None:
+        raise ValueError(f"unknown file system {fs[0]!r}")
+    return f"webhdfs://{fs[1]}{uri}" if scheme == "webhdfs" else f"{scheme}://{uri}"
+
+
+#: the URL scheme of each remote file system (`FsSpec`'s first part) for the table formats' readers
+_SCHEMES = {"s3": "s3", "abfs": "abfs", "gcs": "gs", "webhdfs": "webhdfs"}
 
 
 @runtime_checkable

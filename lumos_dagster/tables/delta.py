@@ -25,11 +25,13 @@ import re
 from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any, Sequence
+from urllib.parse import urlsplit
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from lumos_dagster.formats.arrow import from_arrow_schema
-from lumos_dagster.formats.base import FsSpec
+from lumos_dagster.formats.base import FsSpec, fsspec_filesystem
 from lumos_dagster.model import Array, DataType, Field, Map, OperationalStats, Primitive, Schema, Struct, TableVersion
 from lumos_dagster.tables.base import ListedFile, TableState, UnreadableVersion, table_url
 
@@ -67,13 +69,18 @@ DELTA = DeltaFormat()
 
 
 def storage_options(fs: FsSpec | None) -> dict[str, str] | None:
-    """delta-rs' options for the remote file system `fs` (credentials: the AWS chain, as for files)."""
+    """delta-rs' options for the remote file system `fs`, with the credentials its files are read with:
+    S3's from the AWS chain (delta-rs' own), Azure's and GCS's as adlfs and gcsfs found them."""
     if fs is None:
         return None
-    if fs[0] == "webhdfs":  # OpenDAL's WebHDFS service, which takes the NameNode from its options, not the URL
-        user = {"opendal.user_name": fs[2]} if fs[2] else {}
-        return {"opendal.endpoint": f"{fs[3]}://{fs[1]}", **user}
     kind, endpoint, region, scheme = fs
+    if kind == "webhdfs":  # OpenDAL's WebHDFS service, which takes the NameNode from its options, not the URL
+        user = {"opendal.user_name": region} if region else {}
+        return {"opendal.endpoint": f"{scheme}://{endpoint}", **user}
+    if kind == "abfs":
+        return _azure_options(fsspec_filesystem(fs))
+    if kind == "gcs":
+        return _gcs_options(fsspec_filesystem(fs))
     if kind != "s3":
         raise ValueError(f"unknown file system {kind!r}")
     options = {"AWS_ALLOW_HTTP": "true"} if scheme == "http" else {}
@@ -81,6 +88,46 @@ def storage_options(fs: FsSpec | None) -> dict[str, str] | None:
         options["AWS_ENDPOINT_URL"] = f"{scheme or 'https'}://{endpoint}"
     if region:
         options["AWS_REGION"] = region
+    return options
+
+
+#: the OAuth scope of Azure Storage, for a token from the credential adlfs holds
+_AZURE_STORAGE_SCOPE = "https://storage.azure.com/.default"
+
+
+def _azure_options(fs) -> dict[str, str]:
+    """The account adlfs reaches (`fs`), as delta-rs' object store reaches it: adlfs' endpoint (the
+    connection string's, or the account's) and the credential adlfs found in its chain, a shared key, a
+    SAS, a token of its Azure credential (service principal or DefaultAzureCredential), or none at all
+    (a public container)."""
+    client = fs.service_client
+    url = urlsplit(client.url)
+    options = {"azure_storage_account_name": client.account_name,
+               "azure_storage_endpoint": f"{url.scheme}://{url.netloc}{url.path}".rstrip("/")}  # fmt: skip
+    if url.scheme == "http":  # an emulator (Azurite) or a private endpoint without TLS
+        options["allow_http"] = "true"
+    key = getattr(client.credential, "account_key", None)
+    if key:
+        options["azure_storage_account_key"] = key
+    elif url.query:
+        options["azure_storage_sas_key"] = url.query
+    elif fs.sync_credential is not None:
+        options["azure_storage_token"] = fs.sync_credential.get_token(_AZURE_STORAGE_SCOPE).token
+    else:
+        options["azure_skip_signature"] = "true"
+    return options
+
+
+def _gcs_options(fs) -> dict[str, str]:
+    """The endpoint gcsfs (`fs`) reads the bucket at (the source's `endpoint_url`, else `STORAGE_EMULATOR_HOST`,
+    else Google's), and no signature where gcsfs found no credentials and reads anonymously; else delta-rs'
+    object store finds the application-default credentials gcsfs found."""
+    endpoint = fs._location.rstrip("/")
+    options = {"google_base_url": endpoint}
+    if endpoint.startswith("http://"):  # an emulator
+        options["allow_http"] = "true"
+    if fs.credentials.credentials is None:
+        options["google_skip_signature"] = "true"
     return options
 
 
@@ -135,7 +182,7 @@ class DeltaLog:
         schema = Schema(_with_variants(arrow.fields, doc["fields"]))
         metadata = dt.metadata()
         files = pa.table(dt.get_add_actions(flatten=True))
-        rows = files.column("num_records").to_pylist() if "num_records" in files.column_names else [None]
+        records = files.column("num_records").to_pylist() if "num_records" in files.column_names else [None]
         partitions = {}
         for col in metadata.partition_columns:
             values = files.column(f"partition.{col}").to_pylist() if files.num_rows else []
@@ -147,7 +194,7 @@ class DeltaLog:
                 file_count=files.num_rows,
                 total_bytes=sum(files.column("size_bytes").to_pylist()),
                 # a file written without statistics leaves the count unknown, not smaller
-                row_count=sum(rows) if None not in rows and not _has_deletion_vectors(files) else None,
+                row_count=sum(records) - _deleted_rows(dt) if None not in records else None,
                 last_modified=version.committed_at,
                 partition_values=partitions,
             ),
@@ -167,10 +214,16 @@ class DeltaLog:
         return f"{own.path if own else LOG}: {text[0] if text else type(exc).__name__}"
 
 
-def _has_deletion_vectors(files: pa.Table) -> bool:
-    """Rows deleted through deletion vectors are still in `numRecords`: the live count is not known."""
-    columns = [c for c in files.column_names if c.startswith("deletionVector")]
-    return any(files.column(c).null_count < files.num_rows for c in columns)
+def _deleted_rows(dt: DeltaTable) -> int:
+    """The rows the live files' deletion vectors delete, which their `numRecords` still count (PROTOCOL.md,
+    "Deletion Vectors"). delta-rs gives no add action's `deletionVector.cardinality`, only each vector
+    itself (inline in the log, or its small file beside the data: never a data file), as a keep-mask over
+    the file's rows: the deleted rows are its `False`s."""
+    if "deletionVectors" not in (dt.protocol().reader_features or ()):
+        return 0
+    masks = pa.RecordBatchReader.from_stream(dt.deletion_vectors()).read_all().column("selection_vector")
+    flags = pc.list_flatten(masks)  # a flag per row the masks cover, True where it is kept
+    return len(flags) - (pc.sum(flags).as_py() or 0)
 
 
 _VARIANT = Primitive("variant")

@@ -63,7 +63,8 @@ ICEBERG = IcebergFormat()
 
 
 def _file_io(fs: FsSpec | None, location: str):
-    """The FileIO reading `location` on `fs`: pyiceberg's own, but WebHDFS through Lumos' file system."""
+    """The FileIO reading `location` on `fs`: pyiceberg's own locally and on S3; on Azure, GCS and HDFS the
+    fsspec file system the source's files are read with, so its endpoint and credentials are the files'."""
     from pyiceberg.io import load_file_io
 
     from lumos_dagster.tables.iceberg_history import FsspecReadIO
@@ -71,7 +72,7 @@ def _file_io(fs: FsSpec | None, location: str):
     if fs is None:
         return load_file_io({}, location)
     kind, endpoint, region, scheme = fs
-    if kind == "webhdfs":
+    if kind != "s3":
         return FsspecReadIO(fsspec_filesystem(fs))
     out = {}
     if endpoint:

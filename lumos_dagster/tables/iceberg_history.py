@@ -13,13 +13,13 @@ never opened, so a file a later commit removed is never read. Used for tables fo
 from __future__ import annotations
 
 import posixpath
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
-from typing import Iterable, Sequence
+from typing import Callable, Iterable, Sequence
 
 from pyiceberg import types as it
 from pyiceberg.io import FileIO, InputFile, OutputFile
-from pyiceberg.manifest import ManifestContent, ManifestFile
+from pyiceberg.manifest import DataFile, DataFileContent, ManifestContent, ManifestEntry, ManifestFile
 from pyiceberg.partitioning import PartitionField, PartitionSpec
 from pyiceberg.schema import Schema as IcebergSchema
 from pyiceberg.serializers import FromInputFile
@@ -136,18 +136,21 @@ def sort_order(metadata: TableMetadata, schemas: Sequence[IcebergSchema]) -> tup
 
 
 def _stats(summary, committed_at: datetime) -> OperationalStats:
-    """Files, bytes and rows from the snapshot's summary totals; the partition values are added from
-    the manifests for the states a run reads (`IcebergHistory.with_partitions`)."""
+    """Files, bytes and rows from the snapshot's summary totals, what a listing takes for the table at a
+    glance: its bytes count its delete files too, and its rows are unknown once it has any. The states a
+    run reads get them from their manifests instead, with the partition values
+    (`IcebergHistory.with_partitions`)."""
     totals = summary.additional_properties if summary is not None else {}
 
     def total(key: str) -> int | None:
         value = totals.get(key)
         return int(value) if value is not None else None
 
+    deletes = [total(k) for k in ("total-delete-files", "total-position-deletes", "total-equality-deletes")]
     return OperationalStats(
         file_count=total("total-data-files") or 0,
         total_bytes=total("total-files-size") or 0,
-        row_count=total("total-records"),
+        row_count=total("total-records") if not any(deletes) else None,
         last_modified=committed_at,
     )
 
@@ -169,6 +172,61 @@ def _value_keys(fields: Iterable[PartitionField], schemas: Sequence[IcebergSchem
     return out
 
 
+@dataclass
+class _Live:
+    """What one data manifest's live entries hold: their number, bytes and rows, and their partition values
+    per field."""
+
+    values: dict[FieldKey, set[str]]
+    files: int = 0
+    bytes: int = 0
+    rows: int = 0
+
+
+#: the `file_path` column of position delete files (a field id the Iceberg spec reserves)
+_DELETE_FILE_PATH = 2147483546
+
+
+def _deleted_from(delete: DataFile) -> str | None:
+    """The one data file a position delete file is for, when its `file_path` bounds are equal; None for an
+    equality delete file, or one whose rows may name several data files."""
+    if delete.content != DataFileContent.POSITION_DELETES:
+        return None
+    low, high = (delete.lower_bounds or {}).get(_DELETE_FILE_PATH), (delete.upper_bounds or {}).get(_DELETE_FILE_PATH)
+    return low.decode() if low is not None and low == high else None
+
+
+def live_rows(rows: int, deletes: Sequence[ManifestEntry], data: Callable[[], Iterable[ManifestEntry]]) -> int | None:
+    """`rows`, the records of a snapshot's live data files (`data()` gives their entries), less those its live
+    delete files (`deletes`' entries) remove (Iceberg spec, "Scan Planning"); None where that takes reading
+    files: an equality delete removes the rows whose values match, which only the data tells; two position
+    delete files for one data file may name the same row, and one whose entry does not name the one data
+    file it is for may name any rows. A position delete file names its data file by equal `file_path`
+    bounds (as pyiceberg reads them), applies to it when written at or after it (its data sequence number),
+    and removes as many rows as it has records (more than the file has: it names a row twice or past the
+    end, which only reading it tells); one for a file removed since removes nothing. A v3 deletion vector
+    names its file only in a manifest field pyiceberg does not read (`referenced_data_file`): its rows are
+    unknown too."""
+    by_file: dict[str, list[ManifestEntry]] = {}
+    for entry in deletes:
+        named = _deleted_from(entry.data_file)
+        if named is None:
+            return None
+        by_file.setdefault(named, []).append(entry)
+    if not by_file:
+        return rows
+    targets = {e.data_file.file_path: e for e in data() if e.data_file.file_path in by_file}
+    for path, found in by_file.items():
+        target = targets.get(path)
+        if target is None:  # removed since: its deletes remove nothing
+            continue
+        removed = [e.data_file.record_count for e in found if e.sequence_number >= target.sequence_number]
+        if len(removed) > 1 or sum(removed) > target.data_file.record_count:
+            return None
+        rows -= sum(removed)
+    return rows
+
+
 class IcebergHistory:
     """A table's states, oldest first (`states`), from its current metadata and, for schema changes
     committed without a write, the earlier metadata files it logs; and any one state with the partition
@@ -187,7 +245,7 @@ class IcebergHistory:
         self._schemas = {s.schema_id: s for s in metadata.schemas}
         self._schema_of: dict[TableVersion, IcebergSchema] = {}
         self._converted: dict[int, Schema] = {}  # most states share a schema: each is converted once
-        self._manifests: dict[str, dict[FieldKey, set[str]]] = {}
+        self._manifests: dict[str, _Live] = {}
         self.states = self._history()
 
     def _history(self) -> list[TableState]:
@@ -243,36 +301,52 @@ class IcebergHistory:
         return TableState(self._converted[schema_id], table, _stats(summary, at), md.properties.get("comment"))
 
     def with_partitions(self, state: TableState) -> TableState:
-        """`state` (one of `states`) with the partition values of its snapshot's live data files, as
-        pyiceberg spells them in paths (`2026-11-20-10` for an hour, `null`), from its manifests."""
+        """`state` (one of `states`) with what its snapshot's manifests say of its live data files: their
+        number, bytes and rows (less the rows its delete files remove, where the manifests tell how many:
+        `live_rows`), and their partition values, as pyiceberg spells them in paths (`2026-11-20-10` for an
+        hour, `null`). The reference readers count the same files; the summary's bytes count delete files."""
         md = self.metadata
         snap = md.snapshot_by_id(int(state.table.version)) if state.table.version else None
-        manifests = [m for m in snap.manifests(self.io) if m.content == ManifestContent.DATA] if snap else []
-        specs = [md.spec(), *(md.specs()[m.partition_spec_id] for m in manifests)]
+        manifests = snap.manifests(self.io) if snap else []
+        data = [m for m in manifests if m.content == ManifestContent.DATA]
+        specs = [md.spec(), *(md.specs()[m.partition_spec_id] for m in data)]
         fields = [pf for spec in specs for pf in spec.fields if not isinstance(pf.transform, VoidTransform)]
         values: dict[FieldKey, set[str]] = {(pf.source_id, str(pf.transform)): set() for pf in fields}
-        for manifest in manifests:
-            for key, found in self._manifest_values(manifest).items():
+        live = [self._live(manifest) for manifest in data]
+        for one in live:
+            for key, found in one.values.items():
                 values[key] |= found
         keys = _value_keys(fields, (self._schema_of[state.table], md.schema()))
         partitions = {keys[key]: sorted(found) for key, found in values.items() if key in keys}
-        return replace(state, stats=replace(state.stats, partition_values=partitions))
+        if snap is None:  # never written
+            return replace(state, stats=replace(state.stats, partition_values=partitions))
+        deletes = [e for m in manifests if m.content == ManifestContent.DELETES for e in self._entries(m)]
+        rows = live_rows(sum(m.rows for m in live), deletes, lambda: (e for m in data for e in self._entries(m)))
+        stats = replace(state.stats, file_count=sum(m.files for m in live), total_bytes=sum(m.bytes for m in live),
+                        row_count=rows, partition_values=partitions)  # fmt: skip
+        return replace(state, stats=stats)
 
-    def _manifest_values(self, manifest: ManifestFile) -> dict[FieldKey, set[str]]:
-        """The partition values of a manifest's live entries, per field; a manifest never changes, so each
-        is read once for all the states that hold it."""
+    def _live(self, manifest: ManifestFile) -> _Live:
+        """What a data manifest's live entries hold; a manifest never changes, so each is read once for all
+        the states that hold it."""
         found = self._manifests.get(manifest.manifest_path)
         if found is None:
             spec = self.metadata.specs()[manifest.partition_spec_id]
             fields = [(i, pf, self._result_type(pf)) for i, pf in enumerate(spec.fields)
                       if not isinstance(pf.transform, VoidTransform)]  # fmt: skip
-            found = {(pf.source_id, str(pf.transform)): set() for _, pf, _ in fields}
-            for entry in manifest.fetch_manifest_entry(self.io, discard_deleted=True):
+            found = _Live(values={(pf.source_id, str(pf.transform)): set() for _, pf, _ in fields})
+            for entry in self._entries(manifest):
+                found.files += 1
+                found.bytes += entry.data_file.file_size_in_bytes
+                found.rows += entry.data_file.record_count
                 for i, pf, result in fields:
                     value = pf.transform.to_human_string(result, entry.data_file.partition[i])
-                    found[pf.source_id, str(pf.transform)].add(value)
+                    found.values[pf.source_id, str(pf.transform)].add(value)
             self._manifests[manifest.manifest_path] = found
         return found
+
+    def _entries(self, manifest: ManifestFile) -> list[ManifestEntry]:
+        return manifest.fetch_manifest_entry(self.io, discard_deleted=True)
 
     def _result_type(self, pf: PartitionField) -> it.IcebergType:
         """The type of a partition field's values, from the newest schema that has its source column."""
@@ -305,9 +379,12 @@ class FolderIO(FileIO):
 
 
 class FsspecReadIO(FileIO):
-    """Reads every location through one fsspec file system, whatever its scheme says: the WebHDFS one,
-    which pyiceberg's own FileIOs lack (they read hdfs:// only through pyarrow's libhdfs, a JVM client).
-    An `hdfs://namenode:8020/path` the metadata names is read at its path on that file system."""
+    """Reads every location through one fsspec file system, whatever its scheme says: the one a source's
+    files are read with (adlfs, gcsfs, WebHDFS), with its endpoint and credentials. pyiceberg's own FileIOs
+    lack WebHDFS (they read hdfs:// only through pyarrow's libhdfs, a JVM client) and take Azure's and
+    GCS's settings as properties of their own. A location the metadata names with another spelling of the
+    same store (`hdfs://namenode:8020/path`, `abfss://container@account.dfs.core.windows.net/path`) is
+    read at its path on that file system."""
 
     def __init__(self, fs):
         super().__init__({})
