@@ -220,7 +220,8 @@ def live_rows(rows: int, deletes: Sequence[ManifestEntry], data: Callable[[], It
         target = targets.get(path)
         if target is None:  # removed since: its deletes remove nothing
             continue
-        removed = [e.data_file.record_count for e in found if e.sequence_number >= target.sequence_number]
+        # a v1 table has no sequence numbers (and no delete files): 0, as the spec reads them
+        removed = [e.data_file.record_count for e in found if (e.sequence_number or 0) >= (target.sequence_number or 0)]
         if len(removed) > 1 or sum(removed) > target.data_file.record_count:
             return None
         rows -= sum(removed)
