@@ -2,7 +2,7 @@
 
 import json
 import os
-from datetime import date, timedelta
+from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
 
 import fastavro
@@ -16,6 +16,18 @@ from lumos_dagster.sources import build_sources, discover
 from lumos_dagster.store import SnapshotStore
 
 ROOT = Path(__file__).resolve().parent.parent
+#: before every window a test snapshots
+LONG_AGO = datetime(2026, 1, 1, tzinfo=timezone.utc)
+
+
+def backdate(*paths) -> None:
+    """Give the files `paths` (a folder: every file under it) the modification time LONG_AGO. A window of an
+    undated dataset holds only the files modified before its end (run.contents.files_in_window), so the
+    undated files a test writes now are in none of its past windows until dated back."""
+    stamp = LONG_AGO.timestamp()
+    for path in map(Path, paths):
+        for file in (p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]:
+            os.utime(file, (stamp, stamp))
 
 
 def register(config) -> None:

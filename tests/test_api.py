@@ -28,7 +28,7 @@ from lumos_dagster.lineage.catalogue import load_catalogue
 from lumos_dagster.schema.proposed import ProposalError, parse_proposal
 from lumos_dagster.sources import build_sources
 from lumos_dagster.store import SnapshotStore
-from tests.lake import partitioned_lake, register, run_in_process, write_parquet
+from tests.lake import backdate, partitioned_lake, register, run_in_process, write_parquet
 from tests.test_store import PG
 
 pytestmark = pytest.mark.servers
@@ -56,7 +56,7 @@ def build_lake(root: Path) -> None:
         if i < 2:
             cols["status"] = pa.array(["a", "b"], pa.string())
         write_parquet(root / "raw" / "events" / f"dt={day.date()}" / "part-0.parquet", pa.table(cols))
-    write_parquet(root / "sales" / "summary" / "s.parquet", pa.table({"total": pa.array([1.0])}))
+    backdate(write_parquet(root / "sales" / "summary" / "s.parquet", pa.table({"total": pa.array([1.0])})))
 
 
 def write_config(path: Path, root: Path, url: str, writes: bool) -> Path:

@@ -25,6 +25,7 @@ from lumos_dagster.cli import main
 from lumos_dagster.component import LumosComponent
 from lumos_dagster.config import load_config
 from lumos_dagster.lineage.catalogue import RegistryState
+from tests.lake import backdate
 from tests.test_init import DAGSTER_WARNING, DAYS, make_lake
 
 pytestmark = pytest.mark.dagster
@@ -155,6 +156,7 @@ def test_lumos_init_then_dg_put_the_lake_into_datahub_lite(tmp_path):
     folder = tmp_path / "my-project"
     user_project(folder)
     make_lake(folder / "lake")
+    backdate(folder / "lake" / "ref")  # the undated CSV, in the windows of DAYS
     env = {k: v for k, v in os.environ.items() if k not in ("DAGSTER_HOME", "LUMOS_CONFIG", "PYTHONWARNINGS")}
     # the project as `pip install -e .` would make it importable; Lumos and dg from this environment; a home
     # of the test's own, where dg keeps its telemetry folder (~/.dagster/.telemetry, whatever DAGSTER_HOME says)

@@ -149,3 +149,11 @@ def test_the_cost_report_says_which_platforms_have_no_storage_price(rows, unpric
     assert report.unpriced == unpriced and to_json(report)["unpriced_platforms"] == unpriced
     hint = "has no price: set cost.platform_storage_class (e.g. `file: s3:standard`)"
     assert (hint in to_text(report)) == bool(unpriced) and (hint in to_markdown(report)) == bool(unpriced)
+
+
+def test_a_month_without_costs_totals_a_float_zero():
+    """Dagster's float metadata refuses the int 0 a plain sum of no rows gives (the cost report asset)."""
+    from lumos_dagster.reports.cost import CostReport
+
+    total = CostReport("2026-11", "USD", []).direct
+    assert total == 0 and isinstance(total, float)

@@ -22,7 +22,7 @@ from lumos_dagster.definitions import build_definitions
 from lumos_dagster.model import dataset_urn
 from lumos_dagster.store import SnapshotStore
 from tests.fake_servers import WebhookReceiver, free_port
-from tests.lake import write_parquet
+from tests.lake import backdate, write_parquet
 
 pytestmark = [pytest.mark.dagster, pytest.mark.servers]
 
@@ -65,6 +65,7 @@ def governed(tmp_path, spark):
     schema = {"type": "record", "name": "E", "fields": [{"name": "kind", "type": "string"}]}
     with open(lake / "raw/events/e.avro", "wb") as fh:
         fastavro.writer(fh, schema, [{"kind": k} for k in ("click", "view", "click")])
+    backdate(lake)  # undated files, snapshotted for PARTITION
     (tmp_path / "sql").mkdir()
     (tmp_path / "sql" / "marts_orders.sql").write_text(MARTS_ORDERS)
     (tmp_path / "sql" / "customer_value.sql").write_text(CUSTOMER_VALUE)

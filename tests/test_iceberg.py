@@ -48,7 +48,7 @@ from lumos_dagster.sources import TableDescription, build_sources, discover
 from lumos_dagster.tables import claim
 from lumos_dagster.tables.iceberg import current_metadata, metadata_version
 from lumos_dagster.tables.iceberg_history import IcebergHistory, to_schema, to_type
-from tests.lake import run_in_process
+from tests.lake import backdate, run_in_process
 
 PG = "postgresql+psycopg://postgres@127.0.0.1:5432/test"
 CATALOG = "lumos_tests"
@@ -421,6 +421,7 @@ def test_a_table_in_storage_is_one_dataset_with_its_history_from_the_metadata_fo
         Path(path.removeprefix("file://")).unlink()
     (root / "sales" / "plain").mkdir()
     pq.write_table(pa.table({"x": [1]}), root / "sales" / "plain" / "part-0.parquet")
+    backdate(root / "sales" / "plain")  # in every window, read once
     commits = [datetime.fromtimestamp(e.timestamp_ms / 1000, timezone.utc) for e in table.metadata.snapshot_log]
     ends = [commits[0] - timedelta(milliseconds=1)] + [c + timedelta(microseconds=1) for c in commits]
     records, report, run = _lake_run(root, [(f"w{i:02d}", end - timedelta(hours=1), end) for i, end in enumerate(ends)])

@@ -31,7 +31,7 @@ from lumos_dagster.model import MAX_FIELDS, SchemaTooLarge
 from lumos_dagster.schema.proposed import ProposalError, parse_proposal
 from lumos_dagster.sources import build_sources
 from lumos_dagster.store import SnapshotStore
-from tests.lake import register, run_in_process
+from tests.lake import backdate, register, run_in_process
 from tests.test_store import snap
 
 LUMOS = Path(sys.executable).parent / "lumos"
@@ -201,6 +201,7 @@ def test_a_snapshotted_avro_file_with_a_lone_surrogate_is_served_by_the_api(tmp_
     (lake / "raw" / "events").mkdir(parents=True)
     schema = {"type": "record", "name": "r", "fields": [{"name": "id", "type": "long", "doc": "\udfff"}]}
     write_avro(lake / "raw" / "events" / "part-0.avro", schema, [{"id": 1}])
+    backdate(lake)
     token = new_token()
     config_path = tmp_path / "lumos.yaml"
     config_path.write_text(yaml.safe_dump({

@@ -20,7 +20,7 @@ from lumos_dagster.report import SAMPLES, ScanReport
 from lumos_dagster.run.snapshot import STEPS, Services, SnapshotRun
 from lumos_dagster.store import SnapshotStore
 from lumos_dagster.windows import Window
-from tests.lake import partitioned_lake, run_in_process, write_parquet
+from tests.lake import backdate, partitioned_lake, run_in_process, write_parquet
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -65,7 +65,7 @@ print(json.dumps({
 
 def test_the_run_goes_through_every_step_with_neither_dagster_nor_spark(tmp_path):
     partitioned_lake(tmp_path, "sales/orders", days=3, extra_field_from=2)
-    write_parquet(tmp_path / "sales" / "summary" / "s.parquet", pa.table({"total": [1.0]}))
+    backdate(write_parquet(tmp_path / "sales" / "summary" / "s.parquet", pa.table({"total": [1.0]})))
     out = subprocess.run(
         [sys.executable, "-c", SCRIPT, str(tmp_path)],
         capture_output=True, text=True, timeout=120, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},

@@ -107,8 +107,10 @@ def test_s3_schemas_are_read_on_spark_from_ranged_reads(s3, spark):
     sources = build_sources(config)
     records = discover(sources, ScanReport()).records
     catalogue = resolve_datasets(config, records, {"lake": sources["lake"].root})
-    start = dt.datetime(2026, 11, 25, tzinfo=dt.UTC)
-    run = spark_run(spark, config, sources, catalogue, [("2026-11-25", start, start + dt.timedelta(days=1))])
+    # from the 25th to tomorrow: sales/orders' files by their dt= date (the 25th's only), the undated objects
+    # by their LastModified, which is when the fixture put them (moto cannot set it)
+    start, end = dt.datetime(2026, 11, 25, tzinfo=dt.UTC), dt.datetime.now(dt.UTC) + dt.timedelta(days=1)
+    run = spark_run(spark, config, sources, catalogue, [("2026-11-25", start, end)])
     orders = run.snapshots["sales/orders"]["2026-11-25"]
     assert [type_str(f.type) for f in orders.schema.fields] == ["int64", "struct<name: string>"]
     assert (orders.stats.file_count, orders.stats.row_count) == (1, 2)

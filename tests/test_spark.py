@@ -18,7 +18,7 @@ from lumos_dagster.lineage.catalogue import resolve_datasets
 from lumos_dagster.report import ScanReport
 from lumos_dagster.sources import build_sources, discover
 from lumos_dagster.spark.schemas import read_schemas
-from tests.lake import partitioned_lake, spark_run, write_parquet
+from tests.lake import backdate, partitioned_lake, spark_run, write_parquet
 from tests.test_testdata import FILES
 
 pytestmark = pytest.mark.slow
@@ -64,6 +64,7 @@ def test_snapshots_of_partitions_read_each_file_once_and_chain_versions(spark, t
     partitioned_lake(tmp_path, "sales/orders", days=3, extra_field_from=2)
     write_parquet(tmp_path / "ref" / "countries" / "c.parquet", pa.table({"code": ["FR"]}))
     (tmp_path / "ref" / "countries" / "broken.parquet").write_bytes(b"PAR1 not really")
+    backdate(tmp_path / "ref")
     config = parse_config({"sources": [{"root": str(tmp_path), "name": "lake"}]})
     sources = build_sources(config)
     catalogue = resolve_datasets(config, _records(sources), {"lake": str(tmp_path)})

@@ -71,7 +71,7 @@ class CostReport:
 
     @property
     def direct(self) -> float:
-        return sum(r.direct for r in self.rows)
+        return sum((r.direct for r in self.rows), 0.0)  # a float when no row has a cost too
 
     @property
     def unpriced(self) -> list[str]:
