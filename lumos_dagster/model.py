@@ -203,6 +203,7 @@ class Time:
 @dataclass(frozen=True, slots=True)
 class Fixed:
     size: int
+    name: str | None = None  # Avro's full name; formats without names give none
 
 
 @dataclass(frozen=True, slots=True)
@@ -215,6 +216,7 @@ class Enum:
 @dataclass(frozen=True, slots=True)
 class Struct:
     fields: tuple["Field", ...]
+    name: str | None = None  # an Avro record's full name; formats without names give none
 
 
 @dataclass(frozen=True, slots=True)
@@ -263,16 +265,19 @@ class Field:
 @dataclass(frozen=True)
 class Schema:
     fields: tuple[Field, ...] = ()
+    name: str | None = None  # the top-level Avro record's full name; formats without names give none
 
     def fingerprint(self) -> str:
         """Stable hash of what readers depend on: names, types, nullability, defaults.
 
         Descriptions, glossary terms and native type spellings are left out: changing them is not a
-        schema change for anyone reading the data.
+        schema change for anyone reading the data. A schema without a name hashes its fields alone,
+        as before names were kept.
         """
         found = self.__dict__.get("_fingerprint")
         if found is None:  # asked many times of one schema along a run; a Schema never changes
-            payload = json.dumps(_without(schema_to_json(self), _NOT_STRUCTURE), sort_keys=True)
+            doc: Any = _without(schema_to_json(self), _NOT_STRUCTURE)
+            payload = json.dumps(doc if self.name is None else {"name": self.name, "fields": doc}, sort_keys=True)
             found = hashlib.sha256(payload.encode()).hexdigest()[:16]
             object.__setattr__(self, "_fingerprint", found)
         return found
@@ -320,7 +325,7 @@ def _flatten(fields: tuple[Field, ...], prefix: str) -> Iterator[tuple[str, Fiel
 def map_struct_fields(t: DataType, fn: Callable[[tuple[Field, ...]], tuple[Field, ...]]) -> DataType:
     """`t` with the fields of the struct it holds (directly, or through arrays and maps) replaced by `fn`'s."""
     if isinstance(t, Struct):
-        return Struct(fn(t.fields))
+        return replace(t, fields=fn(t.fields))
     if isinstance(t, Array):
         return replace(t, element=map_struct_fields(t.element, fn))
     if isinstance(t, Map):
@@ -372,12 +377,12 @@ def type_to_json(t: DataType) -> Any:
     if isinstance(t, Time):
         return {"kind": "time", "unit": t.unit}
     if isinstance(t, Fixed):
-        return {"kind": "fixed", "size": t.size}
+        return _named({"kind": "fixed", "size": t.size}, t.name)
     if isinstance(t, Enum):
         out = {"kind": "enum", "symbols": list(t.symbols), "name": t.name}
         return out if t.default is None else {**out, "default": t.default}
     if isinstance(t, Struct):
-        return {"kind": "struct", "fields": [field_to_json(f) for f in t.fields]}
+        return _named({"kind": "struct", "fields": [field_to_json(f) for f in t.fields]}, t.name)
     if isinstance(t, Array):
         return {"kind": "array", "element": type_to_json(t.element), "element_nullable": t.element_nullable}
     if isinstance(t, Map):
@@ -390,6 +395,11 @@ def type_to_json(t: DataType) -> Any:
     if isinstance(t, UnionType):
         return {"kind": "union", "branches": [type_to_json(b) for b in t.branches]}
     raise TypeError(f"not a canonical type: {t!r}")
+
+
+def _named(out: dict, name: str | None) -> dict:
+    # a record's or fixed's name only when it has one: documents of name-less schemas stay as they were
+    return out if name is None else {**out, "name": name}
 
 
 _PRIMITIVES: dict[str, Primitive] = {}
@@ -407,11 +417,11 @@ def type_from_json(j: Any) -> DataType:
     if kind == "time":
         return Time(j["unit"])
     if kind == "fixed":
-        return Fixed(j["size"])
+        return Fixed(j["size"], j.get("name"))
     if kind == "enum":
         return Enum(tuple(j["symbols"]), j["name"], j.get("default"))
     if kind == "struct":
-        return Struct(tuple(field_from_json(f) for f in j["fields"]))
+        return Struct(tuple(field_from_json(f) for f in j["fields"]), j.get("name"))
     if kind == "array":
         return Array(type_from_json(j["element"]), j["element_nullable"])
     if kind == "map":
@@ -457,8 +467,9 @@ def schema_to_json(s: Schema) -> list[dict]:
     return [field_to_json(f) for f in s.fields]
 
 
-def schema_from_json(j: list[dict]) -> Schema:
-    return Schema(tuple(field_from_json(f) for f in j))
+def schema_from_json(j: list[dict], name: str | None = None) -> Schema:
+    """The fields of `schema_to_json`; `name` is kept beside them (a snapshot's `schema_name`)."""
+    return Schema(tuple(field_from_json(f) for f in j), name)
 
 
 # ------------------------------------------------------------ dataset level
@@ -939,6 +950,8 @@ def snapshot_to_json(s: Snapshot) -> dict:
     }
     if s.table is not None:  # left out otherwise: documents of files and databases stay as they were
         out["table"] = _table_to_json(s.table)
+    if s.schema.name is not None:  # likewise: only Avro schemas have one
+        out["schema_name"] = s.schema.name
     return out
 
 
@@ -953,7 +966,7 @@ def snapshot_from_json(j: dict) -> Snapshot:
         partition_key=j["partition_key"],
         captured_at=datetime.fromisoformat(j["captured_at"]),  # a string, never null (snapshot.schema.json)
         version=j["version"],
-        schema=schema_from_json(j["schema"]),
+        schema=schema_from_json(j["schema"], j.get("schema_name")),
         stats=OperationalStats(
             file_count=st["file_count"],
             total_bytes=st["total_bytes"],

@@ -15,9 +15,10 @@ from click.testing import CliRunner
 from lumos_dagster.cli import main
 from lumos_dagster.formats import read_file_result, read_file_schema
 from lumos_dagster.formats.avro import from_avro_schema, read_avsc
-from lumos_dagster.model import FileError, Primitive, UnionType
+from lumos_dagster.model import FileError, Primitive, Schema, UnionType
 from lumos_dagster.run.contents import file_contents
 from lumos_dagster.schema.diff import diff_schemas
+from lumos_dagster.schema.proposed import ProposalError, parse_proposal
 from lumos_dagster.sources.discovery import DatasetFile, FileEntry
 from tests.cases import load_cases
 
@@ -117,13 +118,13 @@ def test_the_empty_union_admits_no_value_not_even_null():
 TABLE = load_cases("avro_compatibility.yaml")
 SCHEMAS, CASES = TABLE["schemas"], TABLE["cases"]
 
-#: Avro cases the canonical model cannot express, with why: a documented limitation
-#: (docs/conformance.md, docs/reliability.md). The model keeps enum names, not record or fixed names:
-#: Parquet, ORC, Iceberg and Delta have none, so a name is all that tells these pairs apart.
-NAMES_NOT_KEPT = {
-    ("UNION_INT_RECORD1", "UNION_INT_RECORD2"): "records named Record1 and Record2 in unions",
-    ("EMPTY_RECORD2", "EMPTY_RECORD1"): "the top-level record renamed",
-    ("FIXED_4_BYTES", "FIXED_4_ANOTHER_NAME"): "a fixed renamed",
+#: the cases that differ only by a record's or a fixed's name, once not in the canonical model: each is
+#: incompatible for Avro, and for Lumos a TYPE_CHANGED at a path (schemas not wrapped), naming both names
+#: where the renamed type is the field's own (a union's branch is shown within its union)
+RENAMES = {
+    ("UNION_INT_RECORD1", "UNION_INT_RECORD2"): ("value", None),
+    ("EMPTY_RECORD2", "EMPTY_RECORD1"): ("", ("record Record1", "record Record2")),
+    ("FIXED_4_BYTES", "FIXED_4_ANOTHER_NAME"): ("value", ("fixed AnotherName", "fixed Fixed")),
 }
 
 
@@ -152,23 +153,64 @@ def test_lumos_diff_agrees_with_every_avro_compatibility_case(tmp_path, monkeypa
     monkeypatch.delenv("LUMOS_CONFIG", raising=False)
     agree, disagree = 0, []
     for reader, writer, compatible, source in CASES:
-        if (reader, writer) in NAMES_NOT_KEPT:
-            continue
         r, w = SCHEMAS[reader], SCHEMAS[writer]
         if lumos_backward(tmp_path, wrapped(r) if wrap else r, wrapped(w) if wrap else w) == compatible:
             agree += 1
         else:
             disagree.append(f"reader {reader}, writer {writer}: Avro says {compatible} ({source})")
-    assert len(CASES) == 140 and agree == 140 - len(NAMES_NOT_KEPT), "\n".join(disagree)
+    assert len(CASES) == 140 and agree == 140, "\n".join(disagree)
 
 
-def test_the_documented_name_limitation_is_exactly_the_cases_that_need_names(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.delenv("LUMOS_CONFIG", raising=False)
+@pytest.mark.parametrize("wrap", [False, True], ids=["top level", "as a record field"])
+def test_a_record_or_fixed_renamed_is_a_type_change_naming_both(tmp_path, wrap):
+    """The pairs that differ only by a name: Avro refuses them, the diff says which names differ."""
     by_pair = {(r, w): ok for r, w, ok, _ in CASES}
-    for pair in NAMES_NOT_KEPT:
-        assert by_pair[pair] is False  # incompatible for Avro only because the names differ
-        assert lumos_backward(tmp_path, SCHEMAS[pair[0]], SCHEMAS[pair[1]]) is True, f"{pair}: drop it from the list"
+    for (reader, writer), (path, names) in RENAMES.items():
+        assert by_pair[reader, writer] is False  # incompatible for Avro only because the names differ
+        r, w = SCHEMAS[reader], SCHEMAS[writer]
+        if wrap:
+            r, w, path = wrapped(r), wrapped(w), path or "value"
+        (tmp_path / "w.avsc").write_text(json.dumps(w))
+        (tmp_path / "r.avsc").write_text(json.dumps(r))
+        (change,) = diff_schemas(read_avsc(str(tmp_path / "w.avsc")), read_avsc(str(tmp_path / "r.avsc")))
+        assert (change.path, change.kind, change.backward, change.forward) == (path, "TYPE_CHANGED", False, False)
+        if names:
+            assert (change.old, change.new) == names
+
+
+# ------------------------------------------------------------------ names of records and fixed
+
+NAMED = {
+    "type": "record", "name": "Order", "namespace": "shop",
+    "fields": [
+        {"name": "addr", "type": {"type": "record", "name": "Address", "fields": [{"name": "zip", "type": "string"}]}},
+        {"name": "line", "type": {"type": "record", "name": "Line", "namespace": "crypto",
+                                  "fields": [{"name": "h", "type": {"type": "fixed", "name": "Md5", "size": 16}}]}},
+        {"name": "digest", "type": "crypto.Md5"},  # named from shop, defined in crypto
+        {"name": "previous", "type": ["null", "Address"], "default": None},
+    ],
+}  # fmt: skip
+
+
+def test_every_way_into_lumos_keeps_the_full_names_of_records_and_fixed(tmp_path):
+    path = write(tmp_path / "o.avro", NAMED, [])
+    (tmp_path / "o.avsc").write_text(json.dumps(NAMED))
+    schema = read_file_schema(path).schema
+    addr, line, digest, previous = (f.type for f in schema.fields)
+    assert (schema.name, addr.name, line.name, digest.name, previous.name) == (
+        "shop.Order", "shop.Address", "crypto.Line", "crypto.Md5", "shop.Address"
+    )  # fmt: skip
+    assert line.fields[0].type == digest  # a reference is read in its type's own namespace
+    assert read_avsc(str(tmp_path / "o.avsc")) == parse_proposal("avro", NAMED)
+    # the same names and types (the fingerprint leaves out native types, which fastavro spells anew)
+    assert (
+        read_avsc(str(tmp_path / "o.avsc")).fingerprint() == schema.fingerprint() != Schema(schema.fields).fingerprint()
+    )
+    printed = CliRunner().invoke(main, ["schema", path])  # `lumos schema` prints the top-level name too
+    assert json.loads(printed.stdout)["name"] == "shop.Order"
+    assert parse_proposal("lumos", printed.stdout) == schema
+    with pytest.raises(ProposalError, match="name must be a string"):
+        parse_proposal("lumos", {**json.loads(printed.stdout), "name": 5})
 
 
 # ------------------------------------------------------------------ a damaged file with a readable header

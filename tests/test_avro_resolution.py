@@ -29,8 +29,8 @@ VALUES = {"int32": [1], "int64": [2**40], "float32": [1.5], "float64": [1e300], 
 VALUES |= {"boolean": [True]}
 
 
-def _record_name(t: Struct) -> str:  # the same record on both sides gets the same name
-    return "R_" + t.fields[0].name
+def _record_name(t: Struct) -> str:  # its own, else the same record on both sides gets the same name
+    return t.name or "R_" + t.fields[0].name
 
 
 def to_avro(t, nullable: bool = False):
@@ -40,7 +40,7 @@ def to_avro(t, nullable: bool = False):
         out = {"type": "enum", "name": t.name or "E", "symbols": list(t.symbols)}
         out |= {"default": t.default} if t.default is not None else {}
     elif isinstance(t, Fixed):
-        out = {"type": "fixed", "name": "F", "size": t.size}
+        out = {"type": "fixed", "name": t.name or "F", "size": t.size}
     elif isinstance(t, Struct):
         out = {"type": "record", "name": _record_name(t), "fields": [_field(f) for f in t.fields]}
     elif isinstance(t, Array):

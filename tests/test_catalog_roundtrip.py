@@ -29,7 +29,7 @@ from lumos_dagster.catalog.datahub_rest import DataHubRestCatalog
 from lumos_dagster.catalog.openmetadata import OpenMetadataCatalog
 from lumos_dagster.cli import main
 from lumos_dagster.estate import carry, portable
-from lumos_dagster.model import DatasetRecord, snapshot_to_json
+from lumos_dagster.model import DatasetRecord, Field, Fixed, Schema, snapshot_to_json
 from lumos_dagster.store import SnapshotStore
 from tests.fake_atlas import FakeAtlas
 from tests.fake_servers import FakeGMS, FakeOpenMetadata
@@ -93,10 +93,19 @@ ROUND_TRIPS = {
 }
 
 
+def _avro_names(schema: Schema) -> Schema:
+    """`schema` as an Avro file gives it: the top-level record, a nested record and a fixed named."""
+    customer = [replace(f, type=replace(f.type, name="shop.Customer")) if f.name == "customer" else f
+                for f in schema.fields]  # fmt: skip
+    return Schema((*customer, Field("digest", Fixed(16, "shop.Md5"))), "shop.Order")
+
+
 def _store_with_history(path) -> SnapshotStore:
-    """Three related datasets; sales/orders has an earlier version, and a release names it."""
+    """Three related datasets; sales/orders has an earlier version, and a release names it; raw/orders,
+    an Avro dataset, names its records and fixed."""
     store = SnapshotStore(f"sqlite:///{path}")
     snapshots = three_datasets()
+    snapshots[0] = replace(snapshots[0], schema=_avro_names(snapshots[0].schema))
     orders = snapshots[1]
     earlier = replace(orders, version="1.1.0", captured_at=orders.captured_at - timedelta(days=1))
     store.upsert_datasets(
@@ -135,6 +144,8 @@ def test_store_to_catalog_to_store(name, tmp_path):
 
     assert portable.compare(source, back).same
     assert _current(back) == _current(source)
+    raw = next(e.snapshot for e in back.entries if e.snapshot.dataset.name == "raw/orders")
+    assert raw.schema.name == "shop.Order" and raw.schema.field("digest").type == Fixed(16, "shop.Md5")
     report = carry.carried(source, back, name, catalog.cannot_hold)
     assert report.lost == {} and report.complete
     # exactly what it cannot hold, counted: one earlier version, one release

@@ -1,10 +1,22 @@
+from dataclasses import replace
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lumos_dagster.model import BREAKING, INFORMATIONAL, POLICIES, Field, Primitive, schema_from_json
+from lumos_dagster.model import (
+    BREAKING,
+    INFORMATIONAL,
+    POLICIES,
+    Field,
+    Fixed,
+    Primitive,
+    Schema,
+    Struct,
+    schema_from_json,
+)
 from lumos_dagster.schema.diff import diff_schemas, diff_snapshots
-from lumos_dagster.schema.versioning import judge
+from lumos_dagster.schema.versioning import assess, judge
 from tests.cases import load_cases
 from tests.test_versioning import snap
 
@@ -73,7 +85,8 @@ AVRO_RULES = {
     "match.container": "both are arrays / both are maps (an array never matches a map)",
     "match.record": "both schemas are records (a record never matches a primitive)",
     "match.enum_name": "both schemas are enums whose (unqualified) names match",
-    "match.fixed": "both schemas are fixed whose sizes (and names) match",
+    "match.record_name": "both schemas are records whose (unqualified) names match",
+    "match.fixed": "both schemas are fixed whose sizes and (unqualified) names match",
     "promote.int_long": "int is promotable to long",
     "promote.int_float": "int is promotable to float",
     "promote.int_double": "int is promotable to double",
@@ -137,4 +150,25 @@ def test_renames_found_through_indexes_are_the_pairwise_rules(removed, added):
 
     assert [(id(o), id(n)) for o, n in _renames(removed, added)] == [
         (id(o), id(n)) for o, n in _renames_pairwise(removed, added)
+    ]
+
+
+def test_names_a_stored_avro_snapshot_lacks_are_no_change():
+    """Avro snapshots stored before record and fixed names were kept have none: the next capture,
+    named, reports nothing and keeps the version (an unnamed type matches any name)."""
+
+    def schema(record=None, fixed=None, top=None):
+        zip_code = Field("zip", Primitive("string"), nullable=False)
+        return Schema((Field("addr", Struct((zip_code,), record)), Field("h", Fixed(16, fixed))), top)
+
+    bare, named = schema(), schema("shop.Address", "shop.Md5", "shop.Order")
+    assert diff_schemas(bare, named) == [] and diff_schemas(named, bare) == []
+    stored = replace(snap(version="1.4.0"), schema=bare)
+    assert assess(stored, replace(snap(), schema=named)).version == "1.4.0"
+    assert assess(stored, replace(snap(), schema=schema("shop.Address", "shop.Sha", "shop.Order"))).version == "1.4.0"
+    renamed = assess(
+        replace(stored, schema=named), replace(snap(), schema=schema("shop.Place", "shop.Md5", "shop.Order"))
+    )
+    assert renamed.version == "2.0.0" and [(c.path, c.old, c.new) for c in renamed.changes] == [
+        ("addr", "record shop.Address", "record shop.Place")
     ]

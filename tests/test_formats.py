@@ -163,7 +163,8 @@ def test_avro_types_defaults_docs_and_recursion(tmp_path):
     assert f["at"].type == Timestamp("us", "UTC") and f["local"].type == Timestamp("ms", None)
     assert f["day"].type == Primitive("date") and f["t"].type == Time("ms") and f["uid"].type == Primitive("uuid")
     assert f["status"].type == Enum(("A", "B"), "test.lumos.Status", default="B")
-    assert f["hash"].type == Fixed(16)
+    assert f["hash"].type == Fixed(16, "test.lumos.MD5")  # full names, as enums keep theirs
+    assert fs.schema.name == "test.lumos.Node"
     assert f["maybe"].nullable and f["maybe"].default is None and f["maybe"].type == Primitive("string")
     assert f["either"].type == UnionType((Primitive("int32"), Primitive("string"))) and not f["either"].nullable
     assert f["either_or_null"].nullable and isinstance(f["either_or_null"].type, UnionType)

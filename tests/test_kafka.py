@@ -286,8 +286,10 @@ def test_registry_subjects_give_key_and_value_and_their_versions(kafka_broker, r
     registry.register(f"{t}-key", {"type": "record", "name": "K", "fields": [{"name": "id", "type": "int"}]})
     desc = kafka_source(kafka_broker, schema_registry_url=registry.url).describe(t)  # no message needed
     key = desc.schema.fields[0]
-    assert (key.name, key.type, key.is_key) == (KEY_FIELD, Struct((Field("id", I32, False, native_type="int"),)), True)
+    key_record = Struct((Field("id", I32, False, native_type="int"),), "K")  # Avro records keep their names
+    assert (key.name, key.type, key.is_key) == (KEY_FIELD, key_record, True)
     assert [f.name for f in desc.schema.fields[1:]] == ["id", "customer", "amount"]
+    assert desc.schema.name == "shop.Order"  # the value record's
     assert (desc.table.format, desc.table.version) == ("schema-registry", "key:1,value:1")
     registry.register(f"{t}-value", {**ORDER, "fields": ORDER["fields"][:2]})
     again = kafka_source(kafka_broker, schema_registry_url=registry.url).describe(t)

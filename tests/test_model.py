@@ -58,7 +58,7 @@ leaf_types = st.one_of(
     st.builds(Decimal, st.integers(1, 38), st.integers(0, 10)),
     st.builds(Timestamp, units, st.none() | st.sampled_from(["UTC", "Europe/Paris"])),
     st.builds(Time, units),
-    st.builds(Fixed, st.integers(0, 64)),
+    st.builds(Fixed, st.integers(0, 64), st.none() | names),
     st.builds(Enum, st.lists(names, min_size=1, max_size=4).map(tuple), st.none() | names, st.none() | names),
 )
 
@@ -85,11 +85,11 @@ types = st.recursive(
         st.builds(Array, inner, st.booleans()),
         st.builds(Map, leaf_types, inner, st.booleans()),
         st.builds(UnionType, st.lists(inner, min_size=2, max_size=3).map(tuple)),
-        st.lists(fields_of(inner), max_size=3).map(lambda fs: Struct(tuple(fs))),
+        st.builds(Struct, st.lists(fields_of(inner), max_size=3).map(tuple), st.none() | names),
     ),
     max_leaves=6,
 )
-schemas = st.lists(fields_of(types), max_size=5).map(lambda fs: Schema(tuple(fs)))
+schemas = st.builds(Schema, st.lists(fields_of(types), max_size=5).map(tuple), st.none() | names)
 moments = st.datetimes(min_value=datetime(2000, 1, 1), timezones=st.just(timezone.utc))
 refs = st.builds(DatasetRef, st.sampled_from(["file", "s3"]), names, names, st.none() | st.sampled_from(["csv", "orc"]))
 snapshots = st.builds(
@@ -224,6 +224,44 @@ def test_fingerprint_ignores_descriptions_and_native_spellings():
     b = Schema((Field("id", Primitive("int64"), description="renamed doc", native_type="long"),))
     c = Schema((Field("id", Primitive("int32")),))
     assert a.fingerprint() == b.fingerprint() != c.fingerprint()
+
+
+def _avro_like(name: str | None = None, record: str | None = None, fixed: str | None = None) -> Schema:
+    return Schema(
+        (
+            Field("id", Primitive("int64"), nullable=False),
+            Field("addr", Struct((Field("zip", Primitive("string")),), record)),
+            Field("h", Fixed(16, fixed)),
+            Field("s", Enum(("A", "B"), "Status")),
+        ),
+        name,
+    )
+
+
+def test_a_schema_without_record_or_fixed_names_keeps_its_document_and_fingerprint():
+    """Names are written only when present: documents and fingerprints of schemas from formats without
+    names (every one but Avro) are what they were before names were kept (the hash was taken then)."""
+    schema = _avro_like()
+    assert schema.fingerprint() == "07f6175a8549f561"
+    doc = snapshot_to_json(Snapshot(DatasetRef("file", "a", "/a"), None, datetime(2026, 1, 1), schema=schema))
+    assert "schema_name" not in doc
+    assert doc["schema"][1]["type"] == {
+        "kind": "struct",
+        "fields": [{"name": "zip", "type": "string", "nullable": True}],
+    }
+    assert doc["schema"][2]["type"] == {"kind": "fixed", "size": 16}
+
+
+def test_record_and_fixed_names_are_in_the_document_and_the_fingerprint():
+    named = _avro_like("shop.Order", "shop.Address", "shop.Md5")
+    doc = snapshot_to_json(Snapshot(DatasetRef("file", "a", "/a"), None, datetime(2026, 1, 1), schema=named))
+    assert doc["schema_name"] == "shop.Order"
+    assert (doc["schema"][1]["type"]["name"], doc["schema"][2]["type"]["name"]) == ("shop.Address", "shop.Md5")
+    assert snapshot_from_json(doc).schema == named
+    prints = {s.fingerprint() for s in (_avro_like(), named, _avro_like("shop.Sale", "shop.Address", "shop.Md5"),
+                                        _avro_like("shop.Order", "shop.Place", "shop.Md5"),
+                                        _avro_like("shop.Order", "shop.Address", "shop.Sha"))}  # fmt: skip
+    assert len(prints) == 5  # each name is part of what readers depend on
 
 
 def test_flatten_walks_through_arrays_and_maps():

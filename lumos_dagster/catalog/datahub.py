@@ -359,8 +359,10 @@ _NO_SCHEMA = Schema()
 
 def _record(s: Snapshot) -> str:
     """The rest of the Lumos snapshot, so that metadata can leave the catalog intact."""
-    # without its schema: that is not in the record, and its fingerprint would be hashed again
-    doc = {k: v for k, v in snapshot_to_json(replace(s, schema=_NO_SCHEMA)).items() if k not in _NOT_IN_RECORD}
+    # without its schema's fields: schemaMetadata carries them, and its fingerprint would be hashed again;
+    # its name (an Avro record's) stays, as `schema_name`: schemaMetadata's raw schema is the fields alone
+    schema = _NO_SCHEMA if s.schema.name is None else Schema(name=s.schema.name)
+    doc = {k: v for k, v in snapshot_to_json(replace(s, schema=schema)).items() if k not in _NOT_IN_RECORD}
     doc["errors"] = doc["errors"][:MAX_RECORDED_ERRORS]
     if doc.get("quality"):  # the age grows on every run: re-sending it would version the catalog for nothing
         doc["quality"] = {**doc["quality"], "age_hours": None}

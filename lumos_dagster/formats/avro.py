@@ -95,11 +95,14 @@ class _Converter:
                 self.budget.spend()
                 return Primitive(_PRIMITIVES[schema]), schema == "null"
             full = schema if "." in schema or not namespace else f"{namespace}.{schema}"
-            target = self.named.get(full, self.named.get(schema))
-            if target is None or full in self.expanding or schema in self.expanding:
+            if full not in self.named:
+                full = schema  # a name in no namespace
+            target = self.named.get(full)
+            if target is None or full in self.expanding:
                 self.budget.spend()
                 return Primitive("unknown"), False
-            return self.type_of(target, namespace)  # a named type: its conversion spends
+            # a named type: its conversion spends; it is read in its own namespace, not the one naming it
+            return self.type_of(target, full.rsplit(".", 1)[0] if "." in full else None)
         self.budget.spend()
         t = schema["type"]
         logical = schema.get("logicalType")
@@ -124,10 +127,10 @@ class _Converter:
                 self.budget.spend(len(schema["symbols"]))
                 return Enum(tuple(schema["symbols"]), full, schema.get("default")), False
             if t == "fixed":
-                return Fixed(int(schema["size"])), False
+                return Fixed(int(schema["size"]), full), False
             self.expanding.add(full)
             try:
-                return Struct(tuple(self.field(f, ns) for f in schema["fields"])), False
+                return Struct(tuple(self.field(f, ns) for f in schema["fields"]), full), False
             finally:
                 self.expanding.discard(full)
         if t == "array":
@@ -173,14 +176,15 @@ def _native(schema: Any) -> str:
 def from_avro_schema(schema: Any, max_fields: int = MAX_FIELDS) -> Schema:
     """Canonical schema of an Avro schema (a parsed .avsc or a file's writer schema); SchemaTooLarge past
     `max_fields` fields and nested types (`FieldBudget`). A record's fields are the schema's, as Spark reads
-    them (also of a record-or-null union: a null row has no column to mark); any other schema (`"long"`,
-    `["null", "string"]`) is one field named `value`, nullable when the schema admits null."""
+    them (also of a record-or-null union: a null row has no column to mark), and its full name the
+    schema's; any other schema (`"long"`, `["null", "string"]`) is one field named `value`, nullable when
+    the schema admits null. Records, enums and fixed keep their full names: Avro resolution matches them."""
     budget = FieldBudget(max_fields)
     budget.left += 1  # the top-level record is no field
     conv = _Converter(budget)
     dtype, nullable = conv.type_of(schema)
     if isinstance(dtype, Struct):
-        return Schema(dtype.fields)
+        return Schema(dtype.fields, dtype.name)
     return Schema((Field(name="value", type=dtype, nullable=nullable, native_type=_native(schema)),))
 
 

@@ -4,7 +4,9 @@ Fields are united by name, in first-seen order; a field missing from some files 
 nullable. Where files disagree on a type, the type is widened when a safe promotion
 exists (int32→int64, float32→float64, int→float64, decimal widening, a finer
 timestamp unit) and otherwise the type most files use wins. Either way the
-disagreement is reported as a `SchemaConflict` naming the files.
+disagreement is reported as a `SchemaConflict` naming the files. A record's or a fixed's
+name (Avro) is kept where every file gives the same one; where they differ the merged
+type has none, which matches any name: no conflict.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from lumos_dagster.model import (
     DataType,
     Decimal,
     Field,
+    Fixed,
     Map,
     Primitive,
     Schema,
@@ -103,7 +106,11 @@ class _Merger:
             return first
         structs = [(p, t) for p, t in variants if isinstance(t, Struct)]
         if len(structs) == len(variants):
-            return Struct(self.fields(path + ".", [(p, t.fields) for p, t in structs]))
+            fields = self.fields(path + ".", [(p, t.fields) for p, t in structs])
+            return Struct(fields, _common_name([t for _, t in structs]))
+        fixed = [t for t in types if isinstance(t, Fixed)]
+        if len(fixed) == len(types) and len({t.size for t in fixed}) == 1:  # alike but for their names
+            return Fixed(fixed[0].size, _common_name(fixed))
         arrays = [(p, t) for p, t in variants if isinstance(t, Array)]
         if len(arrays) == len(variants):
             element = self.type(path, [(p, t.element) for p, t in arrays])
@@ -145,6 +152,11 @@ class _Merger:
         )
 
 
+def _common_name(named: Sequence[Struct | Fixed | Schema]) -> str | None:
+    names = {t.name for t in named}
+    return names.pop() if len(names) == 1 else None
+
+
 def merge_schemas(files: Sequence[tuple[str, Schema]]) -> tuple[Schema, tuple[SchemaConflict, ...]]:
     """Merge (file path, schema) pairs, given in a stable order, into one schema."""
     if len(files) > 1 and all(schema == files[0][1] for _, schema in files[1:]):
@@ -159,4 +171,4 @@ def merge_schemas(files: Sequence[tuple[str, Schema]]) -> tuple[Schema, tuple[Sc
 def _merge(files: Sequence[tuple[str, Schema]]) -> tuple[Schema, tuple[SchemaConflict, ...]]:
     merger = _Merger()
     fields = merger.fields("", [(path, schema.fields) for path, schema in files])
-    return Schema(fields), tuple(merger.conflicts)
+    return Schema(fields, _common_name([schema for _, schema in files])), tuple(merger.conflicts)

@@ -48,7 +48,7 @@ def documented(schema: Schema, enrichment: Enrichment) -> Schema:
             )
         return tuple(out)
 
-    return Schema(walk(schema.fields, ""))
+    return replace(schema, fields=walk(schema.fields, ""))
 
 
 def build_snapshot(

@@ -5,9 +5,10 @@ its verdict in both directions.
 * forward  — a reader with the OLD schema reads data written with the NEW one.
 
 The verdicts follow Avro schema resolution (reader fields need a default; enums and
-unions must cover what the writer may send; aliases rename), Iceberg (field ids rename;
-optional→required is unsafe) and Delta type widening (`lumos_dagster.schema.compat`). Pure
-functions; docs/compatibility.md has the table.
+unions must cover what the writer may send; aliases rename fields; records, enums and
+fixed match by unqualified name), Iceberg (field ids rename; optional→required is unsafe)
+and Delta type widening (`lumos_dagster.schema.compat`). Pure functions;
+docs/compatibility.md has the table.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from lumos_dagster.model import (
     Decimal,
     Enum,
     Field,
+    Fixed,
     Map,
     SchemaChange,
     Snapshot,
@@ -194,7 +196,9 @@ class _Differ:
     def type(self, path: str, old: DataType, new: DataType) -> None:
         if old == new:
             return
-        if isinstance(old, Struct) and isinstance(new, Struct):
+        if (names := _renamed(old, new)) is not None:  # Avro reads nothing of a type another name writes
+            self.add(path, TYPE_CHANGED, *names, False, False)
+        elif isinstance(old, Struct) and isinstance(new, Struct):
             self.fields(path + ".", old.fields, new.fields)
         elif isinstance(old, Array) and isinstance(new, Array):
             self.type(_inner(path, old.element, new.element, "[]"), old.element, new.element)
@@ -203,8 +207,6 @@ class _Differ:
             self.type(_sub(path, "{key}"), old.key, new.key)
             self.type(_inner(path, old.value, new.value, "{}"), old.value, new.value)
             self.nullability(_sub(path, "{}"), old.value_nullable, new.value_nullable)
-        elif isinstance(old, Enum) and isinstance(new, Enum) and not same_name(old.name, new.name):
-            self.add(path, TYPE_CHANGED, old, new, False, False)  # Avro: enums match by unqualified name
         elif isinstance(old, Enum) and isinstance(new, Enum):
             added = [s for s in new.symbols if s not in old.symbols]
             removed = [s for s in old.symbols if s not in new.symbols]
@@ -213,6 +215,8 @@ class _Differ:
                 self.add(path, ENUM_SYMBOLS_ADDED, None, ", ".join(added), True, old.default is not None)
             if removed:  # a new reader meets old data with symbols it dropped
                 self.add(path, ENUM_SYMBOLS_REMOVED, ", ".join(removed), None, new.default is not None, True)
+        elif isinstance(old, Fixed) and isinstance(new, Fixed) and old.size == new.size:
+            return  # names Avro matches (another namespace, or one side unnamed): nothing changed
         elif isinstance(old, UnionType) or isinstance(new, UnionType):
             self.union(path, old, new)
         else:
@@ -245,6 +249,21 @@ class _Differ:
         else:
             kind = UNION_BRANCHES_ADDED if added else UNION_BRANCHES_REMOVED
         self.add(path, kind, old, new, backward, forward)
+
+
+#: the named types, as Avro calls them
+_AVRO_NAMED = {Struct: "record", Enum: "enum", Fixed: "fixed"}
+
+
+def _renamed(old: DataType, new: DataType) -> tuple[str, str] | None:
+    """(`record com.shop.A`, `record com.shop.B`) when both are one named type (record, enum, fixed)
+    under names Avro does not match; an unnamed type (from a format without names) matches any."""
+    named = (Struct, Enum, Fixed)
+    if isinstance(old, named) and isinstance(new, named) and type(old) is type(new):
+        if not same_name(old.name, new.name):
+            kind = _AVRO_NAMED[type(old)]
+            return f"{kind} {old.name}", f"{kind} {new.name}"
+    return None
 
 
 def _inner(path: str, old: DataType, new: DataType, suffix: str) -> str:
@@ -309,7 +328,11 @@ def _longest_increasing(values: list[int]) -> set[int]:
 
 def diff_schemas(old: SchemaModel, new: SchemaModel) -> list[SchemaChange]:
     d = _Differ()
-    d.fields("", old.fields, new.fields)
+    names = _renamed(Struct((), old.name), Struct((), new.name))  # the top-level record's, as a nested one's
+    if names is None:
+        d.fields("", old.fields, new.fields)
+    else:  # reported on the dataset itself
+        d.add("", TYPE_CHANGED, *names, False, False)
     return d.out
 
 

@@ -24,6 +24,7 @@ from lumos_dagster.model import (
     Enum,
     Field,
     FieldBudget,
+    Fixed,
     Map,
     Primitive,
     Schema,
@@ -87,8 +88,9 @@ def parse_proposal(fmt: str, text: str | dict | list, max_fields: int = MAX_FIEL
 
 
 def _check_tree(fmt: str, fields: tuple[Field, ...], budget: FieldBudget) -> None:
-    """What every format's schema must be: each struct's field names once, at most MAX_NESTING levels
-    deep, within `budget` (a node each type, a node each enum symbol). Iterative, as it bounds depth."""
+    """What every format's schema must be: each struct's field names once, names of named types strings,
+    at most MAX_NESTING levels deep, within `budget` (a node each type, a node each enum symbol).
+    Iterative, as it bounds depth."""
     stack: list[tuple[str, tuple[Field, ...] | DataType, int]] = [("fields", fields, 0)]
     while stack:
         where, node, depth = stack.pop()
@@ -103,6 +105,8 @@ def _check_tree(fmt: str, fields: tuple[Field, ...], budget: FieldBudget) -> Non
             stack.extend((f.name if top else f"{where}.{f.name}", f.type, depth + 1) for f in node)
             continue
         budget.spend(1 + len(node.symbols) if isinstance(node, Enum) else 1)
+        if isinstance(node, (Struct, Enum, Fixed)) and not isinstance(node.name, (str, type(None))):
+            raise ProposalError(f"{fmt}: {where}: a type's name must be a string")  # Lumos JSON spells it
         if isinstance(node, Struct):
             stack.append((where, node.fields, depth))
         elif isinstance(node, Array):
@@ -136,11 +140,14 @@ def _avro(doc: Any, max_fields: int) -> Schema:
 def _lumos(doc: Any) -> Schema:
     if isinstance(doc, dict) and "format_version" in doc:
         return snapshot_from_json(doc).schema
+    name = None
     if isinstance(doc, dict) and "fields" in doc:
-        doc = doc["fields"]
+        doc, name = doc["fields"], doc.get("name")  # as `lumos schema` prints it, with an Avro record's name
     if not isinstance(doc, list):
         raise ProposalError('lumos: expected a snapshot document, {"fields": […]} or a list of fields')
-    return schema_from_json(doc)
+    if name is not None and not isinstance(name, str):
+        raise ProposalError("lumos: the schema's name must be a string")
+    return schema_from_json(doc, name)
 
 
 # ------------------------------------------------------------------ JSON Schema

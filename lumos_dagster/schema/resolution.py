@@ -3,9 +3,9 @@
 The Avro 1.11 specification's "Schema Resolution" section, rule by rule:
 
 * types must *match*: both arrays, both maps, enums whose unqualified names match, fixed of one
-  size, both records, either a union, or the writer's type promotes to the reader's
-  (int→long→float→double, string↔bytes: `compat.promotable`, which adds the Iceberg and Delta
-  widenings);
+  size and unqualified name, records of one unqualified name, either a union, or the writer's
+  type promotes to the reader's (int→long→float→double, string↔bytes: `compat.promotable`,
+  which adds the Iceberg and Delta widenings);
 * records: fields pair by name (or a reader alias, or a field id); a writer field the reader
   lacks is ignored; a reader field the writer lacks needs a default (strictly: unions, where
   this applies, come from Avro; a top-level added nullable field is the diff's own rule);
@@ -15,9 +15,11 @@ The Avro 1.11 specification's "Schema Resolution" section, rule by rule:
   writes nothing, is readable by anything); a reader union needs a branch the writer's type
   resolves to.
 
-Record and fixed names are not in the canonical model (Parquet, ORC and Iceberg have none), so
-only enum names are compared, and a reader union's branch is one that resolves rather than the
-first of the writer's name. Pure functions; tests/cases/diff.yaml has a row per rule.
+Names come from Avro (records, enums, fixed); a type from a format without names (Parquet, ORC,
+Iceberg) has none and matches any name. Named types' aliases are not kept, so a rename an alias
+proves does not match. A reader union's branch is one that resolves, as Apache Avro's own
+compatibility checker takes it, rather than only the first of the writer's name. Pure functions;
+tests/cases/diff.yaml has a row per rule.
 """
 
 from __future__ import annotations
@@ -41,11 +43,13 @@ def resolves(writer: DataType, reader: DataType) -> bool:
     if isinstance(writer, UnionType):
         return all(resolves(b, reader) for b in writer.branches)
     if isinstance(reader, UnionType):
-        # Avro takes the first branch that matches, by name for records; records have no name
-        # here, so the branch Avro would pick is taken to be one that resolves
+        # Avro takes the first branch that matches (by name, for named types); as Apache Avro's
+        # compatibility checker, any branch that resolves will do
         return any(resolves(writer, b) for b in reader.branches)
     if isinstance(writer, Struct) and isinstance(reader, Struct):
-        return fields_resolve(writer.fields, reader.fields)
+        return same_name(writer.name, reader.name) and fields_resolve(writer.fields, reader.fields)
+    if isinstance(writer, Fixed) and isinstance(reader, Fixed):
+        return writer.size == reader.size and same_name(writer.name, reader.name)
     if isinstance(writer, Enum) and isinstance(reader, Enum):
         known = set(writer.symbols) <= set(reader.symbols)
         return same_name(writer.name, reader.name) and (known or reader.default is not None)
