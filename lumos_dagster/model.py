@@ -204,6 +204,7 @@ class Time:
 class Fixed:
     size: int
     name: str | None = None  # Avro's full name; formats without names give none
+    aliases: tuple[str, ...] = ()  # Avro's, full names: the names a reader of this type also reads
 
 
 @dataclass(frozen=True, slots=True)
@@ -211,12 +212,14 @@ class Enum:
     symbols: tuple[str, ...]
     name: str | None = None
     default: str | None = None  # Avro: what a reader makes of a symbol it does not know
+    aliases: tuple[str, ...] = ()  # Avro's, full names
 
 
 @dataclass(frozen=True, slots=True)
 class Struct:
     fields: tuple["Field", ...]
     name: str | None = None  # an Avro record's full name; formats without names give none
+    aliases: tuple[str, ...] = ()  # Avro's, full names
 
 
 @dataclass(frozen=True, slots=True)
@@ -266,18 +269,21 @@ class Field:
 class Schema:
     fields: tuple[Field, ...] = ()
     name: str | None = None  # the top-level Avro record's full name; formats without names give none
+    aliases: tuple[str, ...] = ()  # its Avro aliases, full names
 
     def fingerprint(self) -> str:
         """Stable hash of what readers depend on: names, types, nullability, defaults.
 
         Descriptions, glossary terms and native type spellings are left out: changing them is not a
-        schema change for anyone reading the data. A schema without a name hashes its fields alone,
-        as before names were kept.
+        schema change for anyone reading the data. A schema without a name or aliases hashes its
+        fields alone, as before names were kept; aliases are hashed only when there are some.
         """
         found = self.__dict__.get("_fingerprint")
         if found is None:  # asked many times of one schema along a run; a Schema never changes
             doc: Any = _without(schema_to_json(self), _NOT_STRUCTURE)
-            payload = json.dumps(doc if self.name is None else {"name": self.name, "fields": doc}, sort_keys=True)
+            if self.name is not None or self.aliases:
+                doc = _named({"fields": doc}, self.name, self.aliases)
+            payload = json.dumps(doc, sort_keys=True)
             found = hashlib.sha256(payload.encode()).hexdigest()[:16]
             object.__setattr__(self, "_fingerprint", found)
         return found
@@ -377,12 +383,13 @@ def type_to_json(t: DataType) -> Any:
     if isinstance(t, Time):
         return {"kind": "time", "unit": t.unit}
     if isinstance(t, Fixed):
-        return _named({"kind": "fixed", "size": t.size}, t.name)
+        return _named({"kind": "fixed", "size": t.size}, t.name, t.aliases)
     if isinstance(t, Enum):
-        out = {"kind": "enum", "symbols": list(t.symbols), "name": t.name}
+        # an enum's name is always written, null included, as it was before the others had names
+        out = _named({"kind": "enum", "symbols": list(t.symbols), "name": t.name}, None, t.aliases)
         return out if t.default is None else {**out, "default": t.default}
     if isinstance(t, Struct):
-        return _named({"kind": "struct", "fields": [field_to_json(f) for f in t.fields]}, t.name)
+        return _named({"kind": "struct", "fields": [field_to_json(f) for f in t.fields]}, t.name, t.aliases)
     if isinstance(t, Array):
         return {"kind": "array", "element": type_to_json(t.element), "element_nullable": t.element_nullable}
     if isinstance(t, Map):
@@ -397,9 +404,10 @@ def type_to_json(t: DataType) -> Any:
     raise TypeError(f"not a canonical type: {t!r}")
 
 
-def _named(out: dict, name: str | None) -> dict:
-    # a record's or fixed's name only when it has one: documents of name-less schemas stay as they were
-    return out if name is None else {**out, "name": name}
+def _named(out: dict, name: str | None, aliases: tuple[str, ...]) -> dict:
+    # a name and aliases only when there are some: documents of name-less schemas stay as they were
+    named = out if name is None else {**out, "name": name}
+    return {**named, "aliases": list(aliases)} if aliases else named
 
 
 _PRIMITIVES: dict[str, Primitive] = {}
@@ -417,11 +425,11 @@ def type_from_json(j: Any) -> DataType:
     if kind == "time":
         return Time(j["unit"])
     if kind == "fixed":
-        return Fixed(j["size"], j.get("name"))
+        return Fixed(j["size"], j.get("name"), tuple(j.get("aliases", ())))
     if kind == "enum":
-        return Enum(tuple(j["symbols"]), j["name"], j.get("default"))
+        return Enum(tuple(j["symbols"]), j["name"], j.get("default"), tuple(j.get("aliases", ())))
     if kind == "struct":
-        return Struct(tuple(field_from_json(f) for f in j["fields"]), j.get("name"))
+        return Struct(tuple(field_from_json(f) for f in j["fields"]), j.get("name"), tuple(j.get("aliases", ())))
     if kind == "array":
         return Array(type_from_json(j["element"]), j["element_nullable"])
     if kind == "map":
@@ -467,9 +475,10 @@ def schema_to_json(s: Schema) -> list[dict]:
     return [field_to_json(f) for f in s.fields]
 
 
-def schema_from_json(j: list[dict], name: str | None = None) -> Schema:
-    """The fields of `schema_to_json`; `name` is kept beside them (a snapshot's `schema_name`)."""
-    return Schema(tuple(field_from_json(f) for f in j), name)
+def schema_from_json(j: list[dict], name: str | None = None, aliases: Sequence[str] = ()) -> Schema:
+    """The fields of `schema_to_json`; `name` and `aliases` are kept beside them (a snapshot's
+    `schema_name`, `schema_aliases`)."""
+    return Schema(tuple(field_from_json(f) for f in j), name, tuple(aliases))
 
 
 # ------------------------------------------------------------ dataset level
@@ -952,6 +961,8 @@ def snapshot_to_json(s: Snapshot) -> dict:
         out["table"] = _table_to_json(s.table)
     if s.schema.name is not None:  # likewise: only Avro schemas have one
         out["schema_name"] = s.schema.name
+    if s.schema.aliases:
+        out["schema_aliases"] = list(s.schema.aliases)
     return out
 
 
@@ -966,7 +977,7 @@ def snapshot_from_json(j: dict) -> Snapshot:
         partition_key=j["partition_key"],
         captured_at=datetime.fromisoformat(j["captured_at"]),  # a string, never null (snapshot.schema.json)
         version=j["version"],
-        schema=schema_from_json(j["schema"], j.get("schema_name")),
+        schema=schema_from_json(j["schema"], j.get("schema_name"), j.get("schema_aliases", ())),
         stats=OperationalStats(
             file_count=st["file_count"],
             total_bytes=st["total_bytes"],

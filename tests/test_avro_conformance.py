@@ -15,7 +15,8 @@ from click.testing import CliRunner
 from lumos_dagster.cli import main
 from lumos_dagster.formats import read_file_result, read_file_schema
 from lumos_dagster.formats.avro import from_avro_schema, read_avsc
-from lumos_dagster.model import FileError, Primitive, Schema, UnionType
+from lumos_dagster.formats.merge import merge_schemas
+from lumos_dagster.model import FileError, Fixed, Primitive, Schema, UnionType
 from lumos_dagster.run.contents import file_contents
 from lumos_dagster.schema.diff import diff_schemas
 from lumos_dagster.schema.proposed import ProposalError, parse_proposal
@@ -211,6 +212,58 @@ def test_every_way_into_lumos_keeps_the_full_names_of_records_and_fixed(tmp_path
     assert parse_proposal("lumos", printed.stdout) == schema
     with pytest.raises(ProposalError, match="name must be a string"):
         parse_proposal("lumos", {**json.loads(printed.stdout), "name": 5})
+
+
+# ------------------------------------------------------------------ aliases of named types
+
+#: `shop.Order` and its fixed `shop.Md5` renamed to `shop.Sale` and `crypto.Hash`, each with its old name
+#: as an alias: `Order` written without a dot is in `shop`, Sale's namespace; `Sha` in `crypto`
+ORDER = {
+    "type": "record",
+    "name": "Order",
+    "namespace": "shop",
+    "fields": [{"name": "h", "type": {"type": "fixed", "name": "Md5", "size": 2}}],
+}
+SALE = {"type": "record", "name": "Sale", "namespace": "shop", "aliases": ["Order"],
+        "fields": [{"name": "h", "type": {"type": "fixed", "name": "Hash", "namespace": "crypto", "size": 2,
+                                          "aliases": ["shop.Md5", "Sha"]}}]}  # fmt: skip
+
+
+def fastavro_reads(path, reader) -> bool:
+    with open(path, "rb") as fh:
+        try:
+            return bool(list(fastavro.reader(fh, reader_schema=reader)))
+        except fastavro.read.SchemaResolutionError:
+            return False
+
+
+def test_a_rename_the_readers_aliases_prove_is_read_as_avro_reads_it(tmp_path, monkeypatch):
+    """Aliases are kept as full names, resolved in their type's namespace as the spec says; a reader
+    whose aliases name the writer's types reads its data (fastavro, `lumos diff --policy backward`),
+    while the writer's own aliases are not read: the other way round breaks."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("LUMOS_CONFIG", raising=False)
+    (tmp_path / "sale.avsc").write_text(json.dumps(SALE))
+    sale = read_avsc(str(tmp_path / "sale.avsc"))
+    assert (sale.name, sale.aliases) == ("shop.Sale", ("shop.Order",))
+    assert sale.fields[0].type == Fixed(2, "crypto.Hash", ("shop.Md5", "crypto.Sha"))
+    in_file = read_file_schema(write(tmp_path / "empty.avro", SALE, [])).schema  # files keep them too
+    assert (in_file.aliases, in_file.fields[0].type) == (sale.aliases, sale.fields[0].type)
+    assert merge_schemas([("a.avro", in_file), ("b.avro", in_file)])[0].aliases == ("shop.Order",)  # a dataset's
+    printed = CliRunner().invoke(main, ["schema", str(tmp_path / "empty.avro")]).stdout  # and `lumos schema`
+    assert json.loads(printed)["aliases"] == ["shop.Order"] and parse_proposal("lumos", printed) == in_file
+    with pytest.raises(ProposalError, match="aliases must be a list of strings"):
+        parse_proposal("lumos", {**json.loads(printed), "aliases": "shop.Order"})
+    old_data = write(tmp_path / "order.avro", ORDER, [{"h": b"ab"}])
+    new_data = write(tmp_path / "sale.avro", SALE, [{"h": b"ab"}])
+    assert fastavro_reads(old_data, SALE) and not fastavro_reads(new_data, ORDER)
+    assert lumos_backward(tmp_path, reader=SALE, writer=ORDER)
+    assert not lumos_backward(tmp_path, reader=ORDER, writer=SALE)
+    changes = diff_schemas(from_avro_schema(ORDER), sale)
+    assert [(c.path, c.kind, c.old, c.new, c.backward, c.forward) for c in changes] == [
+        ("", "TYPE_CHANGED", "record shop.Order", "record shop.Sale", True, False),
+        ("h", "TYPE_CHANGED", "fixed shop.Md5", "fixed crypto.Hash", True, False),
+    ]
 
 
 # ------------------------------------------------------------------ a damaged file with a readable header

@@ -37,12 +37,13 @@ def to_avro(t, nullable: bool = False):
     if isinstance(t, Primitive):
         out = PRIMITIVES[t.kind]
     elif isinstance(t, Enum):
-        out = {"type": "enum", "name": t.name or "E", "symbols": list(t.symbols)}
+        out = {"type": "enum", "name": t.name or "E", "symbols": list(t.symbols), "aliases": list(t.aliases)}
         out |= {"default": t.default} if t.default is not None else {}
     elif isinstance(t, Fixed):
-        out = {"type": "fixed", "name": t.name or "F", "size": t.size}
+        out = {"type": "fixed", "name": t.name or "F", "size": t.size, "aliases": list(t.aliases)}
     elif isinstance(t, Struct):
         out = {"type": "record", "name": _record_name(t), "fields": [_field(f) for f in t.fields]}
+        out |= {"aliases": list(t.aliases)}  # full names: fastavro matches the writer's full name
     elif isinstance(t, Array):
         out = {"type": "array", "items": to_avro(t.element, t.element_nullable)}
     elif isinstance(t, Map):

@@ -94,10 +94,11 @@ ROUND_TRIPS = {
 
 
 def _avro_names(schema: Schema) -> Schema:
-    """`schema` as an Avro file gives it: the top-level record, a nested record and a fixed named."""
-    customer = [replace(f, type=replace(f.type, name="shop.Customer")) if f.name == "customer" else f
-                for f in schema.fields]  # fmt: skip
-    return Schema((*customer, Field("digest", Fixed(16, "shop.Md5"))), "shop.Order")
+    """`schema` as an Avro file gives it: the top-level record, a nested record and a fixed named, and
+    aliased (their old names)."""
+    customer = [replace(f, type=replace(f.type, name="shop.Customer", aliases=("shop.Buyer",)))
+                if f.name == "customer" else f for f in schema.fields]  # fmt: skip
+    return Schema((*customer, Field("digest", Fixed(16, "shop.Md5", ("shop.Hash",)))), "shop.Order", ("shop.Sale",))
 
 
 def _store_with_history(path) -> SnapshotStore:
@@ -145,7 +146,9 @@ def test_store_to_catalog_to_store(name, tmp_path):
     assert portable.compare(source, back).same
     assert _current(back) == _current(source)
     raw = next(e.snapshot for e in back.entries if e.snapshot.dataset.name == "raw/orders")
-    assert raw.schema.name == "shop.Order" and raw.schema.field("digest").type == Fixed(16, "shop.Md5")
+    assert (raw.schema.name, raw.schema.aliases) == ("shop.Order", ("shop.Sale",))
+    assert raw.schema.field("digest").type == Fixed(16, "shop.Md5", ("shop.Hash",))
+    assert raw.schema.field("customer").type.aliases == ("shop.Buyer",)
     report = carry.carried(source, back, name, catalog.cannot_hold)
     assert report.lost == {} and report.complete
     # exactly what it cannot hold, counted: one earlier version, one release

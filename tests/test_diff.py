@@ -87,6 +87,7 @@ AVRO_RULES = {
     "match.enum_name": "both schemas are enums whose (unqualified) names match",
     "match.record_name": "both schemas are records whose (unqualified) names match",
     "match.fixed": "both schemas are fixed whose sizes and (unqualified) names match",
+    "match.named_alias": "a reader record's, enum's or fixed's aliases match the writer's full name (Aliases)",
     "promote.int_long": "int is promotable to long",
     "promote.int_float": "int is promotable to float",
     "promote.int_double": "int is promotable to double",
@@ -171,4 +172,20 @@ def test_names_a_stored_avro_snapshot_lacks_are_no_change():
     )
     assert renamed.version == "2.0.0" and [(c.path, c.old, c.new) for c in renamed.changes] == [
         ("addr", "record shop.Address", "record shop.Place")
+    ]
+
+
+def test_aliases_without_a_rename_are_no_change():
+    """Aliases a stored Avro snapshot lacks (kept since) change its fingerprint, not its version:
+    a name matched as before is read as before. A rename an alias proves is a change."""
+    zip_code = Field("zip", Primitive("string"), nullable=False)
+    bare = Schema((Field("addr", Struct((zip_code,), "shop.Address")),), "shop.Order")
+    aliased = Schema((Field("addr", Struct((zip_code,), "shop.Address", ("shop.Place",))),), "shop.Order", ("a.B",))
+    assert bare.fingerprint() != aliased.fingerprint()
+    assert diff_schemas(bare, aliased) == [] and diff_schemas(aliased, bare) == []
+    assert assess(replace(snap(version="1.4.0"), schema=bare), replace(snap(), schema=aliased)).version == "1.4.0"
+    renamed = replace(aliased, name="shop.Sale", aliases=("shop.Order",))
+    change = assess(replace(snap(version="1.4.0"), schema=bare), replace(snap(), schema=renamed), "BACKWARD")
+    assert change.version == "1.5.0" and [(c.path, c.kind, c.backward, c.forward) for c in change.changes] == [
+        ("", "TYPE_CHANGED", True, False)
     ]

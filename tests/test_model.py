@@ -1,4 +1,5 @@
 import json
+from dataclasses import replace
 from datetime import datetime, timezone
 from importlib.resources import files
 
@@ -42,6 +43,7 @@ from lumos_dagster.model import (
     snapshot_loads,
     snapshot_to_json,
     type_str,
+    type_to_json,
 )
 
 SCHEMA = json.loads(files("lumos_dagster").joinpath("snapshot.schema.json").read_text())
@@ -53,13 +55,14 @@ json_values = st.recursive(
     max_leaves=5,
 )
 units = st.sampled_from(["s", "ms", "us", "ns"])
+aliases = st.lists(names, max_size=2).map(tuple)  # of named types as of fields: Avro's
 leaf_types = st.one_of(
     st.sampled_from(sorted(PRIMITIVE_KINDS)).map(Primitive),
     st.builds(Decimal, st.integers(1, 38), st.integers(0, 10)),
     st.builds(Timestamp, units, st.none() | st.sampled_from(["UTC", "Europe/Paris"])),
     st.builds(Time, units),
-    st.builds(Fixed, st.integers(0, 64), st.none() | names),
-    st.builds(Enum, st.lists(names, min_size=1, max_size=4).map(tuple), st.none() | names, st.none() | names),
+    st.builds(Fixed, st.integers(0, 64), st.none() | names, aliases),
+    st.builds(Enum, st.lists(names, min_size=1, max_size=4).map(tuple), st.none() | names, st.none() | names, aliases),
 )
 
 
@@ -73,7 +76,7 @@ def fields_of(types):
         description=texts,
         native_type=texts,
         field_id=st.none() | st.integers(0, 1000),
-        aliases=st.lists(names, max_size=2).map(tuple),
+        aliases=aliases,
         is_key=st.booleans(),
         terms=st.lists(names, max_size=2).map(tuple),
     )
@@ -85,11 +88,11 @@ types = st.recursive(
         st.builds(Array, inner, st.booleans()),
         st.builds(Map, leaf_types, inner, st.booleans()),
         st.builds(UnionType, st.lists(inner, min_size=2, max_size=3).map(tuple)),
-        st.builds(Struct, st.lists(fields_of(inner), max_size=3).map(tuple), st.none() | names),
+        st.builds(Struct, st.lists(fields_of(inner), max_size=3).map(tuple), st.none() | names, aliases),
     ),
     max_leaves=6,
 )
-schemas = st.builds(Schema, st.lists(fields_of(types), max_size=5).map(tuple), st.none() | names)
+schemas = st.builds(Schema, st.lists(fields_of(types), max_size=5).map(tuple), st.none() | names, aliases)
 moments = st.datetimes(min_value=datetime(2000, 1, 1), timezones=st.just(timezone.utc))
 refs = st.builds(DatasetRef, st.sampled_from(["file", "s3"]), names, names, st.none() | st.sampled_from(["csv", "orc"]))
 snapshots = st.builds(
@@ -262,6 +265,37 @@ def test_record_and_fixed_names_are_in_the_document_and_the_fingerprint():
                                         _avro_like("shop.Order", "shop.Place", "shop.Md5"),
                                         _avro_like("shop.Order", "shop.Address", "shop.Sha"))}  # fmt: skip
     assert len(prints) == 5  # each name is part of what readers depend on
+
+
+def test_aliases_of_named_types_are_in_the_document_and_the_fingerprint():
+    """Aliases are written only when there are some, as names are: a named schema without aliases keeps
+    the document and the fingerprint it had before aliases were kept (the hash was taken then); each
+    alias, of the top-level record, a record, a fixed or an enum, is part of what readers depend on."""
+    named = _avro_like("shop.Order", "shop.Address", "shop.Md5")
+    assert named.fingerprint() == "38a92c3fc0448c32"
+    doc = snapshot_to_json(Snapshot(DatasetRef("file", "a", "/a"), None, datetime(2026, 1, 1), schema=named))
+    assert "aliases" not in json.dumps(doc) and doc["schema"][3]["type"] == {
+        "kind": "enum",
+        "symbols": ["A", "B"],
+        "name": "Status",
+    }
+
+    def aliased(i: int) -> Schema:  # the named type of field i given an alias
+        fields = list(named.fields)
+        fields[i] = replace(fields[i], type=replace(fields[i].type, aliases=("shop.Old",)))
+        return replace(named, fields=tuple(fields))
+
+    variants = [replace(named, aliases=("shop.Sale",)), aliased(1), aliased(2), aliased(3)]
+    for schema in variants:
+        doc = snapshot_to_json(Snapshot(DatasetRef("file", "a", "/a"), None, datetime(2026, 1, 1), schema=schema))
+        jsonschema.validate(doc, SCHEMA)
+        assert snapshot_from_json(doc).schema == schema
+    assert snapshot_to_json(Snapshot(DatasetRef("file", "a", "/a"), None, datetime(2026, 1, 1), schema=variants[0]))[
+        "schema_aliases"
+    ] == ["shop.Sale"]
+    assert type_to_json(variants[2].fields[2].type) == {"kind": "fixed", "size": 16, "name": "shop.Md5",
+                                                         "aliases": ["shop.Old"]}  # fmt: skip
+    assert len({s.fingerprint() for s in (named, *variants)}) == 5
 
 
 def test_flatten_walks_through_arrays_and_maps():

@@ -354,15 +354,15 @@ def _proposals(units: Iterable[MetadataWorkUnit]) -> list[MetadataChangeProposal
 MAX_RECORDED_ERRORS = 100
 #: carried by other aspects (schemaMetadata), or different on every run (the capture time)
 _NOT_IN_RECORD = ("schema", "fingerprint", "captured_at")
-_NO_SCHEMA = Schema()
 
 
 def _record(s: Snapshot) -> str:
     """The rest of the Lumos snapshot, so that metadata can leave the catalog intact."""
     # without its schema's fields: schemaMetadata carries them, and its fingerprint would be hashed again;
-    # its name (an Avro record's) stays, as `schema_name`: schemaMetadata's raw schema is the fields alone
-    schema = _NO_SCHEMA if s.schema.name is None else Schema(name=s.schema.name)
-    doc = {k: v for k, v in snapshot_to_json(replace(s, schema=schema)).items() if k not in _NOT_IN_RECORD}
+    # its name and aliases (an Avro record's) stay, as `schema_name`, `schema_aliases`: schemaMetadata's
+    # raw schema is the fields alone
+    doc = {k: v for k, v in snapshot_to_json(replace(s, schema=replace(s.schema, fields=()))).items()
+           if k not in _NOT_IN_RECORD}  # fmt: skip
     doc["errors"] = doc["errors"][:MAX_RECORDED_ERRORS]
     if doc.get("quality"):  # the age grows on every run: re-sending it would version the catalog for nothing
         doc["quality"] = {**doc["quality"], "age_hours": None}

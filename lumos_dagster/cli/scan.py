@@ -9,7 +9,7 @@ import shlex
 import subprocess
 import sys
 import tempfile
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -93,7 +93,8 @@ def schema(files: tuple[str, ...], flat: bool) -> None:
                 click.echo(f"{p}: {type_str(f.type)}{'' if f.nullable else ' not null'}")
         else:
             fmt = folders[path][0] if path in folders else sniff_format(path)
-            named = {} if fs.schema.name is None else {"name": fs.schema.name}  # an Avro record's
+            named: dict[str, Any] = {} if fs.schema.name is None else {"name": fs.schema.name}  # an Avro record's
+            named |= {"aliases": list(fs.schema.aliases)} if fs.schema.aliases else {}
             out[path] = {"format": fmt, "row_count": fs.row_count, **named, "fields": schema_to_json(fs.schema)}
     if out:
         click.echo(json.dumps(out if len(files) > 1 else next(iter(out.values())), indent=2, default=str))

@@ -123,14 +123,16 @@ class _Converter:
             full = self._full_name(schema, namespace)
             self.named[full] = schema
             ns = full.rsplit(".", 1)[0] if "." in full else None
+            # the spec: an alias without a dot is in the namespace of the name it is an alias for
+            aliases = tuple(a if "." in a or not ns else f"{ns}.{a}" for a in schema.get("aliases", ()))
             if t == "enum":
                 self.budget.spend(len(schema["symbols"]))
-                return Enum(tuple(schema["symbols"]), full, schema.get("default")), False
+                return Enum(tuple(schema["symbols"]), full, schema.get("default"), aliases), False
             if t == "fixed":
-                return Fixed(int(schema["size"]), full), False
+                return Fixed(int(schema["size"]), full, aliases), False
             self.expanding.add(full)
             try:
-                return Struct(tuple(self.field(f, ns) for f in schema["fields"]), full), False
+                return Struct(tuple(self.field(f, ns) for f in schema["fields"]), full, aliases), False
             finally:
                 self.expanding.discard(full)
         if t == "array":
@@ -178,13 +180,14 @@ def from_avro_schema(schema: Any, max_fields: int = MAX_FIELDS) -> Schema:
     `max_fields` fields and nested types (`FieldBudget`). A record's fields are the schema's, as Spark reads
     them (also of a record-or-null union: a null row has no column to mark), and its full name the
     schema's; any other schema (`"long"`, `["null", "string"]`) is one field named `value`, nullable when
-    the schema admits null. Records, enums and fixed keep their full names: Avro resolution matches them."""
+    the schema admits null. Records, enums and fixed keep their full names and aliases (full names): Avro
+    resolution matches them."""
     budget = FieldBudget(max_fields)
     budget.left += 1  # the top-level record is no field
     conv = _Converter(budget)
     dtype, nullable = conv.type_of(schema)
     if isinstance(dtype, Struct):
-        return Schema(dtype.fields, dtype.name)
+        return Schema(dtype.fields, dtype.name, dtype.aliases)
     return Schema((Field(name="value", type=dtype, nullable=nullable, native_type=_native(schema)),))
 
 

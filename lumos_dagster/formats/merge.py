@@ -6,7 +6,7 @@ exists (int32→int64, float32→float64, int→float64, decimal widening, a fin
 timestamp unit) and otherwise the type most files use wins. Either way the
 disagreement is reported as a `SchemaConflict` naming the files. A record's or a fixed's
 name (Avro) is kept where every file gives the same one; where they differ the merged
-type has none, which matches any name: no conflict.
+type has none, which matches any name: no conflict. Its aliases are those every file gives.
 """
 
 from __future__ import annotations
@@ -107,10 +107,10 @@ class _Merger:
         structs = [(p, t) for p, t in variants if isinstance(t, Struct)]
         if len(structs) == len(variants):
             fields = self.fields(path + ".", [(p, t.fields) for p, t in structs])
-            return Struct(fields, _common_name([t for _, t in structs]))
+            return Struct(fields, *_common_name([t for _, t in structs]))
         fixed = [t for t in types if isinstance(t, Fixed)]
         if len(fixed) == len(types) and len({t.size for t in fixed}) == 1:  # alike but for their names
-            return Fixed(fixed[0].size, _common_name(fixed))
+            return Fixed(fixed[0].size, *_common_name(fixed))
         arrays = [(p, t) for p, t in variants if isinstance(t, Array)]
         if len(arrays) == len(variants):
             element = self.type(path, [(p, t.element) for p, t in arrays])
@@ -152,9 +152,11 @@ class _Merger:
         )
 
 
-def _common_name(named: Sequence[Struct | Fixed | Schema]) -> str | None:
+def _common_name(named: Sequence[Struct | Fixed | Schema]) -> tuple[str | None, tuple[str, ...]]:
+    """The name all give (else none) and the aliases all give."""
     names = {t.name for t in named}
-    return names.pop() if len(names) == 1 else None
+    aliases = tuple(a for first in named[:1] for a in first.aliases if all(a in t.aliases for t in named))
+    return names.pop() if len(names) == 1 else None, aliases
 
 
 def merge_schemas(files: Sequence[tuple[str, Schema]]) -> tuple[Schema, tuple[SchemaConflict, ...]]:
@@ -171,4 +173,4 @@ def merge_schemas(files: Sequence[tuple[str, Schema]]) -> tuple[Schema, tuple[Sc
 def _merge(files: Sequence[tuple[str, Schema]]) -> tuple[Schema, tuple[SchemaConflict, ...]]:
     merger = _Merger()
     fields = merger.fields("", [(path, schema.fields) for path, schema in files])
-    return Schema(fields, _common_name([schema for _, schema in files])), tuple(merger.conflicts)
+    return Schema(fields, *_common_name([schema for _, schema in files])), tuple(merger.conflicts)

@@ -6,7 +6,7 @@ its verdict in both directions.
 
 The verdicts follow Avro schema resolution (reader fields need a default; enums and
 unions must cover what the writer may send; aliases rename fields; records, enums and
-fixed match by unqualified name), Iceberg (field ids rename; optional→required is unsafe)
+fixed match by unqualified name or the reader's aliases), Iceberg (field ids rename; optional→required is unsafe)
 and Delta type widening (`lumos_dagster.schema.compat`). Pure functions;
 docs/compatibility.md has the table.
 """
@@ -35,7 +35,7 @@ from lumos_dagster.model import (
 )
 from lumos_dagster.model import Schema as SchemaModel
 from lumos_dagster.schema.compat import promotable
-from lumos_dagster.schema.resolution import resolves, same_name
+from lumos_dagster.schema.resolution import reads_name, resolves, same_name
 
 # kinds
 FIELD_ADDED = "FIELD_ADDED"
@@ -196,9 +196,11 @@ class _Differ:
     def type(self, path: str, old: DataType, new: DataType) -> None:
         if old == new:
             return
-        if (names := _renamed(old, new)) is not None:  # Avro reads nothing of a type another name writes
-            self.add(path, TYPE_CHANGED, *names, False, False)
-        elif isinstance(old, Struct) and isinstance(new, Struct):
+        if (renamed := _renamed(old, new)) is not None:
+            self.add(path, TYPE_CHANGED, *renamed)
+            if not any(renamed[2:]):
+                return  # Avro reads nothing of a type another name writes, whatever else changed
+        if isinstance(old, Struct) and isinstance(new, Struct):
             self.fields(path + ".", old.fields, new.fields)
         elif isinstance(old, Array) and isinstance(new, Array):
             self.type(_inner(path, old.element, new.element, "[]"), old.element, new.element)
@@ -255,14 +257,15 @@ class _Differ:
 _AVRO_NAMED = {Struct: "record", Enum: "enum", Fixed: "fixed"}
 
 
-def _renamed(old: DataType, new: DataType) -> tuple[str, str] | None:
-    """(`record com.shop.A`, `record com.shop.B`) when both are one named type (record, enum, fixed)
-    under names Avro does not match; an unnamed type (from a format without names) matches any."""
+def _renamed(old: DataType, new: DataType) -> tuple[str, str, bool, bool] | None:
+    """(`record com.shop.A`, `record com.shop.B`, backward, forward) when both are one named type
+    (record, enum, fixed) under unqualified names that differ; an unnamed type (from a format without
+    names) matches any. A rename reads where the reader's aliases hold the writer's full name."""
     named = (Struct, Enum, Fixed)
     if isinstance(old, named) and isinstance(new, named) and type(old) is type(new):
         if not same_name(old.name, new.name):
             kind = _AVRO_NAMED[type(old)]
-            return f"{kind} {old.name}", f"{kind} {new.name}"
+            return f"{kind} {old.name}", f"{kind} {new.name}", reads_name(old, new), reads_name(new, old)
     return None
 
 
@@ -328,11 +331,12 @@ def _longest_increasing(values: list[int]) -> set[int]:
 
 def diff_schemas(old: SchemaModel, new: SchemaModel) -> list[SchemaChange]:
     d = _Differ()
-    names = _renamed(Struct((), old.name), Struct((), new.name))  # the top-level record's, as a nested one's
-    if names is None:
+    # the top-level record's name, as a nested one's; a rename is reported on the dataset itself
+    renamed = _renamed(Struct((), old.name, old.aliases), Struct((), new.name, new.aliases))
+    if renamed is not None:
+        d.add("", TYPE_CHANGED, *renamed)
+    if renamed is None or any(renamed[2:]):
         d.fields("", old.fields, new.fields)
-    else:  # reported on the dataset itself
-        d.add("", TYPE_CHANGED, *names, False, False)
     return d.out
 
 

@@ -107,6 +107,8 @@ def _check_tree(fmt: str, fields: tuple[Field, ...], budget: FieldBudget) -> Non
         budget.spend(1 + len(node.symbols) if isinstance(node, Enum) else 1)
         if isinstance(node, (Struct, Enum, Fixed)) and not isinstance(node.name, (str, type(None))):
             raise ProposalError(f"{fmt}: {where}: a type's name must be a string")  # Lumos JSON spells it
+        if isinstance(node, (Struct, Enum, Fixed)) and not all(isinstance(a, str) for a in node.aliases):
+            raise ProposalError(f"{fmt}: {where}: a type's aliases must be strings")
         if isinstance(node, Struct):
             stack.append((where, node.fields, depth))
         elif isinstance(node, Array):
@@ -140,14 +142,17 @@ def _avro(doc: Any, max_fields: int) -> Schema:
 def _lumos(doc: Any) -> Schema:
     if isinstance(doc, dict) and "format_version" in doc:
         return snapshot_from_json(doc).schema
-    name = None
+    name, aliases = None, []
     if isinstance(doc, dict) and "fields" in doc:
-        doc, name = doc["fields"], doc.get("name")  # as `lumos schema` prints it, with an Avro record's name
+        # as `lumos schema` prints it, with an Avro record's name and aliases
+        doc, name, aliases = doc["fields"], doc.get("name"), doc.get("aliases", [])
     if not isinstance(doc, list):
         raise ProposalError('lumos: expected a snapshot document, {"fields": […]} or a list of fields')
     if name is not None and not isinstance(name, str):
         raise ProposalError("lumos: the schema's name must be a string")
-    return schema_from_json(doc, name)
+    if not isinstance(aliases, list) or not all(isinstance(a, str) for a in aliases):
+        raise ProposalError("lumos: the schema's aliases must be a list of strings")
+    return schema_from_json(doc, name, aliases)
 
 
 # ------------------------------------------------------------------ JSON Schema

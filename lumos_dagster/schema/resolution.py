@@ -2,10 +2,11 @@
 
 The Avro 1.11 specification's "Schema Resolution" section, rule by rule:
 
-* types must *match*: both arrays, both maps, enums whose unqualified names match, fixed of one
-  size and unqualified name, records of one unqualified name, either a union, or the writer's
-  type promotes to the reader's (int→long→float→double, string↔bytes: `compat.promotable`,
-  which adds the Iceberg and Delta widenings);
+* types must *match*: both arrays, both maps, enums whose names match, fixed of one size and
+  matching names, records whose names match (a name matches by its unqualified part, or the
+  writer's full name is one of the reader's aliases), either a union, or the writer's type
+  promotes to the reader's (int→long→float→double, string↔bytes: `compat.promotable`, which adds
+  the Iceberg and Delta widenings);
 * records: fields pair by name (or a reader alias, or a field id); a writer field the reader
   lacks is ignored; a reader field the writer lacks needs a default (strictly: unions, where
   this applies, come from Avro; a top-level added nullable field is the diff's own rule);
@@ -15,10 +16,11 @@ The Avro 1.11 specification's "Schema Resolution" section, rule by rule:
   writes nothing, is readable by anything); a reader union needs a branch the writer's type
   resolves to.
 
-Names come from Avro (records, enums, fixed); a type from a format without names (Parquet, ORC,
-Iceberg) has none and matches any name. Named types' aliases are not kept, so a rename an alias
-proves does not match. A reader union's branch is one that resolves, as Apache Avro's own
-compatibility checker takes it, rather than only the first of the writer's name. Pure functions;
+Names and aliases come from Avro (records, enums, fixed); a type from a format without names
+(Parquet, ORC, Iceberg) has none and matches any name. Only the reader's aliases count, as the
+spec's Aliases section rewrites the writer's schema with them. A reader union's branch is one
+that resolves, as Apache Avro's own compatibility checker takes it, rather than only the first of
+the writer's name. Pure functions;
 tests/cases/diff.yaml has a row per rule.
 """
 
@@ -29,11 +31,20 @@ from typing import Sequence
 from lumos_dagster.model import Array, DataType, Enum, Field, Fixed, Map, Struct, UnionType
 from lumos_dagster.schema.compat import promotable
 
+NamedType = Struct | Enum | Fixed
+
 
 def same_name(a: str | None, b: str | None) -> bool:
     """Avro compares named types by unqualified name (`com.x.Status` is `org.y.Status`); a type
     a source gave no name matches any."""
     return a is None or b is None or a.rsplit(".", 1)[-1] == b.rsplit(".", 1)[-1]
+
+
+def reads_name(writer: NamedType, reader: NamedType) -> bool:
+    """Whether a reader of the named type `reader` takes `writer`'s name for its own: the same
+    unqualified name, or the writer's full name among the reader's aliases (full names, as Apache
+    Avro's compatibility checker compares them). The writer's aliases do not count."""
+    return same_name(writer.name, reader.name) or writer.name in reader.aliases
 
 
 def resolves(writer: DataType, reader: DataType) -> bool:
@@ -47,12 +58,12 @@ def resolves(writer: DataType, reader: DataType) -> bool:
         # compatibility checker, any branch that resolves will do
         return any(resolves(writer, b) for b in reader.branches)
     if isinstance(writer, Struct) and isinstance(reader, Struct):
-        return same_name(writer.name, reader.name) and fields_resolve(writer.fields, reader.fields)
+        return reads_name(writer, reader) and fields_resolve(writer.fields, reader.fields)
     if isinstance(writer, Fixed) and isinstance(reader, Fixed):
-        return writer.size == reader.size and same_name(writer.name, reader.name)
+        return writer.size == reader.size and reads_name(writer, reader)
     if isinstance(writer, Enum) and isinstance(reader, Enum):
         known = set(writer.symbols) <= set(reader.symbols)
-        return same_name(writer.name, reader.name) and (known or reader.default is not None)
+        return reads_name(writer, reader) and (known or reader.default is not None)
     if isinstance(writer, Array) and isinstance(reader, Array):
         nulls = reader.element_nullable or not writer.element_nullable
         return nulls and resolves(writer.element, reader.element)

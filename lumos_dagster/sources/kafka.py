@@ -159,7 +159,7 @@ class KafkaSource(TableSource):
         fields = ((key,) if key else ()) + tuple(f for f in value.fields if f.name != KEY_FIELD)
         seen = {p: v.version for p, v in subjects.items() if v is not None}
         return TableDescription(
-            schema=Schema(fields, value.name),
+            schema=replace(value, fields=fields),
             stats=OperationalStats(row_count=_message_count(self, location, sorted(metadata.partitions))),
             table=TableVersion("schema-registry", ",".join(f"{p}:{v}" for p, v in seen.items()), None)
             if seen
@@ -212,7 +212,7 @@ def _record(registered: RegisteredSchema) -> bool:
 def _key_field(schema: Schema, record: bool) -> Field:
     """The key as one field: a record key is a struct of its fields, any other its one type."""
     if record or len(schema.fields) != 1:
-        dtype: DataType = Struct(schema.fields, schema.name)
+        dtype: DataType = Struct(schema.fields, schema.name, schema.aliases)
         nullable = False
     else:
         dtype, nullable = schema.fields[0].type, schema.fields[0].nullable
