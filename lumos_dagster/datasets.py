@@ -7,6 +7,7 @@ snapshot run, the checks, the reports and the Dagster definitions all take this 
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
@@ -82,7 +83,25 @@ class Catalogue:
     missing_upstreams: dict[str, tuple[str, ...]]  # unknown upstream name → datasets naming it
 
     def by_name(self) -> dict[str, DatasetSpec]:
+        """The datasets by name: one dict for the catalogue's life (read it, never change it). Asked for
+        by every batch of a run, building it anew each time made a run's cost grow with the estate's square."""
+        return self._by_name
+
+    def consumers(self) -> dict[str, list[str]]:
+        """Each dataset's (and missing upstream's) direct consumers, in lineage order; shared as `by_name`."""
+        return self._consumers
+
+    @functools.cached_property
+    def _by_name(self) -> dict[str, DatasetSpec]:
         return {d.name: d for d in self.datasets}
+
+    @functools.cached_property
+    def _consumers(self) -> dict[str, list[str]]:
+        children: dict[str, list[str]] = {}
+        for d in self.datasets:
+            for u in d.upstream:
+                children.setdefault(u, []).append(d.name)
+        return children
 
     def asset_paths(self) -> dict[str, tuple[str, ...]]:
         """The asset key path of every dataset, and of every upstream named but missing (the code

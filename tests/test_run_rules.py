@@ -186,3 +186,21 @@ def test_a_breaking_change_is_alerted_once_across_runs(tmp_path):
         assert body["text"] == "Breaking change: sales/orders 2.0.0 (from 1.0.0): 0 consumer(s) affected"
     finally:
         receiver.stop()
+
+
+def test_the_catalogue_builds_its_lookups_once_for_every_batch_of_a_run(tmp_path):
+    """Each batch of a run prices through the catalogue's lookups: built anew per batch they made a
+    run's cost grow with the square of the estate (1.07 s of pricing at 10,000 datasets, 0.03 s at 1,000)."""
+    cfg = load_config(str(demo(tmp_path)))
+    sources = build_sources(cfg)
+    with SnapshotStore(cfg.store_url) as store:
+        store.upsert_datasets(discover(sources, ScanReport()).records)
+        catalogue = load_catalogue(cfg, store, {n: s.root for n, s in sources.items()})
+    assert catalogue.by_name() is catalogue.by_name() and catalogue.consumers() is catalogue.consumers()
+    assert catalogue.by_name() == {d.name: d for d in catalogue.datasets}
+    expected: dict[str, list[str]] = {}
+    for d in catalogue.datasets:
+        for u in d.upstream:
+            expected.setdefault(u, []).append(d.name)
+    assert catalogue.consumers() == expected
+    assert catalogue.consumers()["raw/orders"] == ["clean/orders"]

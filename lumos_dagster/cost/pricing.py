@@ -86,11 +86,7 @@ def cost_node(config: LumosConfig, spec: DatasetSpec, size: int, modified: float
 def _neighbourhood(catalogue: Catalogue, datasets: Sequence[DatasetSpec]) -> list[str]:
     """What pricing the run's datasets needs: them, their upstreams and every consumer of either
     (an upstream's share depends on all its consumers) — not the whole estate."""
-    specs = catalogue.by_name()
-    children: dict[str, list[str]] = {}
-    for d in catalogue.datasets:
-        for u in d.upstream:
-            children.setdefault(u, []).append(d.name)
+    specs, children = catalogue.by_name(), catalogue.consumers()
     near = {d.name for d in datasets} | {u for d in datasets for u in d.upstream if u in specs}
     return sorted(near | {c for n in near for c in children.get(n, ())})
 
