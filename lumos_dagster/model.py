@@ -288,6 +288,11 @@ class Schema:
             object.__setattr__(self, "_fingerprint", found)
         return found
 
+    def recorded_with(self, fingerprint: str) -> None:
+        """Take `fingerprint` as this schema's: what the store recorded when it stored this schema's
+        document, so that what is sent with it says the same hash, and hashing it again is spared."""
+        object.__setattr__(self, "_fingerprint", fingerprint)
+
     def flatten(self) -> list[tuple[str, Field]]:
         """Every field, nested ones included, with its flat `a.b.c` path.
 

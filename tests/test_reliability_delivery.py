@@ -306,3 +306,23 @@ def test_the_claims_of_a_live_process_or_another_host_are_taken_over_when_they_r
                              .values(claimed_until=datetime.now(timezone.utc) - timedelta(seconds=1)))  # fmt: skip
             assert deliver(store, catalog).delivered == 3  # its lease ran out: taken over
             catalog.close()
+
+
+def test_a_delivery_sends_the_fingerprint_the_store_recorded(store_url, tmp_path):  # noqa: F811
+    """The catalog's schema hash is the one recorded with the snapshot (an earlier Lumos may have hashed
+    differently), not the schema hashed again from the stored document."""
+    import json
+    import sqlite3
+
+    recorded = snap("a", "2026-11-24")
+    recorded.schema.recorded_with("0123456789abcdef")
+    fresh = snap("a", "2026-11-24").fingerprint
+    assert fresh != "0123456789abcdef"
+    with SnapshotStore(store_url) as store:
+        catalog = DataHubLiteCatalog(str(tmp_path / "lite.db"))
+        store.put([recorded], catalogs=[catalog.name])
+        assert deliver(store, catalog).delivered == 1
+        catalog.close()
+    with sqlite3.connect(tmp_path / "lite.db") as db:
+        (text,) = db.execute("SELECT metadata FROM metadata_aspect_v2 WHERE aspect_name = 'schemaMetadata'").fetchone()
+    assert json.loads(text)["hash"] == "0123456789abcdef"

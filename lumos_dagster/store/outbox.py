@@ -41,6 +41,7 @@ class Delivery:
             if self.document is None:  # not while `__init__`'s rule holds
                 raise ValueError("a delivery needs its snapshot or its document")
             self._snapshot = snapshot_from_json(self.document)
+            self._snapshot.schema.recorded_with(self.document["fingerprint"])
         return self._snapshot
 
     @property
