@@ -10,13 +10,13 @@ point naming a `Format`.
 from __future__ import annotations
 
 import functools
+import importlib
 import os
 from dataclasses import dataclass
 from typing import Any, Callable
 
 from lumos_dagster.errors import SchemaReadError
 from lumos_dagster.formats import compression
-from lumos_dagster.formats.avro import read_avro
 from lumos_dagster.formats.base import (
     MAX_NESTING,
     TOO_DEEP,
@@ -27,9 +27,6 @@ from lumos_dagster.formats.base import (
     filesystem,
     too_deep,
 )
-from lumos_dagster.formats.orc import read_orc
-from lumos_dagster.formats.parquet import read_parquet
-from lumos_dagster.formats.text import read_csv, read_json, read_tsv
 from lumos_dagster.model import Array, DataType, Map, Schema, SchemaTooLarge, Struct, UnionType
 from lumos_dagster.plugins import Registry
 
@@ -61,18 +58,41 @@ class Format:
     magic: tuple[bytes, ...] = ()
 
 
+@dataclass(frozen=True)
+class BuiltinReader:
+    """A built-in schema reader, imported when first called: its libraries (pyarrow, fastavro: ~0.15 s)
+    load only in processes that read files, not in every command that lists or discovers them."""
+
+    module: str  # in lumos_dagster.formats
+    function: str
+
+    def load(self) -> Callable[[str, Any], FileSchema]:
+        return getattr(importlib.import_module(f"lumos_dagster.formats.{self.module}"), self.function)
+
+    def __call__(self, path: str, fs: Any) -> FileSchema:
+        return self.load()(path, fs)
+
+
 REGISTRY: Registry[Format] = Registry(
     "lumos.formats",
     Format,
     (
-        Format("parquet", read_parquet, (".parquet", ".parq", ".pq"), (b"PAR1", b"PARE")),
-        Format("orc", read_orc, (".orc",), (b"ORC",)),
-        Format("avro", read_avro, (".avro",), (b"Obj\x01",)),
-        Format("csv", read_csv, (".csv",)),
-        Format("tsv", read_tsv, (".tsv",)),
-        Format("json", read_json, (".json", ".jsonl", ".ndjson")),
+        Format("parquet", BuiltinReader("parquet", "read_parquet"), (".parquet", ".parq", ".pq"), (b"PAR1", b"PARE")),
+        Format("orc", BuiltinReader("orc", "read_orc"), (".orc",), (b"ORC",)),
+        Format("avro", BuiltinReader("avro", "read_avro"), (".avro",), (b"Obj\x01",)),
+        Format("csv", BuiltinReader("text", "read_csv"), (".csv",)),
+        Format("tsv", BuiltinReader("text", "read_tsv"), (".tsv",)),
+        Format("json", BuiltinReader("text", "read_json"), (".json", ".jsonl", ".ndjson")),
     ),
 )
+
+
+def load_readers() -> None:
+    """Import every built-in reader now: before forking workers, so that they share the imports."""
+    for f in REGISTRY:
+        if isinstance(f.read, BuiltinReader):
+            f.read.load()
+
 
 #: how much of a file's start `format_from` looks at: a gzip header's name and a first decompressed block
 HEAD_BYTES = 8192

@@ -6,14 +6,15 @@ import functools
 import os
 import stat
 from dataclasses import dataclass
-from typing import Any, BinaryIO
-
-import pyarrow as pa
-import pyarrow.fs as pafs
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from lumos_dagster.errors import SchemaReadError
 from lumos_dagster.formats.compression import SUFFIXES, codec_of
 from lumos_dagster.model import MAX_NESTING, Schema
+
+if TYPE_CHECKING:  # pyarrow is imported where a file is opened: listing and discovery never load it
+    import pyarrow as pa
+    import pyarrow.fs as pafs
 
 # a file nested deeper than a snapshot may be is refused up front: far deeper input crashes native
 # parsers (Arrow's JSON reader segfaults near 16,000 levels)
@@ -90,6 +91,8 @@ def fsspec_filesystem(spec: FsSpec):
 
 @functools.lru_cache(maxsize=8)
 def filesystem(spec: FsSpec) -> pafs.FileSystem:
+    import pyarrow.fs as pafs
+
     kind, endpoint, region, scheme = spec
     if kind in ("abfs", "gcs", "webhdfs"):
         return pafs.PyFileSystem(pafs.FSSpecHandler(fsspec_filesystem(spec)))
@@ -115,6 +118,8 @@ def open_stream(path: str, fs: pafs.FileSystem | None) -> pa.NativeFile:
     if not path.lower().endswith(SUFFIXES):
         with open_random(path, fs) as fh:
             codec = codec_of(fh.read(4))
+    import pyarrow as pa
+
     return pa.input_stream(path, compression=codec) if fs is None else fs.open_input_stream(path, compression=codec)
 
 
@@ -124,6 +129,8 @@ def file_size(path: str, fs: pafs.FileSystem | None) -> int:
         if not stat.S_ISREG(found.st_mode):  # its size says nothing (0), and a reader could wait on it forever
             raise SchemaReadError(path, "not a regular file (a device, pipe, socket or folder)")
         return found.st_size
+    import pyarrow.fs as pafs
+
     info = fs.get_file_info(path)
     if info.type == pafs.FileType.NotFound:
         raise FileNotFoundError(path)

@@ -3,8 +3,6 @@ the name a gzip header may carry, and what the first decompressed bytes look lik
 
 from __future__ import annotations
 
-import pyarrow as pa
-
 GZIP_MAGIC = b"\x1f\x8b"
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 #: suffixes Arrow's streams undo by themselves (`compression="detect"` goes by the name)
@@ -38,6 +36,8 @@ def gzip_name(head: bytes) -> str | None:
 
 def inflate(head: bytes, codec: str) -> bytes:
     """As much of the decompressed start as `head` holds (a truncated frame ends the read)."""
+    import pyarrow as pa  # only for a compressed file without a telling name: rare, and heavy to import
+
     stream = pa.input_stream(pa.BufferReader(head), compression=codec)
     out = b""
     while len(out) < _INFLATED:

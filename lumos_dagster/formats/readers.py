@@ -29,7 +29,7 @@ from dataclasses import dataclass, replace
 from typing import Callable, Iterable, Sequence
 
 from lumos_dagster.collector import end_with_parent, frozen
-from lumos_dagster.formats import FileResult, FsSpec, read_file_result
+from lumos_dagster.formats import FileResult, FsSpec, load_readers, read_file_result
 
 log = logging.getLogger(__name__)
 
@@ -168,6 +168,8 @@ class PoolReader:
         done: list[FileResult] = []
         broken = False
         context = multiprocessing.get_context(self.start or start_method(items))
+        if context.get_start_method() == "fork":
+            load_readers()  # imported once here, not again in each forked worker
         with ProcessPoolExecutor(
             min(self.workers, len(chunks)),
             mp_context=context,

@@ -27,10 +27,6 @@ from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any, Sequence
 from urllib.parse import urlsplit
 
-import pyarrow as pa
-import pyarrow.compute as pc
-
-from lumos_dagster.formats.arrow import from_arrow_schema
 from lumos_dagster.formats.base import FsSpec, fsspec_filesystem
 from lumos_dagster.model import Array, DataType, Field, Map, OperationalStats, Primitive, Schema, Struct, TableVersion
 from lumos_dagster.tables.base import ListedFile, TableState, UnreadableVersion, table_url
@@ -170,6 +166,10 @@ class DeltaLog:
         return out
 
     def state(self, version: TableVersion) -> TableState:
+        import pyarrow as pa  # here, as delta-rs is: discovery only claims a table's folder
+
+        from lumos_dagster.formats.arrow import from_arrow_schema
+
         dt, number = self.table, int(version.version)
         if dt.version() != number:
             try:
@@ -221,6 +221,9 @@ def _deleted_rows(dt: DeltaTable) -> int:
     the file's rows: the deleted rows are its `False`s."""
     if "deletionVectors" not in (dt.protocol().reader_features or ()):
         return 0
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
     masks = pa.RecordBatchReader.from_stream(dt.deletion_vectors()).read_all().column("selection_vector")
     flags = pc.list_flatten(masks)  # a flag per row the masks cover, True where it is kept
     return len(flags) - (pc.sum(flags).as_py() or 0)
