@@ -17,17 +17,9 @@ class Affected:
     owners: tuple[Owner, ...]
 
 
-def _children(catalogue: Catalogue) -> dict[str, list[str]]:
-    out: dict[str, list[str]] = {d.name: [] for d in catalogue.datasets}
-    for d in catalogue.datasets:
-        for u in d.upstream:
-            out[u].append(d.name)
-    return out
-
-
 def downstream(catalogue: Catalogue, name: str, max_depth: int | None = None) -> list[Affected]:
     """Breadth first, so each dataset appears once at its smallest depth."""
-    children = _children(catalogue)
+    children = catalogue.consumers()  # built once per catalogue: alerts ask once per breaking dataset
     specs = catalogue.by_name()
     seen, out = {name}, []
     queue = deque([(name, 0)])
@@ -45,11 +37,11 @@ def downstream(catalogue: Catalogue, name: str, max_depth: int | None = None) ->
 
 def fan_out(catalogue: Catalogue) -> list[tuple[str, int]]:
     """Datasets ranked by how many datasets sit downstream of them (riskiest first)."""
-    children = _children(catalogue)
+    children = catalogue.consumers()
     memo: dict[str, frozenset[str]] = {}
     for d in reversed(catalogue.datasets):  # lineage order reversed: children are done first
         below: set[str] = set()
-        for c in children[d.name]:
+        for c in children.get(d.name, ()):
             below |= {c} | memo[c]
         memo[d.name] = frozenset(below)
     return sorted(((n, len(s)) for n, s in memo.items()), key=lambda x: (-x[1], x[0]))
