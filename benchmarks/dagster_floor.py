@@ -233,6 +233,23 @@ def run_variant(n: int, variant: str, folder: Path) -> dict:
     return {**row, **_recorded(home, started, measured.wall_s)} if build_args else row
 
 
+def paired(lake: Path, datasets: int, partitions: int, truth: dict, pairs: int, log) -> list[tuple[float, float]]:
+    """(Lumos' whole run, Dagster's floor) in wall seconds, `pairs` times in turn (A B A B …), each on a
+    fresh work folder and instance: a ratio taken pair by pair holds while the machine's speed drifts,
+    as one run of each does not."""
+    from benchmarks import scan
+
+    out = []
+    for _ in range(pairs):
+        with tempfile.TemporaryDirectory(prefix="lumos-pair-") as folder:
+            lumos = scan.run_lumos(lake, Path(folder) / "lumos", partitions, truth)["wall_s"]
+        with tempfile.TemporaryDirectory(prefix="lumos-dagster-floor-") as folder:
+            floor = run_variant(datasets, "metadata", Path(folder))["wall_s"]
+        out.append((lumos, floor))
+        log(f"pair {len(out)}/{pairs}: Lumos {lumos:.2f} s, Dagster's floor {floor:.2f} s")
+    return out
+
+
 def measure(sizes: list[int], variants=tuple(VARIANTS), log=lambda text: print(text, file=sys.stderr, flush=True)):
     rows = []
     for n in sizes:
