@@ -161,9 +161,14 @@ def _common_name(named: Sequence[Struct | Fixed | Schema]) -> tuple[str | None, 
 
 def merge_schemas(files: Sequence[tuple[str, Schema]]) -> tuple[Schema, tuple[SchemaConflict, ...]]:
     """Merge (file path, schema) pairs, given in a stable order, into one schema."""
-    if len(files) > 1 and all(schema == files[0][1] for _, schema in files[1:]):
-        # the common case, a partition's files written alike: merging one gives the same schema,
-        # unless that one disagrees with itself (a name used twice), whose conflicts count files
+    first = files[0][1] if files else None
+    if first is not None and all(schema == first for _, schema in files[1:]):
+        # the common case, a partition's files written alike: merging gives that schema back, unless
+        # a top-level name is used twice (the merge unites them, with conflicts that count files) or
+        # a description is empty (the merge says none)
+        names = {f.name for f in first.fields}
+        if len(names) == len(first.fields) and all(f.description != "" for f in first.fields):
+            return first, ()
         merged, conflicts = _merge(files[:1])
         if not conflicts:
             return merged, conflicts
