@@ -36,11 +36,11 @@ from lumos_dagster.estate import portable
 from lumos_dagster.formats import FileResult
 from lumos_dagster.formats.readers import POOL_CRASH, PoolReader
 from lumos_dagster.schema.proposed import FORMATS, ProposalError, parse_proposal
+from tests.conftest import TESTDATA
 from tests.test_reliability_hostile import avro_bomb
 from tests.test_store import snap
 
 ROOT = Path(__file__).resolve().parents[1]
-TESTDATA = Path("/work/shared/testdata")
 LONG_EXAMPLES = 5000
 _BUDGET = os.environ.get("LUMOS_FUZZ", "")
 EXAMPLES = LONG_EXAMPLES if _BUDGET == "long" else int(_BUDGET) if _BUDGET.isdigit() else None
