@@ -95,10 +95,7 @@ def _owners(snapshot: Snapshot) -> tuple[str, ...]:
 
 def build(store: SnapshotStore, catalogue: Catalogue, month: str | None = None) -> CostReport:
     """The latest priced snapshot of each dataset in `month` (default: the newest month priced)."""
-    consumers: dict[str, int] = defaultdict(int)
-    for d in catalogue.datasets:
-        for u in d.upstream:
-            consumers[u] += 1
+    consumers = catalogue.consumers()
     per_month: dict[str, dict[str, tuple[Snapshot, Cost]]] = defaultdict(dict)
     for d in catalogue.datasets:
         for s in store.history(d.ref.urn):  # oldest first: the latest capture of a month wins
@@ -115,7 +112,7 @@ def build(store: SnapshotStore, catalogue: Catalogue, month: str | None = None) 
             cost.storage,
             cost.compute,
             cost.inherited,
-            consumers[name],
+            len(consumers.get(name, ())),
             cost.basis,
         )  # fmt: skip
         for name, (s, cost) in sorted(latest.items())
