@@ -300,14 +300,14 @@ def catalog_snapshots(datasets: int, fields: int = 20, seed: int = 3) -> list[Sn
 
 
 def _raw_mcps(snapshots: list[Snapshot]) -> list:
-    """The MCPs Lumos would write, built up front: snapshot_aspects, each distinct one once."""
+    """The MCPs Lumos would write, built up front: snapshot_proposals, each distinct one once."""
     import json
 
-    from lumos_dagster.catalog.datahub import snapshot_aspects
+    from lumos_dagster.catalog.datahub import snapshot_proposals
 
     out, seen = [], set()
     for s in snapshots:
-        for mcp in snapshot_aspects(s):
+        for mcp in snapshot_proposals(s):
             key = json.dumps(mcp.to_obj(), sort_keys=True)
             if key not in seen:
                 seen.add(key)

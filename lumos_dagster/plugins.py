@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Annotated, Any, Callable, Generic, Iterator, TypeVar, get_args
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from lumos_dagster.errors import ConfigError
 
@@ -48,6 +48,16 @@ class ConfigModel(BaseModel):
     """Base of every lumos.yaml section and plug-in entry: unknown keys are errors, values never change."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
+
+
+class SourceEntry(ConfigModel):
+    """What every `sources` entry may say besides its type's own keys."""
+
+    platform_instance: str | None = Field(
+        None,
+        description="The platform instance of the datasets found here, as DataHub's source for the platform "
+        "takes it (`platform_instance`): a prefix of their URNs and the top of their browse path in DataHub.",
+    )
 
 
 class _SecretMarker:

@@ -25,7 +25,6 @@ from requests.adapters import HTTPAdapter
 from urllib3.util.retry import Retry
 
 from lumos_dagster.catalog.base import CURRENT_STATE_ONLY, Undeliverable, content_hash, send_each
-from lumos_dagster.catalog.datahub import MAX_RECORDED_ERRORS
 from lumos_dagster.catalog.openmetadata_read import (
     CLASSIFICATION,
     GLOSSARY,
@@ -93,6 +92,10 @@ def column(f: Field) -> dict:
     if isinstance(inner, Struct):
         body["children"] = [column(c) for c in inner.fields]
     return body
+
+
+#: the file errors a table's Lumos record keeps (the store keeps them all)
+MAX_RECORDED_ERRORS = 100
 
 
 def record(s: Snapshot) -> str:

@@ -42,6 +42,7 @@ def _table_schema(folder: str) -> tuple[str | None, FileResult]:
     from lumos_dagster.sources.local import LocalSource
     from lumos_dagster.sources.registry import LocalSourceConfig
     from lumos_dagster.tables import claim
+    from lumos_dagster.windows import Window
 
     # a table keeps its log in a folder of its own (`_delta_log/`, `metadata/`): looked for there
     # first, so a folder that is no table is not walked whole
@@ -56,7 +57,7 @@ def _table_schema(folder: str) -> tuple[str | None, FileResult]:
     found = source.dataset(name, fmt.type, ScanReport())
     if found is None:
         return fmt.type, FileResult(folder, error=f"a {fmt.type} table that cannot be listed")
-    _, (contents,) = table_contents(fmt, source, found, [None])
+    _, (contents,) = table_contents(fmt, source, found, [Window(None)])
     if contents.errors:
         return fmt.type, FileResult(folder, error=contents.errors[0].reason)
     if not contents.schema.fields:

@@ -14,16 +14,19 @@ from lumos_dagster.config import LumosConfig
 from lumos_dagster.datasets import Catalogue, DatasetSpec
 from lumos_dagster.governance.rules import has_quality_sources, missing_context, required_of
 from lumos_dagster.lineage.impact import Affected, downstream
-from lumos_dagster.model import SchemaChange, Snapshot
+from lumos_dagster.model import (  # noqa: F401  the check names: the checks' own
+    COMPATIBLE_CHECK,
+    COMPLETE_CHECK,
+    QUALITY_CHECK,
+    READABLE_CHECK,
+    SchemaChange,
+    Snapshot,
+)
 from lumos_dagster.schema.gate import Verdict, how_to_accept, judge_snapshot
 from lumos_dagster.wording import plural
 
 T = TypeVar("T")
 
-READABLE_CHECK = "files_readable"
-COMPATIBLE_CHECK = "schema_compatible"
-COMPLETE_CHECK = "metadata_complete"
-QUALITY_CHECK = "data_quality"
 ERROR, WARN = "ERROR", "WARN"
 
 

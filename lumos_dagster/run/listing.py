@@ -93,7 +93,7 @@ def list_datasets(datasets: Sequence[DatasetSpec], windows: Sequence[Window], so
             table = table_format(found.format) if found else None
             if source is not None and found is not None and table is not None:
                 # a table folder: its log says what each window sees, no file is read
-                out.sizes[spec.name], described = table_contents(table, source, found, ends)
+                out.sizes[spec.name], described = table_contents(table, source, found, windows)
                 out.described.update({(spec.name, w.key): c for w, c in zip(windows, described, strict=True)})
             else:
                 out.found[spec.name] = found

@@ -15,7 +15,7 @@ from lumos_dagster.store.documents import DOCUMENT_MODES, assemble, packed
 metadata = sa.MetaData()
 
 #: bumped when the tables change; an older store is brought up to date by MIGRATIONS, a newer one is refused
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 meta_table = sa.Table(
     "lumos_meta",
@@ -99,6 +99,9 @@ catalog_state_table = sa.Table(
     sa.Column("partition_key", sa.String(64), nullable=False),  # newest partition the catalog shows
     sa.Column("content_hash", sa.String(64), nullable=False),  # of what was last sent: same again = no write
     sa.Column("delivered_at", sa.DateTime(timezone=True), nullable=False),
+    # JSON: what Lumos added there to the dataset's shared aspects, and the entity (a catalog's `claims`):
+    # what it may remove later, and where it was. Null: delivered before Lumos kept it
+    sa.Column("claims", sa.Text),
 )
 
 file_state_table = sa.Table(
@@ -206,4 +209,5 @@ def latest_captures(*conditions, mode: str = "text") -> sa.Select:
 MIGRATIONS: dict[int, list[tuple[sa.Table, str] | sa.Index]] = {
     2: [(outbox_table, "claimed_by"), (outbox_table, "claimed_until")],  # outbox claims
     3: [(snapshots_table, "body"), (snapshots_table, "capture")],  # bodies kept once (lumos_documents)
+    4: [(catalog_state_table, "claims")],  # what Lumos added to shared aspects in each catalog
 }
