@@ -25,7 +25,7 @@ from lumos_dagster.cli import main
 from lumos_dagster.config import load_config, parse_config
 from lumos_dagster.errors import ConfigError, StoreError
 from lumos_dagster.governance.alerts import alerts_table, queue, send_pending
-from lumos_dagster.plugins import mask_secrets, webhook_shown
+from lumos_dagster.masking import mask_secrets, webhook_shown
 from lumos_dagster.report import ScanReport
 from lumos_dagster.reports.cost import CostReport, Row, to_csv
 from lumos_dagster.reports.csvsafe import cell

@@ -35,8 +35,8 @@ from lumos_dagster.api import models as m
 from lumos_dagster.api.reading import ReadView, pinned, read_engine
 from lumos_dagster.config import LumosConfig, load_config
 from lumos_dagster.errors import LumosError
+from lumos_dagster.masking import shown_url
 from lumos_dagster.model import BREAKING, Schema, change_to_json, snapshot_loads, type_str
-from lumos_dagster.plugins import mask_secrets
 
 if TYPE_CHECKING:
     from lumos_dagster.reports.changes import ChangeReport
@@ -222,7 +222,7 @@ class Lumos:
     @contextmanager
     def view(self) -> Iterator[ReadView]:
         """One read transaction over the store: a SnapshotStore whose reads all see one state."""
-        with pinned(self.engine, mask_secrets(self.url), self.timeout) as v:
+        with pinned(self.engine, shown_url(self.url), self.timeout) as v:
             yield v
 
     def _lineage(self, v: ReadView, fresh: bool = False):
@@ -267,7 +267,7 @@ class Lumos:
         """Whether the store can be read, on a connection of its own: busy requests holding every
         connection of the pool do not make the server look down."""
         try:
-            with pinned(self._health, mask_secrets(self.url), 5.0) as v:
+            with pinned(self._health, shown_url(self.url), 5.0) as v:
                 v.connection.exec_driver_sql("SELECT 1")
             ok = True
         except Exception:

@@ -10,8 +10,8 @@ import click
 from lumos_dagster.cli.changes import catalogue_of
 from lumos_dagster.cli.common import config_option, load, open_store, text_or_json
 from lumos_dagster.errors import LumosError
+from lumos_dagster.masking import webhook_shown
 from lumos_dagster.model import Snapshot
-from lumos_dagster.plugins import webhook_shown
 from lumos_dagster.wording import plural
 
 

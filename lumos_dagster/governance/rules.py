@@ -15,8 +15,8 @@ from lumos_dagster.config import LumosConfig, RequiredConfig
 from lumos_dagster.errors import LumosError
 from lumos_dagster.governance.quality import Assertion, freshness, quality_score, read_dbt, read_great_expectations
 from lumos_dagster.lineage.resolve import TableNames
+from lumos_dagster.masking import webhook_shown
 from lumos_dagster.model import AssertionResult, Profile, Quality, Snapshot
-from lumos_dagster.plugins import webhook_shown
 
 
 def has_quality_sources(config: LumosConfig) -> bool:
