@@ -9,6 +9,7 @@ from lumos_dagster.config import LumosConfig
 from lumos_dagster.inventory.refresh import refresh_registry
 from lumos_dagster.resources.store import SnapshotStoreResource
 from lumos_dagster.sensors.reload import request_reload
+from lumos_dagster.wording import VISIBLE_LOG
 
 # daily, an hour before the snapshot schedules' midnight tick (in the partitions' time zone): the
 # registry knows the new datasets and days before they are snapshotted
@@ -20,6 +21,7 @@ def discovery_job(config: LumosConfig, known: set[str]):
 
     @op(name="discover_sources", description="Scan the sources and update the registry (`lumos discover`).")
     def discover_sources(context: OpExecutionContext, lumos_store: SnapshotStoreResource) -> None:
+        context.log.addFilter(VISIBLE_LOG)
         store = lumos_store.open()
         try:
             refreshed = refresh_registry(config, store, progress=context.log.info)

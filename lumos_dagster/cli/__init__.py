@@ -42,6 +42,16 @@ class _Commands(click.Group):
     def list_commands(self, ctx: click.Context) -> list[str]:
         return list(COMMANDS)
 
+    def invoke(self, ctx: click.Context):
+        try:
+            return super().invoke(ctx)
+        except click.ClickException as exc:  # click prints it: its names made visible, as `output.echo` does
+            from lumos_dagster.wording import visible
+
+            # `message` is typed Final, but click reads it only when it prints the error
+            setattr(exc, "message", "\n".join(map(visible, exc.message.split("\n"))))  # noqa: B010
+            raise
+
     def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
         if name not in COMMANDS:
             return None
