@@ -109,7 +109,7 @@ def report_assets(config: LumosConfig, catalogue: Catalogue):
     )
     def _reports(context: AssetExecutionContext, lumos_store: SnapshotStoreResource):
         context.log.addFilter(VISIBLE_LOG)
-        with lumos_store.open() as store:
+        with lumos_store.faults(), lumos_store.open() as store:
             for key, build in ((COST_REPORT, _cost_report), (OVERVIEW, _overview)):
                 if key in context.selected_asset_keys:
                     yield build(config, catalogue, store, context.log)

@@ -123,7 +123,7 @@ def snapshot_events(context: AssetExecutionContext, spark: LumosSparkResource, l
     context.log.info(f"snapshotting {len(selected)} datasets × {len(windows)} partitions")
     # first: its delivery worker builds the catalogs while the run reads
     delivery = lumos_catalogs.delivery(lumos_store.store_url, context.log.warning)
-    with lumos_store.open() as store:
+    with lumos_store.faults(), lumos_store.open() as store:
         run = SnapshotRun(config, catalogue, sources, store, delivery, _services(context, spark, config, bills),
                           release=context.run.tags.get(RELEASE_TAG))  # fmt: skip
         progress = Progress(context.log.info, len(selected))  # one count for the op's batches

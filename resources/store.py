@@ -4,18 +4,22 @@ environment when a run opens them."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any, Callable
 
-from dagster import Config, ConfigurableResource, InitResourceContext
+from dagster import Config, ConfigurableResource, Failure, InitResourceContext
 from pydantic import PrivateAttr
 
 from lumos_dagster.catalog.base import CatalogAdapter
 from lumos_dagster.config import LumosConfig
 from lumos_dagster.delivery.catalogs import catalogs_from_entries
 from lumos_dagster.delivery.worker import Delivery
+from lumos_dagster.errors import StoreError
 from lumos_dagster.masking import shown_url
 from lumos_dagster.resources.launcher import record_run_process
 from lumos_dagster.store import SnapshotStore
+from lumos_dagster.store.faults import fault_message
 
 # Each value Dagster is shown (the store's URL, a catalog server's) by the one it stands for, its
 # credentials masked: Dagster keeps every resource's configuration in its run storage, where a password
@@ -52,6 +56,20 @@ class SnapshotStoreResource(ConfigurableResource):
 
     def open(self) -> SnapshotStore:
         return SnapshotStore(self.store_url)
+
+    @contextmanager
+    def faults(self) -> Iterator[None]:
+        """A fault of the store while a step uses it (a statement timeout, a lost connection, a full disk)
+        as a Failure of one line, which Dagster's retries apply to, not the SQL and its parameters."""
+        try:
+            yield
+        except Failure:
+            raise
+        except Exception as exc:
+            fault = str(exc) if isinstance(exc, StoreError) else fault_message(exc, self.store_url)
+            if fault is None:
+                raise
+            raise Failure(description=fault, allow_retries=True) from None
 
     def setup_for_execution(self, context: InitResourceContext) -> None:
         # a run that opens the store says which process it runs in: run monitoring fails it when that

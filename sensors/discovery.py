@@ -22,11 +22,8 @@ def discovery_job(config: LumosConfig, known: set[str]):
     @op(name="discover_sources", description="Scan the sources and update the registry (`lumos discover`).")
     def discover_sources(context: OpExecutionContext, lumos_store: SnapshotStoreResource) -> None:
         context.log.addFilter(VISIBLE_LOG)
-        store = lumos_store.open()
-        try:
+        with lumos_store.faults(), lumos_store.open() as store:
             refreshed = refresh_registry(config, store, progress=context.log.info)
-        finally:
-            store.close()
         for name in refreshed.reconciliation.removed:
             context.log.warning(f"{name} vanished from storage: soft-deleted in the catalogs")
         for problem in refreshed.code.problems if refreshed.code else ():

@@ -21,6 +21,7 @@ from sqlalchemy.engine import Connection, Engine
 from lumos_dagster.errors import StoreError
 from lumos_dagster.masking import AMBIGUOUS_PASSWORD, ambiguous_password, mask_secrets, shown_url
 from lumos_dagster.plugins import expand_secrets
+from lumos_dagster.store.faults import fault_message
 from lumos_dagster.store.tables import MIGRATIONS, SCHEMA_VERSION, meta_table, metadata
 
 
@@ -73,6 +74,9 @@ class StoreConnection:
             self._check_schema_version()
         except sa.exc.SQLAlchemyError as exc:
             self.close()
+            fault = fault_message(exc, url)  # once connected, a fault is what it is, not "cannot open"
+            if fault is not None:
+                raise StoreError(fault) from exc
             # the driver's message may quote the URL, password included
             reason = " ".join(str(getattr(exc, "orig", None) or exc).split())  # the driver's words, on one line
             raise StoreError(f"cannot open the snapshot store at {shown_url(url)}: {mask_secrets(reason)}") from exc
