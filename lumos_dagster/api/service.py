@@ -181,6 +181,13 @@ def _changeset(reports) -> m.ChangeSet:
     return m.ChangeSet(passed=exit_code(reports) == 0, **to_json(reports))
 
 
+def _unjudged(problem: str) -> m.ChangeSet:
+    """The verdict on a proposed schema that could not be read: it does not pass, and `problems` says why."""
+    nothing = m.Compatible(backward=False, forward=False)
+    return m.ChangeSet(passed=False, compatible=nothing, breaking=0, schemas_changed=0, downstream_affected=[],
+                       datasets=[], problems=[problem])  # fmt: skip
+
+
 class Lumos:
     """The in-process facade. Thread-safe: each call takes a connection of its own."""
 
@@ -465,12 +472,14 @@ class Lumos:
             accepted = acceptances(v.connection, [name])
         args = (fmt, schema, self.config.api.limits.max_fields, a, self._policy(name, policy), self.config, accepted)
         at = limits.until(self.timeout)
+        # a body the API's schema allows is answered 200: a proposal that cannot be read is a verdict (it
+        # does not pass, and says why), not a refusal of the request
         try:
             report = judge_proposal(*args) if at is None else limits.call(judge_proposal, *args, at=at)
         except ProposalError as exc:
-            raise Invalid(_unechoed(str(exc), schema)) from None
+            return _unjudged(_unechoed(str(exc), schema))
         except MemoryError:
-            raise Invalid(f"{fmt}: the proposed schema is too large to read") from None
+            return _unjudged(f"{fmt}: the proposed schema is too large to read")
         if any(c.severity == BREAKING for c in report.changes):  # the lineage stays here: diff_report's part
             report = replace(report, affected=tuple(downstream(catalogue, name)))
         return _changeset([report])
