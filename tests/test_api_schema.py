@@ -61,7 +61,7 @@ def test_requests_generated_from_the_openapi_document_meet_every_check(served):
         [str(ST), "--config-file", str(served.tmp / "schemathesis.toml"), "run", f"{served.url}/openapi.json",
          "-H", f"Authorization: Bearer {TOKENS['writer']}", "--checks", "all", "--max-examples", "15",
          "--seed", "42", "--no-color"],
-        capture_output=True, text=True, timeout=300,
+        capture_output=True, text=True, timeout=300, cwd=served.tmp,  # its cache (.schemathesis/) goes there
     )  # fmt: skip
     assert out.returncode == 0, out.stdout[-6000:] + out.stderr[-3000:]
     assert " passed" in out.stdout and "failed" not in out.stdout.split("SUMMARY")[-1]
