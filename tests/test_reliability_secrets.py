@@ -48,6 +48,20 @@ def test_a_store_password_holding_an_at_never_shows_and_is_refused_in_one_line(t
     assert "Traceback" not in result.output
 
 
+def test_a_dagster_run_of_a_store_password_holding_an_at_never_shows_it(tmp_path):
+    secret = f"CorrectHorse{uuid.uuid4().hex[:6]}"
+    config = _project(tmp_path, f"postgresql+psycopg://postgres:x@{secret}@127.0.0.1:5432/test", [])
+    home = tmp_path / "dagster_home"
+    home.mkdir()
+    env = {**os.environ, "LUMOS_CONFIG": str(config), "DAGSTER_HOME": str(home), "PYTHONPATH": str(ROOT)}
+    run = [BIN / "dagster", "asset", "materialize", "-m", "lumos_dagster.definitions", "--select", "*"]
+    out = subprocess.run([*map(str, run), "--partition", "2026-11-25"], capture_output=True, text=True, env=env,
+                         cwd=tmp_path, timeout=300)  # fmt: skip
+    assert out.returncode != 0 and "store.url: its host holds an '@'" in out.stderr, out.stderr[-3000:]
+    assert secret not in out.stdout + out.stderr
+    assert not [p for p in home.rglob("*") if p.is_file() and secret in _text(p)]
+
+
 def test_a_store_password_from_the_environment_holding_an_at_is_refused_where_the_store_opens(tmp_path):
     secret = f"CorrectHorse{uuid.uuid4().hex[:6]}"
     config = _project(tmp_path, "postgresql+psycopg://postgres:${LUMOS_TEST_PW}@127.0.0.1:5432/test", [])
