@@ -24,7 +24,7 @@ from lumos_dagster.cli import main
 from tests.lake import write_parquet
 from tests.test_store import PG
 
-pytestmark = [pytest.mark.slow]
+pytestmark = [pytest.mark.dagster, pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = ROOT / ".venv" / "bin"

@@ -26,7 +26,7 @@ from tests.lake import write_parquet
 from tests.test_api import HASHES, SCOPES, TOKENS, Server, free_port
 from tests.test_store import store_url  # noqa: F401  (the fixture: SQLite and PostgreSQL)
 
-pytestmark = [pytest.mark.slow]
+pytestmark = [pytest.mark.dagster, pytest.mark.servers, pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = ROOT / ".venv" / "bin"
