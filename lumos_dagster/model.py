@@ -17,6 +17,8 @@ from datetime import datetime
 from fnmatch import fnmatchcase
 from typing import Any, Callable, Iterator, Sequence, Union
 
+from lumos_dagster.limits import MAX_FIELD_NAME, MAX_FIELDS
+
 SNAPSHOT_FORMAT = "lumos.snapshot/1"
 
 PRIMITIVE_KINDS = frozenset(
@@ -47,17 +49,6 @@ PRIMITIVE_KINDS = frozenset(
     }
 )
 TIME_UNITS = ("s", "ms", "us", "ns")
-#: how deep types may nest (structs, arrays, maps, unions within each other). Real schemas stay far
-#: below it (BigQuery allows 15 levels, pyarrow's Parquet reader under 100); the readers refuse
-#: deeper files, every step of a portable document (export, validate, import, compare) handles this
-#: depth, and `lumos validate` refuses deeper.
-MAX_NESTING = 64
-#: how many fields and nested types a schema may expand to: every field's type and each element, key,
-#: value or branch within it counts (a flat schema counts its fields), an enum's symbols count, and a
-#: reused named type (Avro) or `$ref` (JSON Schema) counts at each use. Ten times the widest real
-#: tables; it bounds the work a hostile schema costs, as a 2 KB Avro schema that uses a record ten
-#: times per level expands to millions of fields.
-MAX_FIELDS = 100_000
 
 
 class SchemaTooLarge(ValueError):
@@ -331,6 +322,20 @@ def _flatten(fields: tuple[Field, ...], prefix: str) -> Iterator[tuple[str, Fiel
         inner = _struct_inside(f.type)
         if inner is not None:
             yield from _flatten(inner.fields, path + ".")
+
+
+def beyond_limits(schema: Schema) -> str | None:
+    """Why `schema` is more than Lumos keeps (`limits`): a field name longer than MAX_FIELD_NAME, or
+    more than MAX_FIELDS fields; None when it is within them. The name itself is never quoted."""
+    for count, (_, f) in enumerate(_flatten(schema.fields, ""), start=1):
+        if count > MAX_FIELDS:
+            return f"its schema has more than {MAX_FIELDS:,} fields, more than Lumos keeps"
+        if len(f.name) > MAX_FIELD_NAME:
+            return (
+                f"its field number {count} has a name of {len(f.name):,} characters, longer than the "
+                f"{MAX_FIELD_NAME:,} Lumos keeps"
+            )
+    return None
 
 
 def map_struct_fields(t: DataType, fn: Callable[[tuple[Field, ...]], tuple[Field, ...]]) -> DataType:

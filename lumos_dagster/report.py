@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
+from lumos_dagster.wording import visible
+
 SAMPLES = 5
 
 
@@ -71,4 +73,4 @@ class ScanReport:
             lines.append(f"note    {n:>6}  {note} (e.g. {', '.join(self.note_samples[note][:2])})")
         for where, reason in self.failures:
             lines.append(f"FAILED  {where}: {reason}")
-        return "\n".join(lines)
+        return "\n".join(map(visible, lines))  # a line each: a path's newline must not start one

@@ -14,6 +14,7 @@ from lumos_dagster.catalog.base import REFUSED_STATUSES, http_status, send_each
 from lumos_dagster.catalog.datahub import DataHubCatalog, Proposal
 from lumos_dagster.catalog.datahub_read import READ_ASPECTS, snapshots_from_entities
 from lumos_dagster.catalog.patch_apply import IfAbsent
+from lumos_dagster.masking import shown_url
 from lumos_dagster.model import Snapshot
 
 
@@ -27,7 +28,7 @@ class DataHubRestCatalog(DataHubCatalog):
         retries: int = 3,
         timeout_sec: float = 30,
     ):
-        super().__init__(f"datahub-rest:{server.rstrip('/')}", env)
+        super().__init__(f"datahub-rest:{shown_url(server.rstrip('/'))}", env)  # the outbox keys on it: no credentials
         self.server = server
         self.batch_size = batch_size
         self._token, self._retries, self._timeout_sec = token, retries, timeout_sec

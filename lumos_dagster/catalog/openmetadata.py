@@ -33,6 +33,7 @@ from lumos_dagster.catalog.openmetadata_read import (
     read_tables,
 )
 from lumos_dagster.errors import CatalogError
+from lumos_dagster.masking import shown_url
 from lumos_dagster.model import (
     Array,
     DataType,
@@ -131,7 +132,7 @@ class OpenMetadataCatalog:
         retries: int = 3,
     ):
         self.server = server.rstrip("/")
-        self.name = f"openmetadata:{self.server}"
+        self.name = f"openmetadata:{shown_url(self.server)}"  # the outbox keys on it: no credentials
         self.service, self.database = service, database
         self.timeout = timeout_sec
         self.session = requests.Session()

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from lumos_dagster.catalog.base import CatalogAdapter, Claiming, Undeliverable
+from lumos_dagster.masking import mask_secrets
 from lumos_dagster.store import Delivery, SnapshotStore, claim_owner
 
 # Snapshots per emit call. A batch is one DataHub Lite transaction (or a few GMS requests) and one
@@ -154,7 +155,7 @@ def _deliver(
                 report.aspects += emit(batch)
             except Undeliverable as exc:  # quarantine those, keep what went through, send the rest
                 for i, reason in exc.rejected.items():
-                    d = batch[i][0]
+                    d, reason = batch[i][0], mask_secrets(reason)
                     store.mark([d.outbox_id], "quarantined", reason)
                     report.quarantined[d.urn] = reason
                 if exc.delivered:
@@ -162,7 +163,7 @@ def _deliver(
                 batch = [b for i, b in enumerate(batch) if i not in exc.rejected and i not in exc.delivered]
                 continue
             except Exception as exc:  # any other failure to deliver keeps the batch queued
-                error = f"{type(exc).__name__}: {exc}"
+                error = mask_secrets(f"{type(exc).__name__}: {exc}")  # a client's message may quote its URL
                 store.mark([d.outbox_id for d, _ in batch], "pending", error)
                 report.failed.update({d.snapshot.dataset.name: error for d, _ in batch})
                 break

@@ -23,7 +23,7 @@ from lumos_dagster.model import (  # noqa: F401  the check names: the checks' ow
     Snapshot,
 )
 from lumos_dagster.schema.gate import Verdict, how_to_accept, judge_snapshot
-from lumos_dagster.wording import plural
+from lumos_dagster.wording import plural, visible
 
 T = TypeVar("T")
 
@@ -264,4 +264,4 @@ def failure_message(judgements: Mapping[str, Judgement], blocking: frozenset[str
     held = [
         f"{name} (upstream {j.held_back[1]} failed {j.held_back[0]})" for name, j in judgements.items() if j.held_back
     ]
-    return "\n".join(failed + ([f"held back: {', '.join(held)}"] if held else []))
+    return "\n".join(map(visible, failed + ([f"held back: {', '.join(held)}"] if held else [])))

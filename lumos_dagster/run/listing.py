@@ -18,7 +18,7 @@ from lumos_dagster.formats import FileResult
 from lumos_dagster.model import FileError
 from lumos_dagster.progress import Progress
 from lumos_dagster.report import ScanReport
-from lumos_dagster.run.contents import Cell, Contents, Observed, file_contents, files_in_window
+from lumos_dagster.run.contents import Cell, Contents, Observed, file_contents, files_in_window, within_limits
 from lumos_dagster.run.tables import table_contents
 from lumos_dagster.sources import FileSource, Source, TableDescription, TableSource
 from lumos_dagster.sources.discovery import DatasetFile, DiscoveredDataset
@@ -121,10 +121,11 @@ def files_to_read(listing: Listing, sources: Mapping[str, Source]) -> list[tuple
 def observe(listing: Listing, results: Mapping[str, FileResult], report: ScanReport) -> Observed:
     """Each partition's contents, from the files' read `results` (keyed by path) and the tables'."""
     report.files_read += len(results)
-    contents: dict[Cell, Contents] = dict(listing.described)
+    # what the files and tables say enters the snapshot here: within the limits the store keeps
+    contents = {cell: within_limits(c, listing.specs[cell[0]].uri) for cell, c in listing.described.items()}
     readable: dict[Cell, list[str]] = {}
     for (name, pk), files in listing.files.items():
         missing = () if listing.found[name] is not None else (not_found(listing.specs[name]),)
-        contents[name, pk] = file_contents(files, results, missing)
+        contents[name, pk] = within_limits(file_contents(files, results, missing), listing.specs[name].uri)
         readable[name, pk] = [p for p, _ in files if results[p].error is None and results[p].damaged is None]
     return Observed(contents, readable, listing.sizes)

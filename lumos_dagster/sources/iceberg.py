@@ -14,8 +14,9 @@ from pyiceberg.catalog import Catalog, load_catalog
 from pyiceberg.exceptions import NoSuchTableError
 
 from lumos_dagster.errors import ConfigError
+from lumos_dagster.masking import mask_secrets, shown_url
 from lumos_dagster.model import DatasetRecord
-from lumos_dagster.plugins import expand_secrets, mask_secrets
+from lumos_dagster.plugins import expand_secrets
 from lumos_dagster.report import ScanReport
 from lumos_dagster.sources.base import Progress, TableDescription, TableSource
 from lumos_dagster.tables.base import TableState
@@ -51,7 +52,7 @@ class IcebergSource(TableSource):
         """`where` names the URI in errors, e.g. `lumos.yaml: sources[0].uri`."""
         super().__init__(config)
         self.where = where
-        self.root = mask_secrets(config.uri)
+        self.root = shown_url(config.uri)
         self._catalog: Catalog | None = None
 
     def catalog(self) -> Catalog:

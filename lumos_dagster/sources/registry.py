@@ -17,6 +17,7 @@ from pydantic import Field, field_validator, model_validator
 
 from lumos_dagster.errors import ConfigError
 from lumos_dagster.formats import FORMATS
+from lumos_dagster.masking import AMBIGUOUS_PASSWORD
 from lumos_dagster.plugins import SOURCES, BuildContext, Plugin, Secret, SourceEntry
 from lumos_dagster.sources.discovery import PathTemplate
 from lumos_dagster.sources.warehouse_config import (
@@ -189,7 +190,8 @@ class PostgresSourceConfig(SourceEntry):
         import psycopg
 
         try:
-            psycopg.conninfo.conninfo_to_dict(value)
+            if "@" in str(psycopg.conninfo.conninfo_to_dict(value).get("host", "")):
+                raise ValueError(AMBIGUOUS_PASSWORD)
         except psycopg.ProgrammingError:
             if "${" not in value:  # a DSN kept in a variable is checked when it is read
                 # libpq's reason may quote part of the password: not repeated
