@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass
 from datetime import datetime
+from functools import lru_cache
 from typing import Any, Iterator, Mapping, Sequence, cast
 from urllib.parse import unquote
 
@@ -52,6 +53,7 @@ from datahub.metadata.schema_classes import (
     BooleanTypeClass,
     BrowsePathsV2Class,
     BytesTypeClass,
+    ChangeTypeClass,
     ContainerClass,
     CustomAssertionInfoClass,
     DataFlowInfoClass,
@@ -70,6 +72,7 @@ from datahub.metadata.schema_classes import (
     FineGrainedLineageClass,
     FineGrainedLineageDownstreamTypeClass,
     FineGrainedLineageUpstreamTypeClass,
+    GenericAspectClass,
     GlossaryTermAssociationClass,
     GlossaryTermInfoClass,
     GlossaryTermsClass,
@@ -82,6 +85,7 @@ from datahub.metadata.schema_classes import (
     IncidentTypeClass,
     MapTypeClass,
     MetadataAttributionClass,
+    MetadataChangeProposalClass,
     NullTypeClass,
     NumberTypeClass,
     OperationClass,
@@ -120,6 +124,7 @@ from lumos_dagster.model import (
     DataType,
     Decimal,
     Enum,
+    Field,
     Fixed,
     JobRef,
     LineageEdge,
@@ -218,7 +223,12 @@ def schema_fields(
 ) -> list[SchemaFieldClass]:  # fmt: skip
     """The schema's fields at the paths DataHub's source for `platform` and `fmt` gives them; the
     top-level ones named in `partition_keys` marked as partitioning keys."""
-    pairs = field_paths(schema, platform, fmt)
+    return _schema_fields(field_paths(schema, platform, fmt), stamp, partition_keys)
+
+
+def _schema_fields(
+    pairs: Sequence[tuple[str, Field | None]], stamp: AuditStampClass, partition_keys: Sequence[str]
+) -> list[SchemaFieldClass]:
     keys = partition_paths(pairs, partition_keys) if partition_keys else set()
     out = []
     for path, f in pairs:
@@ -367,33 +377,59 @@ def _shared_patches(s: Snapshot, now: Claims, before: Claims | None, stamp: Audi
         b.set_last_modified(TimeStampClass(_ms(s.stats.last_modified)))
     for key, value in props.items():
         b.add_custom_property(key, value)
-    for key in set(before.properties) - set(now.properties):
+    for key in _gone(before.properties, now.properties):
         b.remove_custom_property(key)
     for up in now.upstreams:
         b.add_upstream_lineage(UpstreamClass(dataset=up, type=DatasetLineageTypeClass.TRANSFORMED, auditStamp=stamp))
-    for up in set(before.upstreams) - set(now.upstreams):
+    for up in _gone(before.upstreams, now.upstreams):
         b.remove_upstream_lineage(up)
     for down, up in now.fine:
         b.add_fine_grained_lineage(_fine(down, up))
-    for down, up in set(before.fine) - set(now.fine):
+    for down, up in _gone(before.fine, now.fine):
         b.remove_fine_grained_lineage(_fine(down, up))
-    for tag in now.tags:
+    attributed = _attributed(now.tags, before.tags, now.terms, before.terms, now.owners, before.owners,
+                             now.domains, before.domains)  # fmt: skip
+    own: list[Proposal] = list(b.build())
+    return own + [
+        MetadataChangeProposalClass(entityType="dataset", entityUrn=now.urn, changeType=ChangeTypeClass.PATCH,
+                                    aspectName=name, aspect=GenericAspectClass(value=value, contentType=PATCH_CONTENT))
+        for name, value in attributed
+    ]  # fmt: skip
+
+
+def _gone(before: Sequence, now: Sequence) -> list:
+    """What `before` has and `now` has not, in a stable order (the same claims: the same patch)."""
+    return sorted(set(before) - set(now))
+
+
+@lru_cache(maxsize=4096)
+def _attributed(
+    tags, old_tags, terms, old_terms, owners, old_owners, domains, old_domains
+) -> tuple[tuple[str, bytes], ...]:
+    """The patches of the entries DataHub keys by who added them (tags, terms, owners, domains): they name
+    no dataset, so datasets with the same ones share them, built once."""
+    b = DatasetPatchBuilder(_ANY_DATASET)
+    for tag in tags:
         b.add_tag(TagAssociationClass(tag=tag, attribution=_BY_LUMOS))
-    for tag in set(before.tags) - set(now.tags):
+    for tag in _gone(old_tags, tags):
         b.remove_tag(tag, attribution_source=LUMOS_SOURCE)
-    for term in now.terms:
+    for term in terms:
         b.add_term(GlossaryTermAssociationClass(urn=term, attribution=_BY_LUMOS))
-    for term in set(before.terms) - set(now.terms):
+    for term in _gone(old_terms, terms):
         b.remove_term(term, attribution_source=LUMOS_SOURCE)
-    for owner, kind in now.owners:
+    for owner, kind in owners:
         b.add_owner(OwnerClass(owner=owner, type=kind, attribution=_BY_LUMOS))
-    for owner, kind in set(before.owners) - set(now.owners):
+    for owner, kind in _gone(old_owners, owners):
         b.remove_owner(owner, owner_type=kind, attribution_source=LUMOS_SOURCE)
-    for domain in now.domains:
+    for domain in domains:
         b.add_domain(DomainAssociationClass(domain=domain, attribution=_BY_LUMOS))
-    for domain in set(before.domains) - set(now.domains):
+    for domain in _gone(old_domains, domains):
         b.remove_domain(domain, attribution_source=LUMOS_SOURCE)
-    return list(b.build())
+    return tuple((cast(str, m.aspectName), cast(GenericAspectClass, m.aspect).value) for m in b.build())
+
+
+_ANY_DATASET = "urn:li:dataset:(urn:li:dataPlatform:lumos,any,PROD)"
+PATCH_CONTENT = "application/json-patch+json"
 
 
 def display_name(ref: DatasetRef) -> str:
@@ -434,6 +470,7 @@ def _owned(s: Snapshot, where: Identity, stamp: AuditStampClass) -> list:
     if where.platform_instance is not None:
         aspects.append(where.platform_instance)
     if s.schema.fields:  # an unreadable partition must not blank the catalog's schema
+        pairs = field_paths(s.schema, s.dataset.platform, s.dataset.format)
         aspects.append(
             SchemaMetadataClass(
                 schemaName=s.dataset.name,
@@ -441,15 +478,8 @@ def _owned(s: Snapshot, where: Identity, stamp: AuditStampClass) -> list:
                 version=schema_version_number(s.version),
                 hash=s.fingerprint,
                 platformSchema=OtherSchemaClass(rawSchema=raw_schema(s.schema)),
-                fields=schema_fields(
-                    s.schema, stamp, s.dataset.platform, s.dataset.format, tuple(s.stats.partition_values)
-                ),  # fmt: skip
-                primaryKeys=[
-                    p
-                    for p, f in field_paths(s.schema, s.dataset.platform, s.dataset.format)
-                    if f is not None and f.is_key
-                ]
-                or None,  # fmt: skip
+                fields=_schema_fields(pairs, stamp, tuple(s.stats.partition_values)),
+                primaryKeys=[p for p, f in pairs if f is not None and f.is_key] or None,
                 created=stamp,
                 lastModified=stamp,
             )

@@ -32,12 +32,14 @@ import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import cast
 
 from datahub.lite.sqlite_lite import SqliteLite
 from datahub.lite.sqlite_lite_config import SqliteLiteConfig
 from datahub.metadata.schema_classes import (
     DataPlatformInstanceClass,
+    GenericAspectClass,
     MetadataChangeProposalClass,
     SystemMetadataClass,
     _Aspect,
@@ -269,12 +271,25 @@ def _resolve(
     key = (_urn(proposal), cast(str, proposal.aspectName))
     row = rows.get(key)
     if isinstance(proposal, MetadataChangeProposalClass):  # a PATCH, on what is there now
-        aspect = patched_json(proposal, json.loads(row.metadata) if row else None)
-    elif isinstance(proposal, IfAbsent) and row is not None:
+        value = cast(GenericAspectClass, proposal.aspect).value
+        aspect, text = _patched(key[1], row.metadata if row else None, value)
+        return key, aspect, text, proposal.systemMetadata
+    if isinstance(proposal, IfAbsent) and row is not None:
         return None
-    else:
-        aspect = cast(_Aspect, proposal.aspect)
+    aspect = cast(_Aspect, proposal.aspect)
     return key, aspect, aspect_text(aspect), proposal.systemMetadata
+
+
+@lru_cache(maxsize=4096)
+def _patched(aspect_name: str, current: str | None, value: bytes) -> tuple[_Aspect, str]:
+    """A patch (`value`) applied to an aspect's stored text: its new aspect and text. The same patch of the
+    same text (the first tags, owners and terms Lumos gives many datasets) is applied once."""
+    generic = GenericAspectClass(value=value, contentType="application/json")
+    patch = MetadataChangeProposalClass(
+        entityType="dataset", changeType="PATCH", aspectName=aspect_name, aspect=generic
+    )
+    aspect = patched_json(patch, json.loads(current) if current is not None else None)
+    return aspect, aspect_text(aspect)
 
 
 def open_batched(path: str, options: dict) -> BatchedSqliteLite:
