@@ -47,7 +47,7 @@ def table_contents(
     # each version read once, however many windows see it; one that cannot be read fails only those
     read = {v: _contents(fmt, table, uri, v) for v in dict.fromkeys([v for v in seen if v is not None] + versions[-1:])}
     commits = _commits(table)
-    out = [_with_commits(read[v], w, commits) if v else Contents() for v, w in zip(seen, windows, strict=True)]
+    out = [with_commits(read[v], w, commits) if v else Contents() for v, w in zip(seen, windows, strict=True)]
     return (read[versions[-1]].stats.total_bytes if versions else 0), out
 
 
@@ -62,7 +62,7 @@ def _commits(table: Table) -> list[Commit]:
         return []
 
 
-def _with_commits(contents: Contents, window: Window, commits: Sequence[Commit]) -> Contents:
+def with_commits(contents: Contents, window: Window, commits: Sequence[Commit]) -> Contents:
     """The window's commits with the version it sees (without a window: that version's own commit)."""
     seen = contents.table
     if seen is None or seen.committed_at is None:

@@ -15,7 +15,7 @@ from pyiceberg.exceptions import NoSuchTableError
 
 from lumos_dagster.errors import ConfigError
 from lumos_dagster.masking import mask_secrets, shown_url
-from lumos_dagster.model import DatasetRecord
+from lumos_dagster.model import Commit, DatasetRecord
 from lumos_dagster.plugins import expand_secrets
 from lumos_dagster.report import ScanReport
 from lumos_dagster.sources.base import Progress, TableDescription, TableSource
@@ -37,6 +37,10 @@ class _Described(Sequence[TableDescription]):
 
     def __len__(self) -> int:
         return len(self.history.states)
+
+    def commits(self) -> list[Commit]:
+        """The table's snapshots, as commits (`tables.Table.commits`)."""
+        return self.history.commits()
 
     def __getitem__(self, i):
         found = range(len(self))[i]  # as a list indexes: from the end when negative, IndexError past it
