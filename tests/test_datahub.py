@@ -411,6 +411,15 @@ def test_checks_are_custom_assertions_with_their_results():
             assert aspects["dataPlatformInstance"].platform == LUMOS_SOURCE
             results[info.customAssertion.type] = aspects["assertionRunEvent"].result.type
     assert results == {"files_readable": "SUCCESS", "schema_compatible": "FAILURE"}
+    # a partition whose files failed: its result names them
+    failed = snapshot(checks=(CheckResult("files_readable", False, "WARN", "1 file(s) could not be read"),))
+    (run,) = [a["assertionRunEvent"] for a in _by_entity(failed).values()
+              if "assertionInfo" in a and a["assertionInfo"].type == "CUSTOM"]  # fmt: skip
+    assert (
+        run.result.type == "FAILURE"
+        and run.result.nativeResults["files"]
+        == "/lake/sales/orders/dt=2026-11-25/bad.avro: cannot read avro: truncated"
+    )
 
 
 def test_an_unaccepted_breaking_change_raises_one_incident_that_a_compatible_snapshot_resolves():

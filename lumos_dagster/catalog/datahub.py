@@ -118,7 +118,9 @@ from lumos_dagster.catalog.datahub_moves import legacy_urn, move
 from lumos_dagster.catalog.patch_apply import IfAbsent, Proposal
 from lumos_dagster.model import (
     COMPATIBLE_CHECK,
+    READABLE_CHECK,
     Array,
+    CheckResult,
     Commit,
     DatasetRef,
     DataType,
@@ -644,12 +646,26 @@ def check_proposals(s: Snapshot, urn: str) -> list[Proposal]:
                     status=AssertionRunStatusClass.COMPLETE,
                     result=AssertionResultClass(
                         type=AssertionResultTypeClass.SUCCESS if c.passed else AssertionResultTypeClass.FAILURE,
-                        nativeResults={"message": c.description[:2000], "severity": c.severity},
+                        nativeResults=_results(s, c),
                     ),
                     partitionSpec=spec,
                 ),
             ),
         ]
+    return out
+
+
+#: the unreadable files a result names (the store keeps them all)
+SHOWN_ERRORS = 10
+
+
+def _results(s: Snapshot, c: CheckResult) -> dict[str, str]:
+    """A check's result as DataHub shows it: its message and severity, and for unreadable files which."""
+    out = {"message": c.description[:2000], "severity": c.severity}
+    if c.name == READABLE_CHECK and s.errors:
+        out["files"] = "\n".join(f"{e.path}: {e.reason}" for e in s.errors[:SHOWN_ERRORS])
+        if len(s.errors) > SHOWN_ERRORS:
+            out["files"] += f"\n… and {len(s.errors) - SHOWN_ERRORS} more"
     return out
 
 
