@@ -298,17 +298,15 @@ class Claims:
         return cls(**{k: tupled(v) for k, v in json.loads(text).items()})
 
 
-#: the at most eight short custom properties Lumos keeps on a dataset (the rest is in its store and
-#: API): its name in Lumos and format, what its latest snapshot was, and two figures; files get the
-#: whole table's file count and size besides, as DataHub's own file source gives them
-PROPERTIES = ("lumos.dataset", "lumos.format", "lumos.partition", "lumos.version", "lumos.change_class",
-              "lumos.errors", "lumos.cost", "lumos.quality")  # fmt: skip
 #: what DataHub's `s3` source calls the table's file count and size (the whole table's), on its platforms
 FILES_PROPERTY, BYTES_PROPERTY = "number_of_files", "size_in_bytes"
 _FILE_PLATFORMS = frozenset({"file", "s3", "gcs", "abs", "hdfs"})
 
 
 def _properties(s: Snapshot) -> dict[str, str]:
+    """The at most eight short `lumos.*` custom properties Lumos keeps on a dataset (the rest is in its
+    store and API): its name in Lumos and format, what its latest snapshot was, two figures; and the
+    table's size and version where DataHub's own source for the platform gives them."""
     # nothing that changes on every run (like the capture time): the same snapshot content must give
     # the same proposals, or every run would version the catalog
     values = {
