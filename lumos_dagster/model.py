@@ -768,8 +768,8 @@ class CheckResult:
 
 @dataclass(frozen=True)
 class TableTotals:
-    """The whole table's figures, for a snapshot of one of its partitions: its files and bytes as
-    discovery last counted them, and where its partitions start."""
+    """The whole table's figures, for a snapshot of one of its partitions: its files and bytes as the
+    run listed them, and where its partitions start."""
 
     file_count: int
     total_bytes: int

@@ -55,6 +55,24 @@ def catalog_urn(config, name: str, env: str = "PROD") -> str:
     return dataset_urn(latest.dataset, env)
 
 
+def lite_properties(lite_path, name: str) -> dict[str, str] | None:
+    """The custom properties DataHub Lite holds for the dataset Lumos names `name` (None: not there)."""
+    from lumos_dagster.catalog.datahub_lite import open_lite
+
+    if not os.path.exists(lite_path):
+        return None
+    lite = open_lite(str(lite_path), read_only=True)
+    try:
+        for entity in lite.get_all_entities(typed=True):
+            ((_, aspects),) = entity.items()
+            props = aspects.get("datasetProperties") if isinstance(aspects, dict) else None
+            if props is not None and (props.customProperties or {}).get("lumos.dataset") == name:
+                return dict(props.customProperties)
+    finally:
+        lite.close()
+    return None
+
+
 def write_parquet(path, table: pa.Table) -> str:
     os.makedirs(os.path.dirname(path), exist_ok=True)
     pq.write_table(table, path)

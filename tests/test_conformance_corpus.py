@@ -48,6 +48,7 @@ from lumos_dagster.run.tables import table_contents
 from lumos_dagster.sources.local import LocalSource
 from lumos_dagster.sources.registry import LocalSourceConfig
 from lumos_dagster.tables import TABLES, ListedFile
+from lumos_dagster.windows import Window
 from tests.cases import load_cases
 from tests.conftest import TESTDATA
 
@@ -567,7 +568,7 @@ def lumos_table(path: Path, fmt: str, tmp: Path) -> Observed:
         versions = []
     firsts = {v.version: v for v in reversed(versions) if v.version}
     ends = [None] + [v.committed_at + timedelta(milliseconds=1) for v in firsts.values()][::-1]
-    _, contents = table_contents(table_format, source, found, ends)
+    _, contents = table_contents(table_format, source, found, [Window(None, None, end) for end in ends])
     latest, *windows = contents
     if latest.errors:
         return Observed(error=latest.errors[0].reason)

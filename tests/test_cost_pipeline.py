@@ -14,13 +14,12 @@ from click.testing import CliRunner
 from dagster import DagsterInstance, Definitions, asset, materialize
 
 from lumos_dagster.assets.runtime import hours_from_runs
-from lumos_dagster.catalog.datahub_lite import DataHubLiteCatalog
 from lumos_dagster.cli import main
 from lumos_dagster.config import BillingRule, load_config
 from lumos_dagster.cost.billing import BillingError, allocate, read_focus
 from lumos_dagster.definitions import build_definitions
 from tests.lake import COST_NAMES as NAMES
-from tests.lake import cost_example, focus_rows, register, write_parquet
+from tests.lake import cost_example, focus_rows, lite_properties, register, write_parquet
 
 pytestmark = pytest.mark.dagster
 
@@ -53,8 +52,7 @@ def test_costs_roll_up_along_lineage_in_the_dagster_run(example, tmp_path):
     assert md["events/event_metrics"]["lumos/cost_total"].value == pytest.approx(1200)
     assert md["events/raw_events"]["lumos/cost_direct"].value == pytest.approx(500)
     assert "bill prices" in md["events/raw_events"]["lumos/cost_basis"].value
-    lite = {s.dataset.name: s for s in DataHubLiteCatalog(example.lite_path).read_all()}
-    assert lite["events/ml_predictions"].cost.total == pytest.approx(7000)
+    assert lite_properties(example.lite_path, "events/ml_predictions")["lumos.cost"] == "7000.00 USD/month"
 
     # a downstream partition materialized on its own reads its upstreams' stored rollups
     alone = run_job(example, DagsterInstance.ephemeral(), ["events/ml_predictions"])

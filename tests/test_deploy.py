@@ -16,10 +16,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from lumos_dagster.catalog.datahub_lite import open_lite
 from lumos_dagster.cli.deploy import DeployError, Deployment
 from lumos_dagster.config import load_config
-from tests.lake import partitioned_lake, register
+from tests.lake import lite_properties, partitioned_lake, register
 
 pytestmark = pytest.mark.deployment
 
@@ -104,12 +103,8 @@ def _wait(deployment: Deployment, what: str, check, timeout: float):
 
 def _in_lite(catalog: Path, dataset: str) -> str | None:
     """The partition of `dataset`'s snapshot in DataHub Lite, if it is there."""
-    lite = open_lite(str(catalog), read_only=True)
-    try:
-        got = lite.get(f"urn:li:dataset:(urn:li:dataPlatform:file,{dataset},PROD)", ["datasetProperties"], typed=True)
-    finally:
-        lite.close()
-    return got["datasetProperties"].customProperties["lumos.partition"] if got else None
+    props = lite_properties(catalog, dataset)
+    return props["lumos.partition"] if props else None
 
 
 def _check_instance(deployment: Deployment) -> None:

@@ -184,6 +184,9 @@ def test_a_schema_change_bumps_the_version_of_that_dataset_only(project):
     assert result.success and set(_materializations(result)) == {"clean/events"}
     got = _get(cfg, "clean/events")
     assert got["datasetProperties"].customProperties["lumos.version"] == "1.1.0"
+    # the whole table's files as the run listed them, the new one included (as DataHub's s3 source counts)
+    files = [p for p in (project["dir"] / "lake" / "clean" / "events").rglob("*") if p.is_file() and p.name[0] != "_"]
+    assert got["datasetProperties"].customProperties["number_of_files"] == str(len(files))
     assert "referrer" in [f.fieldPath.rsplit(".", 1)[-1] for f in got["schemaMetadata"].fields]
     assert _get(cfg, "raw/events")["datasetProperties"].customProperties["lumos.version"] == "1.0.0"
 

@@ -401,7 +401,8 @@ def test_reports_are_written_in_every_format_with_links(estate, tmp_path):
     (daily,) = owners["(unowned)"]
     assert daily["dataset"] == "marts/daily" and daily["missing"] == ["description", "owner"]
     assert daily["links"] == {
-        "catalog": "http://datahub:9002/dataset/urn%3Ali%3Adataset%3A%28urn%3Ali%3AdataPlatform%3Afile%2Cmarts%2Fdaily%2CPROD%29",
+        "catalog": "http://datahub:9002/dataset/urn%3Ali%3Adataset%3A%28urn%3Ali%3AdataPlatform%3Afile%2Clake%2Fmarts"
+        "%2Fdaily%2CPROD%29",
         "dagster": "http://dagster:3000/assets/marts/daily",
     }
 

@@ -147,6 +147,7 @@ def test_an_outbox_written_with_credentials_in_a_catalog_name_is_renamed_and_del
         gms.stop()
     assert result.exit_code == 0, result.output
     assert f"datahub-rest:http://{host}: 2 delivered" in result.output
-    assert {urn.split(",")[1] for urn, _ in gms.aspects if urn.startswith("urn:li:dataset:")} == {"raw/a", "raw/b"}
+    shown = {urn.split(",")[1] for urn, _ in gms.aspects if urn.startswith("urn:li:dataset:")}
+    assert shown == {"lake/raw/a", "lake/raw/b"}
     rows = store_rows(store_url)
     assert "Secret" not in rows and f"datahub-rest:http://{host}" in rows

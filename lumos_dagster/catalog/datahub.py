@@ -484,7 +484,7 @@ def _owned(s: Snapshot, where: Identity, stamp: AuditStampClass) -> list:
                 lastModified=stamp,
             )
         )
-    if s.stats.last_modified is not None:
+    if s.readable or s.stats.file_count:
         aspects += _profiles(s)
     if s.table is not None and s.table.commits:  # the table's history: an operation per commit
         aspects += [_operation(c) for c in s.table.commits]
@@ -536,8 +536,9 @@ def partition_id(s: Snapshot) -> str:
 
 def _profiles(s: Snapshot) -> list:
     """The partition's profile labelled with its partition, then the whole table's: DataHub shows the
-    latest whole-table profile on the dataset (DataHub Lite keeps the last one written)."""
-    ms = _ms(cast(datetime, s.stats.last_modified))
+    latest whole-table profile on the dataset (DataHub Lite keeps the last one written). Stamped with the
+    data's last modification, or (a database table) the capture that first saw this content."""
+    ms = audit_stamp(s).time
     columns = len(s.schema.fields) or None
     if s.totals is None:  # the partition is the table
         return [DatasetProfileClass(timestampMillis=ms, rowCount=s.stats.row_count, columnCount=columns,

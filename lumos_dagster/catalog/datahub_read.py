@@ -14,8 +14,14 @@ import json
 from datetime import datetime, timezone
 from typing import Any, Iterable, Iterator, Mapping
 
-from datahub.metadata.schema_classes import DatasetPropertiesClass, OwnerClass, SchemaMetadataClass
-from datahub.metadata.urns import DatasetUrn, GlossaryTermUrn, TagUrn, Urn
+from datahub.metadata.schema_classes import (
+    DatasetProfileClass,
+    DatasetPropertiesClass,
+    OwnerClass,
+    SchemaMetadataClass,
+    UpstreamLineageClass,
+)
+from datahub.metadata.urns import DataJobUrn, DatasetUrn, GlossaryTermUrn, SchemaFieldUrn, TagUrn, Urn
 from datahub.utilities.urns.field_paths import get_simple_field_path_from_v2_field_path
 
 from lumos_dagster.model import (
@@ -32,7 +38,7 @@ from lumos_dagster.model import (
 
 #: the aspects a snapshot is read back from (`snapshot_from_aspects`)
 READ_ASPECTS = ("datasetProperties", "schemaMetadata", "ownership", "globalTags", "glossaryTerms", "domains",
-                "upstreamLineage", "status")  # fmt: skip
+                "upstreamLineage", "status", "datasetProfile")  # fmt: skip
 #: where files of each platform are, in front of the path DataHub names them by
 _SCHEMES = {"file": "/", "s3": "s3://", "gcs": "gs://", "abs": "abfs://", "delta-lake": "/"}
 
@@ -40,11 +46,27 @@ _SCHEMES = {"file": "/", "s3": "s3://", "gcs": "gs://", "abs": "abfs://", "delta
 def snapshots_from_entities(entities: Iterable[tuple[str, Mapping[str, Any]]]) -> Iterator[Snapshot]:
     """Datasets among (urn, typed aspects by name) pairs, as snapshots (others are skipped); lineage
     to a dataset read here names it as Lumos does."""
+    entities = list(entities)
     datasets = [(urn, aspects) for urn, aspects in entities if urn.startswith("urn:li:dataset:")]
     names = {urn: _lumos_name(urn, aspects.get("datasetProperties")) for urn, aspects in datasets}
+    jobs = _jobs(entities)
     now = datetime.now(timezone.utc)
     for urn, aspects in datasets:
-        yield snapshot_from_aspects(urn, aspects, now, names)
+        yield snapshot_from_aspects(urn, aspects, now, names, jobs)
+
+
+def _jobs(entities: Iterable[tuple[str, Mapping[str, Any]]]) -> dict[tuple[str, str], dict]:
+    """(dataset, upstream) → the job that builds one from the other, from the data jobs' inputs and outputs."""
+    out = {}
+    for urn, aspects in entities:
+        io = aspects.get("dataJobInputOutput") if urn.startswith("urn:li:dataJob:") else None
+        if io is None:
+            continue
+        job = DataJobUrn.from_string(urn)
+        flow = job.get_data_flow_urn()
+        ref = {"orchestrator": flow.orchestrator, "flow": flow.flow_id, "name": job.job_id}
+        out.update({(down, up): ref for down in io.outputDatasets for up in io.inputDatasets})
+    return out
 
 
 def _lumos_name(urn: str, props: DatasetPropertiesClass | None) -> str:
@@ -82,11 +104,15 @@ def _owner_from(owner: OwnerClass) -> dict:
 
 
 def snapshot_from_aspects(
-    urn: str, aspects: Mapping[str, Any], captured_at: datetime, names: Mapping[str, str] | None = None
+    urn: str,
+    aspects: Mapping[str, Any],
+    captured_at: datetime,
+    names: Mapping[str, str] | None = None,
+    jobs: Mapping[tuple[str, str], dict] | None = None,
 ) -> Snapshot:
     """A Lumos snapshot of what the catalog holds for a dataset (typed aspects by name); `names`:
-    DataHub URN → Lumos name of the datasets read with it."""
-    names = names or {}
+    DataHub URN → Lumos name of the datasets read with it; `jobs`: (dataset, upstream) → the job between."""
+    names, jobs = names or {}, jobs or {}
     parsed = DatasetUrn.from_string(urn)
     platform = parsed.get_data_platform_urn().platform_name
     props: DatasetPropertiesClass | None = aspects.get("datasetProperties")
@@ -94,13 +120,14 @@ def snapshot_from_aspects(
     modified = props.lastModified.time if props and props.lastModified else None
     schema = _schema_from_aspect(aspects.get("schemaMetadata"))
     ownership, tags, terms = aspects.get("ownership"), aspects.get("globalTags"), aspects.get("glossaryTerms")
-    domains, lineage, status = aspects.get("domains"), aspects.get("upstreamLineage"), aspects.get("status")
+    domains, status = aspects.get("domains"), aspects.get("status")
+    lineage: UpstreamLineageClass | None = aspects.get("upstreamLineage")
     doc: dict[str, Any] = {
         "format_version": SNAPSHOT_FORMAT,
         "dataset": {
             "platform": platform,
             "name": names.get(urn) or _lumos_name(urn, props),
-            "location": _SCHEMES.get(platform, "") + parsed.name if platform in _SCHEMES else parsed.name,
+            "location": _location(platform, parsed.name),
             "format": custom.get("lumos.format"),
         },
         "partition_key": custom.get("lumos.partition"),
@@ -113,7 +140,7 @@ def snapshot_from_aspects(
         "stats": {
             "file_count": int(custom.get("number_of_files") or 0),
             "total_bytes": int(custom.get("size_in_bytes") or 0),
-            "row_count": None,
+            "row_count": _rows(aspects.get("datasetProfile")),
             "partition_values": {},
             "usage": {},
             "last_modified": datetime.fromtimestamp(modified / 1000, timezone.utc).isoformat() if modified else None,
@@ -124,7 +151,11 @@ def snapshot_from_aspects(
         "tags": list(dict.fromkeys(TagUrn.from_string(t.tag).name for t in tags.tags)) if tags else [],
         "terms": list(dict.fromkeys(GlossaryTermUrn.from_string(t.urn).name for t in terms.terms)) if terms else [],
         "domain": Urn.from_string(domains.domains[0]).entity_ids[0] if domains and domains.domains else None,
-        "upstream": [_edge(u.dataset, names) for u in lineage.upstreams] if lineage else [],
+        "upstream": [
+            _edge(u.dataset, names, _columns(lineage, u.dataset), jobs.get((urn, u.dataset))) for u in lineage.upstreams
+        ]
+        if lineage is not None
+        else [],  # fmt: skip
         "errors": [],
         "conflicts": [],
         "changes": [],
@@ -138,7 +169,33 @@ def snapshot_from_aspects(
     return snapshot_from_json(doc)
 
 
-def _edge(urn: str, names: Mapping[str, str]) -> dict:
+def _edge(urn: str, names: Mapping[str, str], columns: list[dict], job: dict | None) -> dict:
     up = DatasetUrn.from_string(urn)
     platform = up.get_data_platform_urn().platform_name
-    return {"upstream": {"platform": platform, "name": names.get(urn, up.name), "location": up.name, "format": None}}
+    where = _location(platform, up.name)
+    return {"upstream": {"platform": platform, "name": names.get(urn, up.name), "location": where, "format": None},
+            "columns": columns, "job": job}  # fmt: skip
+
+
+def _columns(lineage: UpstreamLineageClass, upstream: str) -> list[dict]:
+    """The column mappings of the edge from `upstream`: its fine-grained lineage, field to field."""
+    out = []
+    for f in lineage.fineGrainedLineages or ():
+        for up in f.upstreams or ():
+            source = SchemaFieldUrn.from_string(up)
+            if source.parent == upstream:
+                out += [{"downstream": SchemaFieldUrn.from_string(d).field_path, "upstream": source.field_path}
+                        for d in f.downstreams or ()]  # fmt: skip
+    return out
+
+
+def _rows(profile: DatasetProfileClass | None) -> int | None:
+    """The whole table's row count, where its latest profile is the whole table's."""
+    if profile is None or (profile.partitionSpec and profile.partitionSpec.type != "FULL_TABLE"):
+        return None
+    return profile.rowCount
+
+
+def _location(platform: str, name: str) -> str:
+    """Where a dataset DataHub names `name` is: the path its URN holds, as a file system names it."""
+    return _SCHEMES.get(platform, "") + name

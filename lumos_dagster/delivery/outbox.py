@@ -69,6 +69,11 @@ def _fingerprint(catalog: CatalogAdapter, d: Delivery) -> str:
     return catalog.fingerprint(d.snapshot)
 
 
+def _failure(exc: Exception) -> str:
+    """Why a catalog did not take a batch, as kept and shown: a client's message may quote its URL."""
+    return mask_secrets(f"{type(exc).__name__}: {exc}")
+
+
 def deliver(
     store: SnapshotStore,
     catalog: CatalogAdapter,
@@ -114,7 +119,7 @@ def _deliver(
             try:
                 report.aspects += partitions([d.snapshot for d in older[start : start + BATCH] if not d.removed])
             except Exception as exc:  # the catalog cannot take them now: they wait, as any queued snapshot
-                error = f"{type(exc).__name__}: {exc}"
+                error = _failure(exc)
                 store.mark([d.outbox_id for d in older[start:]], "pending", error)
                 report.failed.update({d.snapshot.dataset.name: error for d in older[start:]})
                 older = older[:start]
@@ -163,7 +168,7 @@ def _deliver(
                 batch = [b for i, b in enumerate(batch) if i not in exc.rejected and i not in exc.delivered]
                 continue
             except Exception as exc:  # any other failure to deliver keeps the batch queued
-                error = mask_secrets(f"{type(exc).__name__}: {exc}")  # a client's message may quote its URL
+                error = _failure(exc)
                 store.mark([d.outbox_id for d, _ in batch], "pending", error)
                 report.failed.update({d.snapshot.dataset.name: error for d, _ in batch})
                 break

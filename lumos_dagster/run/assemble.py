@@ -85,12 +85,12 @@ def build_snapshot(
     )
 
 
-def _totals(spec: DatasetSpec) -> TableTotals | None:
-    """The whole table's figures when a partition is one day of it (files in dated folders); a table
-    format's version and a database table are the whole table already."""
-    if spec.time_partition_key is None or spec.source is None:
+def _totals(spec: DatasetSpec, observed: Observed) -> TableTotals | None:
+    """The whole table's files and bytes as the run listed them, when a partition is one day of it (files
+    in dated folders); a table format's version and a database table are the whole table already."""
+    if spec.time_partition_key is None or spec.name not in observed.counts:
         return None
-    return TableTotals(spec.file_count, spec.total_bytes, spec.first_partition)
+    return TableTotals(observed.counts[spec.name], observed.sizes[spec.name], spec.first_partition)
 
 
 def assemble(datasets: Sequence[DatasetSpec], keys: Sequence[str | None], observed: Observed,
@@ -98,7 +98,7 @@ def assemble(datasets: Sequence[DatasetSpec], keys: Sequence[str | None], observ
     """Each partition's snapshot (dataset → partition key → snapshot); unreadable files go to `report`."""
     out: Snapshots = {}
     for spec in datasets:
-        totals = _totals(spec)
+        totals = _totals(spec, observed)
         out[spec.name] = per_partition = {
             pk: build_snapshot(spec.ref, pk, captured_at, observed.contents[spec.name, pk], spec.enrichment,
                                spec.policy, totals)

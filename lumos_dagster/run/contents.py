@@ -113,3 +113,4 @@ class Observed:
     contents: Mapping[Cell, Contents]
     readable: Mapping[Cell, Sequence[str]]
     sizes: Mapping[str, int]  # bytes of each whole dataset, all partitions
+    counts: Mapping[str, int] = field(default_factory=dict)  # files of each whole file dataset, as listed now

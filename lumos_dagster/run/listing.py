@@ -34,6 +34,7 @@ class Listing:
     found: dict[str, DiscoveredDataset | None] = field(default_factory=dict)  # file datasets as listed
     described: dict[Cell, Contents] = field(default_factory=dict)  # tables: no file is read
     sizes: dict[str, int] = field(default_factory=dict)  # bytes of the whole dataset, all partitions
+    counts: dict[str, int] = field(default_factory=dict)  # files of a file dataset, all partitions
     specs: dict[str, DatasetSpec] = field(default_factory=dict)
 
 
@@ -103,6 +104,7 @@ def list_datasets(datasets: Sequence[DatasetSpec], windows: Sequence[Window], so
             else:
                 out.found[spec.name] = found
                 out.sizes[spec.name] = sum(f.entry.size for f in found.files) if found else 0
+                out.counts[spec.name] = len(found.files) if found else 0
                 for w in windows:
                     out.files[spec.name, w.key] = (
                         [(source.uri(f.entry.path), f) for f in files_in_window(found, w.start, w.end)]
@@ -133,4 +135,4 @@ def observe(listing: Listing, results: Mapping[str, FileResult], report: ScanRep
         missing = () if listing.found[name] is not None else (not_found(listing.specs[name]),)
         contents[name, pk] = within_limits(file_contents(files, results, missing), listing.specs[name].uri)
         readable[name, pk] = [p for p, _ in files if results[p].error is None and results[p].damaged is None]
-    return Observed(contents, readable, listing.sizes)
+    return Observed(contents, readable, listing.sizes, listing.counts)
