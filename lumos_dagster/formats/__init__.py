@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 import importlib
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable
 
 from lumos_dagster.errors import SchemaReadError
@@ -209,12 +209,13 @@ def read_file_schema(path: str, fmt: str | None = None, fs: FsSpec | None = None
         raise SchemaReadError(path, f"unrecognised format (supported: {', '.join(REGISTRY.names())})")
     try:
         remote = filesystem(fs) if fs else None
-        if file_size(path, remote) == 0:
+        size = file_size(path, remote)
+        if size == 0:
             raise SchemaReadError(path, "empty file (0 bytes)")
         found = reader.read(path, remote)
         if _too_deep(found.schema):  # Lumos' own code (diff, pickling between processes) recurses
             raise too_deep(path)
-        return found
+        return replace(found, size=size)
     except SchemaReadError:
         raise
     except SchemaTooLarge as exc:
@@ -234,4 +235,4 @@ def read_file_result(item: tuple) -> FileResult:
         found = read_file_schema(path, fmt, rest[0] if rest else None)
     except SchemaReadError as exc:
         return FileResult(path, error=exc.reason)
-    return FileResult(path, found.schema, found.row_count, damaged=found.damaged)
+    return FileResult(path, found.schema, found.row_count, damaged=found.damaged, size=found.size)

@@ -2,14 +2,23 @@
 
 from __future__ import annotations
 
+import os
+
 import pyarrow.fs as pafs
 import pyarrow.orc as orc
 
 from lumos_dagster.formats.arrow import converted_schema
 from lumos_dagster.formats.base import FileSchema, open_random
 
+#: a whole ORC file ends in its postscript: the magic `ORC`, then the postscript's length (one byte)
+NO_POSTSCRIPT = "not a whole ORC file: no postscript at its end (truncated, or still being written)"
+
 
 def read_orc(path: str, fs: pafs.FileSystem | None = None) -> FileSchema:
     with open_random(path, fs) as fh:
+        fh.seek(-4, os.SEEK_END)
+        if fh.read(3) != b"ORC":  # a file cut short: Arrow would say "Unknown compression type"
+            raise ValueError(NO_POSTSCRIPT)
+        fh.seek(0)
         f = orc.ORCFile(fh)
         return FileSchema(schema=converted_schema(f.schema), row_count=f.nrows)

@@ -74,7 +74,10 @@ def _describe(source: TableSource, spec: DatasetSpec, ends: Sequence[datetime | 
 
 
 def list_datasets(datasets: Sequence[DatasetSpec], windows: Sequence[Window], sources: Mapping[str, Source],
-                  report: ScanReport, say: Callable[[str], None]) -> Listing:  # fmt: skip
+                  report: ScanReport, say: Callable[[str], None], now: datetime | None = None) -> Listing:  # fmt: skip
+    """Each dataset's files in each window; `now`: when they were listed (a window not ended by then holds
+    every file, whatever their times say)."""
+
     # a local folder of 1,000 datasets lists in a fraction of a second: no line; an object store
     # paging through a large prefix says how far it got
     def line(count: int, total: int) -> str:
@@ -100,7 +103,7 @@ def list_datasets(datasets: Sequence[DatasetSpec], windows: Sequence[Window], so
                 out.sizes[spec.name] = sum(f.entry.size for f in found.files) if found else 0
                 for w in windows:
                     out.files[spec.name, w.key] = (
-                        [(source.uri(f.entry.path), f) for f in files_in_window(found, w.start, w.end)]
+                        [(source.uri(f.entry.path), f) for f in files_in_window(found, w.start, w.end, now)]
                         if source is not None and found is not None
                         else []
                     )
@@ -125,6 +128,7 @@ def observe(listing: Listing, results: Mapping[str, FileResult], report: ScanRep
     readable: dict[Cell, list[str]] = {}
     for (name, pk), files in listing.files.items():
         missing = () if listing.found[name] is not None else (not_found(listing.specs[name]),)
-        contents[name, pk] = file_contents(files, results, missing)
-        readable[name, pk] = [p for p, _ in files if results[p].error is None and results[p].damaged is None]
+        found = contents[name, pk] = file_contents(files, results, missing)
+        failed = {e.path for e in found.errors}  # unreadable, damaged, or still being written
+        readable[name, pk] = [p for p, _ in files if p not in failed]
     return Observed(contents, readable, listing.sizes)
