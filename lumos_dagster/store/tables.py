@@ -15,7 +15,7 @@ from lumos_dagster.store.documents import DOCUMENT_MODES, assemble, packed
 metadata = sa.MetaData()
 
 #: bumped when the tables change; an older store is brought up to date by MIGRATIONS, a newer one is refused
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 meta_table = sa.Table(
     "lumos_meta",
@@ -58,7 +58,17 @@ snapshots_table = sa.Table(
     # JSON: the capture's own fields its columns do not give back as they were (the data's age;
     # a capture time not in UTC), the age alone as its bare number; null when there are none
     sa.Column("capture", sa.Text),
+    # files the capture could not read: a partition whose latest capture has some stays in `lumos summary`
+    # until it is read whole (null: stored before schema version 4)
+    sa.Column("unread", sa.Integer),
     sa.Index("ix_lumos_snapshots_urn_partition", "urn", "partition_key", "id"),
+)
+#: the captures that could not read some files: few, found without reading a dataset's whole history
+UNREAD_INDEX = sa.Index(
+    "ix_lumos_snapshots_unread",
+    snapshots_table.c.urn,
+    postgresql_where=snapshots_table.c.unread > 0,
+    sqlite_where=snapshots_table.c.unread > 0,
 )
 
 documents_table = sa.Table(
@@ -206,4 +216,5 @@ def latest_captures(*conditions, mode: str = "text") -> sa.Select:
 MIGRATIONS: dict[int, list[tuple[sa.Table, str] | sa.Index]] = {
     2: [(outbox_table, "claimed_by"), (outbox_table, "claimed_until")],  # outbox claims
     3: [(snapshots_table, "body"), (snapshots_table, "capture")],  # bodies kept once (lumos_documents)
+    4: [(snapshots_table, "unread"), UNREAD_INDEX],  # past partitions' unread files (governance.checks)
 }
