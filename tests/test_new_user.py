@@ -4,6 +4,12 @@ change and counts unowned datasets, a past partition's unreadable files kept in 
 that partition is read whole (the check naming the partition), and a summary line instead of one
 `FAILED` line per file past the first few. Real files, the real `lumos` commands, a SQLite store."""
 
+import re
+import shutil
+import subprocess
+import sys
+import tomllib
+import zipfile
 from pathlib import Path
 
 import pyarrow as pa
@@ -54,9 +60,9 @@ def test_an_unknown_dataset_is_one_message_with_suggestions_everywhere(project):
     """Was three messages and no suggestion: `history` "no snapshot in the store (materialize it first)",
     `impact` "unknown dataset", `diff` "has no version latest"."""
     project.snapshot(*DAYS[:2])
-    for args in (["history", "sales/ordrs"], ["impact", "sales/ordrs"], ["diff", "sales/ordrs@latest", "sales/orders@latest"],
-                 ["gate", "--datasets", "sales/ordrs"], ["release", "--datasets", "sales/ordrs"],
-                 ["savings", "--datasets", "sales/ordrs"]):  # fmt: skip
+    for args in (["history", "sales/ordrs"], ["impact", "sales/ordrs"],
+                 ["diff", "sales/ordrs@latest", "sales/orders@latest"], ["gate", "--datasets", "sales/ordrs"],
+                 ["release", "--datasets", "sales/ordrs"], ["savings", "--datasets", "sales/ordrs"]):  # fmt: skip
         said = project.lumos(*args, ok=False).stderr
         assert SUGGESTION in said and said.count("\n") == 1, (args, said)
     # a dataset Lumos knows but has not snapshotted is not unknown
@@ -113,3 +119,53 @@ def test_many_unreadable_files_are_a_few_lines_and_a_count(project):
     summary = project.lumos("summary").stdout
     assert len([line for line in summary.splitlines() if "bad-" in line]) == FAILURES_SHOWN
     assert f"and {40 - FAILURES_SHOWN} more: " in summary
+
+
+ROOT = Path(__file__).resolve().parents[1]
+#: a page a message, a comment or a docstring of the package names: `docs/x.md` or `lumos docs x`
+PAGE = re.compile(r"\bdocs/([a-z_]+)\.md\b|`lumos docs ([a-z_]+)`")
+
+
+def test_every_docs_page_the_package_names_is_installed_with_it(tmp_path):
+    """lumos.yaml's comments and the error messages named docs/*.md, which a pip install did not hold: the
+    docs are package data now, each page the package names is in the wheel, and `lumos docs TOPIC` prints it."""
+    named = {a or b for p in (ROOT / "lumos_dagster").rglob("*.py") for a, b in PAGE.findall(p.read_text())}
+    assert {"configuration", "sources", "catalogs", "compatibility"} <= named
+    source = tmp_path / "src"  # the wheel built from a copy: the checkout keeps no build/ or egg-info
+    for part in ("lumos_dagster", "assets", "resources", "sensors", "spark", "docs"):
+        shutil.copytree(ROOT / part, source / part, symlinks=True,
+                        ignore=shutil.ignore_patterns("__pycache__", "img"))  # fmt: skip
+    for file in ("pyproject.toml", "README.md"):
+        shutil.copy(ROOT / file, source / file)
+    wheel = [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", str(source)]
+    built = subprocess.run([*wheel, "-w", str(tmp_path / "wheel")], capture_output=True, text=True, timeout=300)
+    assert built.returncode == 0, built.stderr[-3000:]
+    (wheel,) = (tmp_path / "wheel").glob("lumos-*.whl")
+    installed = {n for n in zipfile.ZipFile(wheel).namelist() if n.startswith("lumos_dagster/docs/")}
+    assert {f"lumos_dagster/docs/{page}.md" for page in named} <= installed
+    for page in sorted(named):
+        shown = CliRunner().invoke(main, ["docs", page])
+        assert shown.exit_code == 0 and shown.stdout == (ROOT / "docs" / f"{page}.md").read_text(), page
+    wrong = CliRunner().invoke(main, ["docs", "configuraton"])
+    assert wrong.exit_code == 1 and "did you mean configuration" in wrong.stderr
+
+
+def test_lumos_init_names_pages_lumos_docs_prints(tmp_path, monkeypatch):
+    write_parquet(tmp_path / "lake" / "sales" / "orders" / "o.parquet", ORDERS)
+    monkeypatch.chdir(tmp_path)
+    assert CliRunner().invoke(main, ["init", "lake"]).exit_code == 0
+    comments = [line for line in (tmp_path / "lumos.yaml").read_text().splitlines() if line.startswith("#")]
+    pages = {b for line in comments for _, b in PAGE.findall(line)}
+    assert pages == {"configuration", "sources", "catalogs"}  # named as a command that works anywhere
+    assert not [line for line in comments if "docs/" in line]
+
+
+def test_create_dagster_comes_with_lumos():
+    """The README says `create-dagster project`; installing Lumos did not bring it (`dg scaffold project` and
+    `dg init` do not exist in this Dagster)."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    wanted = {re.split(r"[<>=!~ ]", d, maxsplit=1)[0]: d for d in project["dependencies"]}
+    assert wanted["create-dagster"] == wanted["dagster"].replace("dagster", "create-dagster")  # Dagster's release
+    assert "create-dagster==" in (ROOT / "constraints.txt").read_text()
+    assert "create-dagster project my-project" in (ROOT / "README.md").read_text()
+    assert (Path(sys.executable).parent / "create-dagster").exists()  # test_component runs it

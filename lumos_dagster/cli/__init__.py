@@ -35,6 +35,7 @@ COMMANDS = {
     "serve": "serve:serve",
     "deploy": "deploy:deploy",
     "init": "init:init",
+    "docs": "docs:docs",
 }
 
 
