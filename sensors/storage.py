@@ -4,9 +4,9 @@ lumos_dagster.inventory.watch), and requests exactly the dataset assets and part
 changed. Run keys carry a digest of the changes, so a tick evaluated twice requests nothing new.
 
 Nothing waits for a person:
-* the first tick records a baseline and requests the current partition of every dataset Dagster has
-  never materialized: a deployment's first start snapshots the lake at once, not at the schedule's
-  midnight;
+* the first tick records a baseline and requests the newest partition with files (the current one
+  for a dataset without dates) of every dataset Dagster has never materialized: a deployment's first
+  start snapshots the lake at once, not at the schedule's midnight;
 * a file still being written is not taken: a changed file is looked at twice, `SETTLE_SECONDS`
   apart, and taken when its size and modification time are the same at both, whatever its
   modification time says (a clock is never trusted: a time ahead of the sensor's is said, naming
@@ -22,8 +22,18 @@ Nothing waits for a person:
 import json
 import time
 from collections import defaultdict
+from typing import Mapping
 
-from dagster import DefaultSensorStatus, JobDefinition, RunRequest, SensorDefinition, SensorResult, SkipReason, sensor
+from dagster import (
+    AssetKey,
+    DefaultSensorStatus,
+    JobDefinition,
+    RunRequest,
+    SensorDefinition,
+    SensorResult,
+    SkipReason,
+    sensor,
+)
 
 from lumos_dagster.config import LumosConfig
 from lumos_dagster.delivery.catalogs import build_catalogs
@@ -73,22 +83,30 @@ def plan(source: str, changes: list[FileChange], targets: Targets) -> tuple[list
     return requests, later
 
 
-def first_snapshots(instance, source: str, targets: Targets, max_datasets: int) -> list[RunRequest]:
-    """The current partition of each of the source's datasets that Dagster has never materialized, in
-    runs of whole ops of at most `max_datasets` datasets (as the schedules run them): what a first start
-    snapshots without a person."""
+def first_snapshots(instance, source: str, targets: Targets, max_datasets: int,
+                    newest: Mapping[str, str | None] | None = None) -> list[RunRequest]:  # fmt: skip
+    """The first snapshot of each of the source's datasets that Dagster has never materialized: its
+    partition of `newest[name]` (the date of its newest files: a lake's last day, not an empty today),
+    else the current one, in runs of whole ops of at most `max_datasets` datasets as the schedules run
+    them. What a first start snapshots without a person."""
     ours = targets.of_source(source)
     latest = instance.get_latest_materialization_events(ours) if ours else {}
     never = {key for key in ours if latest.get(key) is None}
+    names = {key: name for name, key in targets.keys.items()}
     requests = []
     for cadence, assets_defs in sorted(targets.assets.items()):
-        pk = assets_defs[0].partitions_def.get_last_partition_key()
-        groups = [[k for k in group if k in never] for group in run_groups(assets_defs, max_datasets)]
-        for i, keys in enumerate([g for g in groups if g], 1):
-            requests.append(RunRequest(run_key=f"first:{source}:{pk}:{i}", job_name=targets.jobs[cadence].name,
-                                       asset_selection=keys, partition_key=pk,
-                                       tags={TRIGGER_TAG: "first-start", "lumos/source": source,
-                                             **AUTOMATION_RUN_TAGS}))  # fmt: skip
+        runs: dict[tuple[str, int], list[AssetKey]] = {}
+        for i, group in enumerate(run_groups(assets_defs, max_datasets)):
+            for key in (k for k in group if k in never):
+                day = (newest or {}).get(names[key])
+                pk = (targets.keys_for_date(names[key], day) or targets.keys_for_date(names[key], None))[-1]
+                runs.setdefault((pk, i), []).append(key)
+        requests += [
+            RunRequest(run_key=f"first:{source}:{pk}:{i}", job_name=targets.jobs[cadence].name, asset_selection=keys,
+                       partition_key=pk, tags={TRIGGER_TAG: "first-start", "lumos/source": source,
+                                               **AUTOMATION_RUN_TAGS})
+            for (pk, i), keys in sorted(runs.items())
+        ]  # fmt: skip
     return requests
 
 
@@ -208,7 +226,12 @@ def storage_sensor(source: FileSource, config: LumosConfig, targets: Targets, sy
         kept = {"generation": seen.generation, "state": state, "new": waiting, "reload_asked": asked}
         next_cursor = json.dumps({k: v for k, v in kept.items() if v}, separators=(",", ":"))  # a few bytes
         if seen.baseline:
-            requests = first_snapshots(context.instance, source.name, targets, config.partitions.datasets_per_run)
+            newest: dict[str, str | None] = {}
+            for _, dataset, day in seen.current.values():
+                if dataset is not None:
+                    newest[dataset] = max(newest.get(dataset) or "", day or "") or None
+            requests = first_snapshots(context.instance, source.name, targets, config.partitions.datasets_per_run,
+                                       newest)  # fmt: skip
             if not requests:
                 return SensorResult(skip_reason=f"baseline of {seen.files} files recorded", cursor=next_cursor)
             first = sum(len(r.asset_selection or ()) for r in requests)

@@ -11,7 +11,7 @@ import pyarrow as pa
 import pytest
 import yaml
 from click.testing import CliRunner
-from dagster import AssetMaterialization, DagsterInstance, SensorEvaluationContext, build_sensor_context
+from dagster import AssetKey, AssetMaterialization, DagsterInstance, SensorEvaluationContext, build_sensor_context
 
 from lumos_dagster.cli import main
 from lumos_dagster.config import load_config
@@ -162,13 +162,13 @@ def test_the_first_tick_snapshots_what_dagster_never_materialized(tmp_path):
     register(cfg)
     defs = build_definitions(cfg)
     ticks = Ticks(defs, "lumos_storage_lake")
-    key = ticks.defs.resolve_asset_graph().get_all_asset_keys()
-    orders = next(k for k in key if k.path == ["sales", "orders"])
-    ticks.instance.report_runless_asset_event(AssetMaterialization(orders, partition="2026-11-24"))
+    countries = AssetKey(["ref", "countries"])
+    ticks.instance.report_runless_asset_event(AssetMaterialization(countries, partition="2026-11-24"))
     first = ticks.tick()
     today = datetime.now(UTC).strftime("%Y-%m-%d")
-    assert Ticks.wanted(first) == [f"{n}@{today}" for n in ("more/a", "more/b", "more/c", "ref/countries")]
-    assert len(first.run_requests) == 1  # one op: one run (a larger cadence is split as its schedule splits it)
+    # a dated dataset's newest day with files (not an empty today); a dataset without dates, today's
+    assert Ticks.wanted(first) == ["more/a@" + today, "more/b@" + today, "more/c@" + today, "sales/orders@2026-11-25"]
+    assert len(first.run_requests) == 2  # one op: a run for each partition
     assert {r.tags["lumos/trigger"] for r in first.run_requests} == {"first-start"}
     assert {r.job_name for r in first.run_requests} == {"lumos_daily_snapshots"}
     assert not ticks.tick().run_requests  # then it keeps to changes and the schedules
