@@ -6,12 +6,17 @@
 
 It brings up the deployment `make deploy` runs (`lumos deploy`: Dagster's PostgreSQL storage, the
 daemon with queued runs, the webserver, the code location in its own code server; Lumos' sensors
-and schedules running as shipped), over a generated lake (benchmarks/mutator.py), snapshots today's
-partition once, then changes the lake `--rate` times a second for `--minutes`. Nothing else touches
-the deployment: every change must reach the catalog by itself. From outside it measures:
+and schedules running as shipped), over a generated lake (benchmarks/mutator.py), waits for the first
+snapshot of every dataset, which nobody materializes (the sensors' first tick requests it), then
+changes the lake `--rate` times a second for `--minutes`. Nothing else touches the deployment: every
+change must reach the catalog by itself. From outside it measures:
 
+* how long the first snapshot of every dataset took from `up`, and the datasets it missed;
 * the lag from each change landing to DataHub Lite showing it (read back as Lumos snapshots), by
   kind of change; changes never seen (missed);
+* versions from torn or partial files (a CSV cut in its header or mid-row, header-only files, files
+  written in appends): any version of a dataset they touched beyond its first and its removal;
+* each removal's version and change class, in the store (the API's history) and in DataHub Lite;
 * runs failed (the webserver's GraphQL); versions wrong or duplicated (each dataset's history
   through `lumos serve`'s API); deliveries duplicated (an OpenLineage file catalog beside DataHub
   Lite logs every delivery: the same content delivered twice in a row is a duplicate); torn files
@@ -49,6 +54,7 @@ BIN = Path(sys.executable).parent
 ROOT = Path(__file__).resolve().parents[1]
 PG = "postgresql+psycopg://postgres@127.0.0.1:5432"
 GRACE = 240  # seconds after the last change for the catalog to catch up before a change counts as missed
+FIRST_WITHIN = 600  # seconds after `up` for the first snapshot of every dataset before one counts as missed
 
 
 def log(text: str) -> None:
@@ -136,7 +142,7 @@ class Observer:
                         log(f"observer: {e.dataset}: {type(exc).__name__}: {exc}")
                         continue
                     if e.test(snap):
-                        e.seen = now
+                        e.seen, e.shown = now, snap
                         with self.lock:
                             if e in self.pending:
                                 self.pending.remove(e)
@@ -248,14 +254,28 @@ def _timelines(api: str, token: str, names: set[str]) -> dict[str, list[dict]]:
 
 
 def _torn(timelines: dict[str, list[dict]], names: set[str]) -> list[str]:
-    """Datasets written torn whose schema ever changed: the mutator never changes a torn dataset's
-    columns, so any version after its first (its removal aside) is a torn file become a version."""
+    """Datasets written torn or partial (cut, header-only, appended) whose schema ever changed: the mutator
+    never changes such a dataset's columns, so any version after its first (its removal aside) is a torn
+    or partial file become a version."""
     out = []
     for name in sorted(names & timelines.keys()):
         kinds = {c["kind"] for e in timelines[name] for c in e["changes"]} - {"DATASET_REMOVED", "DATASET_ADDED"}
         if kinds:
             out.append(f"{name}: {sorted(kinds)}")
     return out
+
+
+def _removals(done: list[Expectation], timelines: dict[str, list[dict]]) -> tuple[int, list[str]]:
+    """(removals shown, those whose version or change class differs between the store's history and
+    DataHub Lite, as `name: store 2.0.0 major, catalog 1.0.0 new`)."""
+    shown = [e for e in done if e.change == "delete_dataset" and e.shown is not None]
+    differ = []
+    for e in shown:
+        last = timelines.get(e.dataset, [{}])[-1]
+        store, catalog = (last.get("version"), last.get("change_class")), (e.shown.version, e.shown.change_class)
+        if store != catalog:
+            differ.append(f"{e.dataset}: store {' '.join(map(str, store))}, catalog {' '.join(map(str, catalog))}")
+    return len(shown), differ
 
 
 def _histories(timelines: dict[str, list[dict]]) -> tuple[int, int, list[str]]:
@@ -306,14 +326,25 @@ def soak(datasets: int, minutes: float, rate: float, tuned: bool, png: Path | No
         deployment.up()
         log(f"deployment up in {time.perf_counter() - started:.0f} s: {deployment.running()}")
         denv = {**env, **deployment.instance_env()}
-        log(f"today's partition of every dataset: {_materialize(denv, str(today())):.0f} s")
         api = _serve(work, config, token)
         sampler = Sampler(deployment.running())
         observer = Observer(str(work / "lite.db"))
+        firsts = lake.first()  # nobody materializes anything: the sensors' first tick does
+        for e in firsts:
+            observer.add(e)
         threads = [threading.Thread(target=t.run, daemon=True) for t in (sampler, observer)]
         for t in threads:
             t.start()
-        time.sleep(45)  # the storage sensor's first tick records its baseline
+        deadline = time.time() + FIRST_WITHIN
+        while any(e.seen is None for e in firsts) and time.time() < deadline:
+            time.sleep(5)
+        first = {"datasets": len(firsts), "missed": sorted(e.dataset for e in firsts if e.seen is None),
+                 "seconds": max((e.seen - e.landed for e in firsts if e.seen), default=float("nan"))}  # fmt: skip
+        log(
+            f"first snapshot of {len(firsts) - len(first['missed'])}/{len(firsts)} datasets in {first['seconds']:.0f} s"
+        )
+        with observer.lock:  # the soak's lag and misses are its changes'
+            observer.pending = [e for e in observer.pending if e.change != "first_snapshot"]
         rows0, bytes0, cpu0 = _event_rows(dagster_db), _store_bytes(store_db), sampler.cpu()
         soak_start, changes, end = time.time(), 0, time.time() + minutes * 60
         while time.time() < end:
@@ -339,16 +370,19 @@ def soak(datasets: int, minutes: float, rate: float, tuned: bool, png: Path | No
         rows2, bytes2 = _event_rows(dagster_db), _store_bytes(store_db)
         _materialize(denv, day)  # the same day again: nothing changed
         rows3, bytes3 = _event_rows(dagster_db), _store_bytes(store_db)
-        torn_names = {e.dataset for e in observer.done + observer.pending if e.change == "torn_file"} - lake.removed
-        # one timeline per dataset, read once for both checks
-        timelines = _timelines(api[0], token, set(lake.datasets) | torn_names)
+        torn_names = {e.dataset for e in observer.done + observer.pending if e.change == "torn_file"}
+        partial = (torn_names | lake.partial) - lake.removed
+        # one timeline per dataset, read once for every check
+        timelines = _timelines(api[0], token, set(lake.datasets) | partial)
         wrong, dup, examples = _histories(timelines)
-        torn = _torn(timelines, torn_names)
+        torn = _torn(timelines, partial)
+        removals = _removals(observer.done, timelines)
         result = _result(lake, observer, sampler, runs, changes, minutes, cpu, soak_start,
                          {"rows_soak": rows1 - rows0, "bytes_soak": bytes1 - bytes0, "rows_day": rows2 - rows1,
                           "bytes_day": bytes2 - bytes1, "rows_unchanged_day": rows3 - rows2,
                           "bytes_unchanged_day": bytes3 - bytes2, "day_s": day_s},
-                         wrong, dup, examples, _duplicates(work / "deliveries.jsonl"), datasets, torn)  # fmt: skip
+                         wrong, dup, examples, _duplicates(work / "deliveries.jsonl"), datasets, torn, first,
+                         removals)  # fmt: skip
         if png is not None:
             plot(observer, sampler, soak_start, png)
         return result
@@ -383,9 +417,9 @@ def _serve(work: Path, config: Path, token: str):
 
 
 def _result(lake, observer, sampler, runs, changes, minutes, cpu, start, growth, wrong, dup, examples, dupes,
-            datasets, torn) -> dict:  # fmt: skip
+            datasets, torn, first, removals) -> dict:  # fmt: skip
     # a torn file's test is its dataset's fields, which the torn half never changes: no lag to measure
-    met = [e for e in observer.done if e.seen is not None and e.change != "torn_file"]
+    met = [e for e in observer.done if e.seen is not None and e.change not in ("torn_file", "first_snapshot")]
     lags = [e.seen - e.landed for e in met]
     by_kind: dict[str, list[float]] = {}
     for e in met:
@@ -408,6 +442,8 @@ def _result(lake, observer, sampler, runs, changes, minutes, cpu, start, growth,
         "version_examples": examples[:10],
         "deliveries_duplicated": dupes,
         "torn_versions": torn,
+        "first_snapshot": first,
+        "removals": {"shown": removals[0], "differ": removals[1]},
         "memory_mb_at_10_min": ten[1],
         "memory_mb_at_end": last[1],
         "memory_growth": growth_ratio,
@@ -452,7 +488,12 @@ def render(r: dict) -> str:
         f"| runs by status | {', '.join(f'{k} {v}' for k, v in sorted(r['runs'].items()))} |",
         f"| versions wrong / duplicated | {r['versions_wrong']} / {r['versions_duplicated']} |",
         f"| deliveries duplicated | {r['deliveries_duplicated']} |",
-        f"| torn files that became a version | {len(r['torn_versions'])} |",
+        f"| torn or partial files that became a version | {len(r['torn_versions'])} |",
+        f"| first snapshot of every dataset, nobody materializing: datasets / missed / s after `up` | "
+        f"{r['first_snapshot']['datasets']:,} / {len(r['first_snapshot']['missed'])} / "
+        f"{r['first_snapshot']['seconds']:.0f} |",
+        f"| removals: shown / version or change class differing between store and catalog | "
+        f"{r['removals']['shown']} / {len(r['removals']['differ'])} |",
         f"| CPU seconds per change (every deployment process) | {r['cpu_s_per_change']:.2f} |",
         f"| event-log rows: soak / a day's partition / the same day unchanged | {r['growth']['rows_soak']:,} / "
         f"{r['growth']['rows_day']:,} / {r['growth']['rows_unchanged_day']:,} |",
@@ -472,6 +513,10 @@ def render(r: dict) -> str:
         lines += ["", "Missed: " + ", ".join(r["missed"][:20])]
     if r["version_examples"]:
         lines += ["", "Versions: " + "; ".join(r["version_examples"])]
+    if r["torn_versions"]:
+        lines += ["", "Versions from torn or partial files: " + "; ".join(r["torn_versions"][:10])]
+    if r["removals"]["differ"]:
+        lines += ["", "Removals that differ: " + "; ".join(r["removals"]["differ"][:10])]
     return "\n".join(lines)
 
 
