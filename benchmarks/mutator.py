@@ -339,12 +339,14 @@ class Lake:
         ds.files += 1
         return path
 
-    def _files_shown(self, change: str, ds: Dataset, delay: float = 0.0) -> Expectation:
-        """The catalog shows today's partition with the dataset's files and fields, its columns unchanged."""
+    def _files_shown(self, change: str, ds: Dataset, delay: float = 0.0, exact: bool = False) -> Expectation:
+        """The catalog shows today's partition with the dataset's files (`exact`: no more) and fields, its
+        columns unchanged."""
         files, day, fields = ds.files, today().isoformat(), ds.fields()
 
         def shown(s: Snapshot | None) -> bool:
-            return (s is not None and s.partition_key == day and s.stats.file_count >= files
+            count = s is not None and (s.stats.file_count == files if exact else s.stats.file_count >= files)
+            return (s is not None and count and s.partition_key == day
                     and sorted(p for p, _ in s.schema.flatten()) == fields)  # fmt: skip
 
         return Expectation(change, ds.name, time.time() + delay, shown)
@@ -375,7 +377,7 @@ class Lake:
         tmp.write_bytes(data[: data.index(b"\n") + 1])
         tmp.replace(path)
         self.partial.add(ds.name)
-        return self._files_shown("header_only", ds)
+        return self._files_shown("header_only", ds, exact=True)
 
     def header_only_beside(self) -> Expectation | None:
         """A header-only CSV beside the partition's other files."""
@@ -430,11 +432,11 @@ class Lake:
                         mode="append", schema_mode="merge")  # fmt: skip
         return self._expect_fields("delta_commit", ds)
 
-    def first(self) -> list[Expectation]:
+    def first(self, since: float) -> list[Expectation]:
         """Every dataset's first snapshot, today's partition, which nobody materializes (issue 41): the
-        sensors' first tick requests it."""
-        day, now = today().isoformat(), time.time()
-        return [Expectation("first_snapshot", name, now, lambda s: s is not None and s.partition_key == day)
+        sensors' first tick requests it, the deployment started at `since` (epoch s)."""
+        day = today().isoformat()
+        return [Expectation("first_snapshot", name, since, lambda s: s is not None and s.partition_key == day)
                 for name in self.datasets]  # fmt: skip
 
     def truth(self) -> dict[str, list[str]]:

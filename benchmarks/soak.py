@@ -265,16 +265,22 @@ def _torn(timelines: dict[str, list[dict]], names: set[str]) -> list[str]:
     return out
 
 
-def _removals(done: list[Expectation], timelines: dict[str, list[dict]]) -> tuple[int, list[str]]:
-    """(removals shown, those whose version or change class differs between the store's history and
-    DataHub Lite, as `name: store 2.0.0 major, catalog 1.0.0 new`)."""
+def _removals(done: list[Expectation], store_url: str) -> tuple[int, list[str]]:
+    """(removals shown, those whose version or change class differ between the store's tombstone and
+    DataHub Lite, as `name: store 2.0.0 major, catalog 1.0.0 new`). The store is read directly: the API
+    answers for datasets it has, and a removed one it has not."""
+    from lumos_dagster.store import SnapshotStore
+
     shown = [e for e in done if e.change == "delete_dataset" and e.shown is not None]
     differ = []
-    for e in shown:
-        last = timelines.get(e.dataset, [{}])[-1]
-        store, catalog = (last.get("version"), last.get("change_class")), (e.shown.version, e.shown.change_class)
-        if store != catalog:
-            differ.append(f"{e.dataset}: store {' '.join(map(str, store))}, catalog {' '.join(map(str, catalog))}")
+    with SnapshotStore(store_url) as store:
+        urns = {r.name: r.urn for r in store.datasets(include_removed=True)}
+        for e in shown:
+            stones = [s for s in store.history(urns[e.dataset]) if s.removed] if e.dataset in urns else []
+            kept = (stones[-1].version, stones[-1].change_class) if stones else (None, None)
+            seen = (e.shown.version, e.shown.change_class)
+            if kept != seen:
+                differ.append(f"{e.dataset}: store {kept[0]} {kept[1]}, catalog {seen[0]} {seen[1]}")
     return len(shown), differ
 
 
@@ -322,14 +328,14 @@ def soak(datasets: int, minutes: float, rate: float, tuned: bool, png: Path | No
     token = "lumos_soak_" + tag
     api = None
     try:
-        started = time.perf_counter()
+        started, up_at = time.perf_counter(), time.time()
         deployment.up()
         log(f"deployment up in {time.perf_counter() - started:.0f} s: {deployment.running()}")
         denv = {**env, **deployment.instance_env()}
         api = _serve(work, config, token)
         sampler = Sampler(deployment.running())
         observer = Observer(str(work / "lite.db"))
-        firsts = lake.first()  # nobody materializes anything: the sensors' first tick does
+        firsts = lake.first(up_at)  # nobody materializes anything: the sensors' first tick does
         for e in firsts:
             observer.add(e)
         threads = [threading.Thread(target=t.run, daemon=True) for t in (sampler, observer)]
@@ -376,7 +382,7 @@ def soak(datasets: int, minutes: float, rate: float, tuned: bool, png: Path | No
         timelines = _timelines(api[0], token, set(lake.datasets) | partial)
         wrong, dup, examples = _histories(timelines)
         torn = _torn(timelines, partial)
-        removals = _removals(observer.done, timelines)
+        removals = _removals(observer.done, f"{PG}/{store_db}")
         result = _result(lake, observer, sampler, runs, changes, minutes, cpu, soak_start,
                          {"rows_soak": rows1 - rows0, "bytes_soak": bytes1 - bytes0, "rows_day": rows2 - rows1,
                           "bytes_day": bytes2 - bytes1, "rows_unchanged_day": rows3 - rows2,

@@ -12,6 +12,8 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
@@ -120,9 +122,10 @@ def loaded(url: str) -> tuple[str, set[str]] | None:
     return location["name"], {"/".join(node["assetKey"]["path"]) for node in repository["assetNodes"]}
 
 
-def ui_materializes(env: dict, folder: Path, dataset: str, day: str) -> None:
-    """`dg dev` shows the lake's assets; a run of `dataset`'s `day` launched there succeeds. The webserver's,
-    daemon's and code server's output go to a file that no pipe blocks."""
+@contextmanager
+def dg_dev(env: dict, folder: Path) -> Iterator[tuple[str, Path]]:
+    """`dg dev` in `folder`: (its URL, its log), until stopped as Ctrl-C stops it (webserver, daemon and code
+    server with it). Its output goes to a file that no pipe blocks."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
@@ -130,8 +133,20 @@ def ui_materializes(env: dict, folder: Path, dataset: str, day: str) -> None:
     with open(log, "w") as out:
         dev = subprocess.Popen(["dg", "dev", "-p", str(port)], cwd=folder, env=env, stdout=out, stderr=out,
                                start_new_session=True)  # fmt: skip
-    url = f"http://127.0.0.1:{port}"
     try:
+        yield f"http://127.0.0.1:{port}", log
+    finally:
+        os.killpg(dev.pid, signal.SIGINT)
+        try:
+            dev.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(dev.pid, signal.SIGKILL)
+            dev.wait()
+
+
+def ui_materializes(env: dict, folder: Path, dataset: str, day: str) -> None:
+    """`dg dev` shows the lake's assets; a run of `dataset`'s `day` launched there succeeds."""
+    with dg_dev(env, folder) as (url, log):
         location, assets = wait("dg dev loading the project", lambda: loaded(url), 90, log)
         assert assets == DATASETS | REPORTS
         selector = {"repositoryLocationName": location, "repositoryName": "__repository__",
@@ -145,13 +160,6 @@ def ui_materializes(env: dict, folder: Path, dataset: str, day: str) -> None:
             return status if status in ("SUCCESS", "FAILURE", "CANCELED") else None
 
         assert wait("the launched run", finished, 90, log) == "SUCCESS", log.read_text()[-3000:]
-    finally:
-        os.killpg(dev.pid, signal.SIGINT)  # as Ctrl-C stops it: webserver, daemon and code server with it
-        try:
-            dev.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(dev.pid, signal.SIGKILL)
-            dev.wait()
     clean(log.read_text())
 
 
@@ -255,16 +263,7 @@ def test_create_dagster_then_a_lumos_yaml_typo_is_lumos_own_one_line_in_dg_and_i
     listed = run(["dg", "list", "defs"], ok=False)
     assert (listed.stdout + listed.stderr).strip() == said.strip()
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    log = folder / "dg-dev.log"
-    with open(log, "w") as out:
-        dev = subprocess.Popen(["dg", "dev", "-p", str(port)], cwd=folder, env=env, stdout=out, stderr=out,
-                               start_new_session=True)  # fmt: skip
-    url = f"http://127.0.0.1:{port}"
-
-    def failed_to_load() -> list[str] | None:
+    def failed_to_load(url: str) -> list[str] | None:
         """The messages of the code location's error and of its causes, as the UI shows them."""
         (entry,) = graphql(url, LOAD_ERROR)["workspaceOrError"]["locationEntries"]
         error = entry["locationOrLoadError"]
@@ -272,15 +271,8 @@ def test_create_dagster_then_a_lumos_yaml_typo_is_lumos_own_one_line_in_dg_and_i
             return None
         return [error["message"], *(cause["error"]["message"] for cause in error["errorChain"])]
 
-    try:
-        messages = wait("dg dev failing to load the project", failed_to_load, 90, log)
-    finally:
-        os.killpg(dev.pid, signal.SIGINT)
-        try:
-            dev.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(dev.pid, signal.SIGKILL)
-            dev.wait()
+    with dg_dev(env, folder) as (url, log):
+        messages = wait("dg dev failing to load the project", lambda: failed_to_load(url), 90, log)
     # the UI: Dagster's "Error occurred during the loading of Dagster definitions", caused by what lumos
     # says, and nothing else (it was caused by the component tree's ComponentTreeException, caused in turn
     # by the error)
