@@ -153,10 +153,10 @@ def _duration(seconds: float) -> str:
     return f"{seconds / 3600:.1f} h" if seconds >= 3600 else f"{seconds / 60:.0f} min"
 
 
-def storage_sensor(source: FileSource, config: LumosConfig, targets: Targets, sync: JobDefinition,
-                   interval: int = INTERVAL, settle: float | None = None) -> SensorDefinition:  # fmt: skip
-    """`sync`: the lumos_sync job (sensors.sync.sync_job), which delivers a vanished dataset's tombstone;
-    `settle`: seconds between the two looks at a changed file (default SETTLE_SECONDS)."""
+def storage_sensor(
+    source: FileSource, config: LumosConfig, targets: Targets, sync: JobDefinition, interval: int = INTERVAL
+) -> SensorDefinition:
+    """`sync`: the lumos_sync job (sensors.sync.sync_job), which delivers a vanished dataset's tombstone."""
     cadences = sorted({s.cadence for s in targets.specs.values() if s.source == source.name})
 
     @sensor(
@@ -180,7 +180,7 @@ def storage_sensor(source: FileSource, config: LumosConfig, targets: Targets, sy
             vanished = [name for name in seen.vanished if targets.known(name)]
             wanted = [c for c in seen.changes if c.dataset not in vanished]
             # looked at again a few seconds on: what still changes is still being written
-            settling = still_changing(source, [c for c in wanted if targets.known(c.dataset)], report, settle)
+            settling = still_changing(source, [c for c in wanted if targets.known(c.dataset)], report)
             moving = {c.path for c in settling}
             ready = [c for c in wanted if c.path not in moving]
             # the new datasets Dagster knows now, with the changes: one run request a partition for both

@@ -139,14 +139,13 @@ def look(
     return out
 
 
-def still_changing(source: FileSource, changes: list[FileChange], report: ScanReport,
-                   settle: float | None = None) -> list[FileChange]:  # fmt: skip
+def still_changing(source: FileSource, changes: list[FileChange], report: ScanReport) -> list[FileChange]:
     """The created and modified files of `changes` whose fingerprint moved (or which went) between this
-    look and another `settle` seconds later (default SETTLE_SECONDS): still being written. None on a
-    source whose files are whole once listed."""
+    look and another SETTLE_SECONDS later: still being written. None on a source whose files are whole
+    once listed."""
     written = [c for c in changes if c.kind != "deleted"]
     if not written or source.whole_when_listed:
         return []
-    time.sleep(SETTLE_SECONDS if settle is None else settle)
+    time.sleep(SETTLE_SECONDS)
     again = source.fingerprints_of([c.path for c in written], report, relist_at=RELIST_AT)
     return [c for c in written if again.get(c.path) != c.fingerprint]
