@@ -144,8 +144,9 @@ def dg_dev(env: dict, folder: Path) -> Iterator[tuple[str, Path]]:
             dev.wait()
 
 
-def ui_materializes(env: dict, folder: Path, dataset: str, day: str) -> None:
-    """`dg dev` shows the lake's assets; a run of `dataset`'s `day` launched there succeeds."""
+def ui_materializes(env: dict, folder: Path, dataset: str, day: str, catalog: DataHubLiteCatalog) -> None:
+    """`dg dev` shows the lake's assets; a run of `dataset`'s `day` launched there succeeds; and every dataset
+    reaches the catalog with nobody launching the others: the storage sensor's first tick snapshots them."""
     with dg_dev(env, folder) as (url, log):
         location, assets = wait("dg dev loading the project", lambda: loaded(url), 90, log)
         assert assets == DATASETS | REPORTS
@@ -160,6 +161,8 @@ def ui_materializes(env: dict, folder: Path, dataset: str, day: str) -> None:
             return status if status in ("SUCCESS", "FAILURE", "CANCELED") else None
 
         assert wait("the launched run", finished, 90, log) == "SUCCESS", log.read_text()[-3000:]
+        every = lambda: {s.dataset.name for s in catalog.read_all()} == DATASETS  # noqa: E731
+        wait("the first snapshot of every dataset, by the sensors (issue 41)", every, 120, log)
     clean(log.read_text())
 
 
@@ -169,9 +172,13 @@ def test_lumos_init_then_dg_put_the_lake_into_datahub_lite(tmp_path):
     make_lake(folder / "lake")
     backdate(folder / "lake" / "ref")  # the undated CSV, in the windows of DAYS
     env = {k: v for k, v in os.environ.items() if k not in ("DAGSTER_HOME", "LUMOS_CONFIG", "PYTHONWARNINGS")}
-    # the project as `pip install -e .` would make it importable; Lumos and dg from this environment; a home
-    # of the test's own, where dg keeps its telemetry folder (~/.dagster/.telemetry, whatever DAGSTER_HOME says)
-    env |= {"PATH": f"{BIN}{os.pathsep}{env.get('PATH', '')}", "PYTHONPATH": str(folder / "src")}
+    # the project as `pip install -e .` would make it importable; Lumos (this checkout's) and dg from this
+    # environment; a home of the test's own, where dg keeps its telemetry folder (~/.dagster/.telemetry,
+    # whatever DAGSTER_HOME says)
+    env |= {
+        "PATH": f"{BIN}{os.pathsep}{env.get('PATH', '')}",
+        "PYTHONPATH": os.pathsep.join([str(folder / "src"), str(ROOT)]),
+    }
     env["HOME"] = str(tmp_path / "home")
 
     def run(command: list[str]) -> str:
@@ -200,8 +207,7 @@ def test_lumos_init_then_dg_put_the_lake_into_datahub_lite(tmp_path):
     assert {a["asset_key"] for a in listed["assets"]} == DATASETS | REPORTS
 
     catalog = DataHubLiteCatalog(str(folder / ".lumos/catalog.db"))
-    ui_materializes(env, folder, "sales/orders", DAYS[0])
-    assert {s.dataset.name for s in catalog.read_all()} == {"sales/orders"}
+    ui_materializes(env, folder, "sales/orders", DAYS[0], catalog)
     run([*shlex.split(launch)[:-1], DAYS[1]])  # every dataset's second day
 
     snapshots = {s.dataset.name: s for s in catalog.read_all()}
