@@ -13,7 +13,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 #: the port of `make ui` and `make deploy`
 PORT ?= 3000
 
-.PHONY: install cycles browser node demo test test-fast test-tuned check-dagster-latest ui lite bench clean
+.PHONY: install cycles browser node demo test test-fast test-tuned check-dagster-latest ui lite bench clean datahub-venv
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -51,9 +51,22 @@ demo: $(STAMP) $(DAGSTER_HOME)/dagster.yaml
 	$(BIN)/dg launch -m lumos_dagster.definitions --assets 'key:"*"' --partition-range $(DEMO_FIRST)...$(TODAY)
 	$(BIN)/lumos summary
 
+## DataHub's own ingestion sources (`s3`, `delta-lake`) in an environment of their own: their extras pin
+## older deltalake and pyarrow than Lumos'. The parity test (tests/test_datahub_parity.py) and the
+## benchmarks run them beside Lumos, at Lumos' own acryl-datahub version.
+DATAHUB_VERSION = $(shell sed -n 's/^acryl-datahub==//p' constraints.txt)
+DATAHUB_VENV := .venv-datahub/.installed-$(DATAHUB_VERSION)
+$(DATAHUB_VENV): constraints.txt
+	test -x .venv-datahub/bin/python || $(PYTHON) -m venv .venv-datahub
+	.venv-datahub/bin/python -m pip install --quiet --upgrade pip
+	.venv-datahub/bin/python -m pip install --quiet "acryl-datahub[s3,delta-lake]==$(DATAHUB_VERSION)"
+	rm -f .venv-datahub/.installed-* && touch $@
+
+datahub-venv: $(DATAHUB_VENV)
+
 ## lint, the import contracts (layers, no package cycles), the type checker on the core, then the whole
 ## test suite, on Dagster's stock instance (tests/conftest.py: --dagster-instance)
-test: $(STAMP) browser node
+test: $(STAMP) $(DATAHUB_VENV) browser node
 	$(BIN)/ruff check $(CODE)
 	$(BIN)/ruff format --check $(CODE)
 	$(BIN)/lint-imports
@@ -89,11 +102,8 @@ check-dagster-latest:
 ## Lumos beside DataHub's own s3 source and the physical floor, and the micro benchmarks; writes
 ## docs/benchmarks.md. ARGS=--large for the issue's target sizes. DataHub's s3 extra pins an older
 ## pyarrow, so it gets its own environment (same acryl-datahub version as Lumos).
-DATAHUB_VERSION = $(shell $(BIN)/python -c "from importlib.metadata import version; print(version('acryl-datahub'))")
-bench: $(STAMP)
+bench: $(STAMP) $(DATAHUB_VENV)
 	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[test,bench]'
-	test -x .venv-datahub/bin/datahub || { $(PYTHON) -m venv .venv-datahub && \
-		.venv-datahub/bin/python -m pip install --quiet "acryl-datahub[s3]==$(DATAHUB_VERSION)"; }
 	@# with PYTHONDONTWRITEBYTECODE set (as on CI machines) every process would compile Lumos' own
 	@# modules again, ~0.13 s each; pip compiles installed packages, not an editable project
 	$(BIN)/python -m compileall -q $(CODE) > /dev/null

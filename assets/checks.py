@@ -17,6 +17,7 @@ from lumos_dagster.governance.checks import (
     blocking_checks,
     check_names,
 )
+from lumos_dagster.wording import visible
 
 DESCRIPTIONS = {
     READABLE_CHECK: "Every file of the dataset can be read",
@@ -38,7 +39,7 @@ def _value(value) -> MetadataValue:
     if isinstance(value, Table):
         return md_table(value.header, value.rows)
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return MetadataValue.text(str(value))
+        return MetadataValue.text(visible(str(value)))
     return MetadataValue.int(value) if isinstance(value, int) else MetadataValue.float(value)
 
 
@@ -59,6 +60,6 @@ def evaluation(key: AssetKey, outcome: CheckOutcome, partition: str | None = Non
         check_name=outcome.name,
         passed=outcome.passed,
         severity=AssetCheckSeverity.ERROR if outcome.severity == "ERROR" else AssetCheckSeverity.WARN,
-        description=outcome.description,
+        description=visible(outcome.description),  # it names fields and files: Dagster shows them as they are
         metadata={k: _value(v) for k, v in outcome.metadata.items()},
     )

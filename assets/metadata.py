@@ -14,6 +14,7 @@ from dagster import (
 
 from lumos_dagster.governance.checks import CHANGE_HEADER, change_rows, error_rows
 from lumos_dagster.model import SchemaChange, Snapshot, type_str
+from lumos_dagster.wording import visible
 
 MAX_ROWS = 20
 
@@ -23,9 +24,9 @@ def column_schema(snapshot: Snapshot) -> TableSchema:
     return TableSchema(
         columns=[
             TableColumn(
-                name=path,
+                name=visible(path),
                 type=type_str(f.type),
-                description=f.description,
+                description=None if f.description is None else visible(f.description),
                 constraints=TableColumnConstraints(nullable=f.nullable),
                 tags={t: "" for t in f.terms} or None,  # glossary terms
             )
@@ -91,7 +92,7 @@ def governance_metadata(last: Snapshot, keys: Mapping[str, AssetKey]) -> dict[st
 
 def md_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> MetadataValue:
     def cell(text: str) -> str:
-        return str(text).replace("|", "/").replace("\n", " ")
+        return visible(str(text)).replace("|", "/")
 
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(cell(c) for c in row) + " |" for row in rows[:MAX_ROWS]]

@@ -27,6 +27,7 @@ from lumos_dagster.governance.rules import post_webhook, todo_json, todo_markdow
 from lumos_dagster.reports import cost as cost_report
 from lumos_dagster.resources.store import SnapshotStoreResource
 from lumos_dagster.store import SnapshotStore
+from lumos_dagster.wording import VISIBLE_LOG
 
 FORMATS = {"json": "json", "csv": "csv", "markdown": "md"}
 COST_REPORT = AssetKey("lumos_cost_report")
@@ -107,7 +108,8 @@ def report_assets(config: LumosConfig, catalogue: Catalogue):
         backfill_policy=BackfillPolicy.single_run(),
     )
     def _reports(context: AssetExecutionContext, lumos_store: SnapshotStoreResource):
-        with lumos_store.open() as store:
+        context.log.addFilter(VISIBLE_LOG)
+        with lumos_store.faults(), lumos_store.open() as store:
             for key, build in ((COST_REPORT, _cost_report), (OVERVIEW, _overview)):
                 if key in context.selected_asset_keys:
                     yield build(config, catalogue, store, context.log)

@@ -35,6 +35,7 @@ from lumos_dagster.run.snapshot import BatchOutcome, Services, SnapshotRun, held
 from lumos_dagster.schema.gate import how_to_accept
 from lumos_dagster.sources import Source
 from lumos_dagster.windows import Window
+from lumos_dagster.wording import VISIBLE_LOG
 
 #: a run's step seconds, summed over its ops (a run tag: JSON, step → seconds)
 SECONDS_TAG = "lumos/step_seconds"
@@ -121,10 +122,11 @@ def snapshot_events(context: AssetExecutionContext, spark: LumosSparkResource, l
         for w in (partitions.time_window_for_partition_key(pk),)
     ]
     context.log.addFilter(UNYIELDED_CHECKS)  # the step's own log, which Dagster writes the note to
+    context.log.addFilter(VISIBLE_LOG)
     context.log.info(f"snapshotting {len(selected)} datasets × {len(windows)} partitions")
     # first: its delivery worker builds the catalogs while the run reads
     delivery = lumos_catalogs.delivery(lumos_store.store_url, context.log.warning)
-    with lumos_store.open() as store:
+    with lumos_store.faults(), lumos_store.open() as store:
         run = SnapshotRun(config, catalogue, sources, store, delivery, _services(context, spark, config, bills),
                           release=context.run.tags.get(RELEASE_TAG))  # fmt: skip
         progress = Progress(context.log.info, len(selected))  # one count for the op's batches

@@ -300,19 +300,15 @@ def catalog_snapshots(datasets: int, fields: int = 20, seed: int = 3) -> list[Sn
 
 
 def _raw_mcps(snapshots: list[Snapshot]) -> list:
-    """The MCPs Lumos would write, built up front: snapshot_aspects, each distinct one once."""
-    import json
+    """The aspects the file ends with, built up front as MCPs DataHub Lite's own `write` takes (it takes
+    no patch: Lumos' patches applied)."""
+    from datahub.emitter.mcp import MetadataChangeProposalWrapper
 
-    from lumos_dagster.catalog.datahub import snapshot_aspects
+    from lumos_dagster.catalog.datahub import snapshot_proposals
+    from lumos_dagster.catalog.patch_apply import state_of
 
-    out, seen = [], set()
-    for s in snapshots:
-        for mcp in snapshot_aspects(s):
-            key = json.dumps(mcp.to_obj(), sort_keys=True)
-            if key not in seen:
-                seen.add(key)
-                out.append(mcp)
-    return out
+    state = state_of(p for s in snapshots for p in snapshot_proposals(s))
+    return [MetadataChangeProposalWrapper(entityUrn=urn, aspect=aspect) for (urn, _), aspect in state.items()]
 
 
 def catalog_write_rate(datasets: int = 500, repeat: int = 1) -> list[Row]:

@@ -63,7 +63,7 @@ class ApiLimits(ConfigModel):
     )
     page_size: int = Field(100, ge=1, le=10_000, description="Largest page of `GET /v1/datasets`.")
     max_fields: int = Field(
-        10_000, ge=1, le=1_000_000, description="A proposed schema with more fields, nested ones counted, is refused."
+        10_000, ge=1, le=1_000_000, description="A proposed schema with more fields, nested ones counted: not judged."
     )
 
 

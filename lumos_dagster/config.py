@@ -27,6 +27,7 @@ from pydantic_core import ErrorDetails
 from lumos_dagster.api_config import ApiConfig
 from lumos_dagster.errors import ConfigError
 from lumos_dagster.graphs import first_cycle
+from lumos_dagster.masking import AMBIGUOUS_PASSWORD, ambiguous_password
 from lumos_dagster.model import DEFAULT_POLICY, OWNERSHIP_TYPES, POLICIES
 from lumos_dagster.plugins import (
     CATALOGS,
@@ -381,6 +382,13 @@ class StoreConfig(ConfigModel):
         description="SQLAlchemy URL; overrides `path` (e.g. postgresql+psycopg://…); its ${ENV}s are read on opening.",
     )
     retention: StoreRetention = Field(default_factory=StoreRetention)
+
+    @field_validator("url")
+    @classmethod
+    def _unambiguous(cls, value: str | None) -> str | None:
+        if value is not None and ambiguous_password(value):
+            raise ValueError(AMBIGUOUS_PASSWORD)
+        return value
 
 
 class RetentionConfig(ConfigModel):

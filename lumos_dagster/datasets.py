@@ -54,10 +54,11 @@ class DatasetSpec:
     first_partition: str | None = None  # the earliest time partition's date (ISO) discovery saw
     file_count: int = 0
     total_bytes: int = 0
+    instance: str | None = None  # its source's platform instance
 
     @property
     def ref(self) -> DatasetRef:
-        return DatasetRef(self.platform, self.name, self.uri, self.format)
+        return DatasetRef(self.platform, self.name, self.uri, self.format, self.instance)
 
     @property
     def domain(self) -> str | None:

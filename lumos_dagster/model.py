@@ -17,6 +17,8 @@ from datetime import datetime
 from fnmatch import fnmatchcase
 from typing import Any, Callable, Iterator, Sequence, Union
 
+from lumos_dagster.limits import MAX_FIELD_NAME, MAX_FIELDS
+
 SNAPSHOT_FORMAT = "lumos.snapshot/1"
 
 PRIMITIVE_KINDS = frozenset(
@@ -47,17 +49,6 @@ PRIMITIVE_KINDS = frozenset(
     }
 )
 TIME_UNITS = ("s", "ms", "us", "ns")
-#: how deep types may nest (structs, arrays, maps, unions within each other). Real schemas stay far
-#: below it (BigQuery allows 15 levels, pyarrow's Parquet reader under 100); the readers refuse
-#: deeper files, every step of a portable document (export, validate, import, compare) handles this
-#: depth, and `lumos validate` refuses deeper.
-MAX_NESTING = 64
-#: how many fields and nested types a schema may expand to: every field's type and each element, key,
-#: value or branch within it counts (a flat schema counts its fields), an enum's symbols count, and a
-#: reused named type (Avro) or `$ref` (JSON Schema) counts at each use. Ten times the widest real
-#: tables; it bounds the work a hostile schema costs, as a 2 KB Avro schema that uses a record ten
-#: times per level expands to millions of fields.
-MAX_FIELDS = 100_000
 
 
 class SchemaTooLarge(ValueError):
@@ -333,6 +324,20 @@ def _flatten(fields: tuple[Field, ...], prefix: str) -> Iterator[tuple[str, Fiel
             yield from _flatten(inner.fields, path + ".")
 
 
+def beyond_limits(schema: Schema) -> str | None:
+    """Why `schema` is more than Lumos keeps (`limits`): a field name longer than MAX_FIELD_NAME, or
+    more than MAX_FIELDS fields; None when it is within them. The name itself is never quoted."""
+    for count, (_, f) in enumerate(_flatten(schema.fields, ""), start=1):
+        if count > MAX_FIELDS:
+            return f"its schema has more than {MAX_FIELDS:,} fields, more than Lumos keeps"
+        if len(f.name) > MAX_FIELD_NAME:
+            return (
+                f"its field number {count} has a name of {len(f.name):,} characters, longer than the "
+                f"{MAX_FIELD_NAME:,} Lumos keeps"
+            )
+    return None
+
+
 def map_struct_fields(t: DataType, fn: Callable[[tuple[Field, ...]], tuple[Field, ...]]) -> DataType:
     """`t` with the fields of the struct it holds (directly, or through arrays and maps) replaced by `fn`'s."""
     if isinstance(t, Struct):
@@ -545,6 +550,7 @@ class DatasetRef:
     name: str
     location: str
     format: str | None = None
+    instance: str | None = None  # the platform instance its source names (DataHub's `platform_instance`)
 
     @property
     def urn(self) -> str:
@@ -762,6 +768,16 @@ def change_to_json(c: SchemaChange, keys: Sequence[str] = CHANGE_KEYS) -> dict:
 
 
 @dataclass(frozen=True)
+class Commit:
+    """One commit of a table format's history: a Delta version, an Iceberg snapshot."""
+
+    version: str
+    committed_at: datetime
+    operation: str  # the format's own word: WRITE, MERGE, DELETE (Delta); append, overwrite (Iceberg)
+    metrics: tuple[tuple[str, str], ...] = ()  # what the format records of it (rows added, files removed…)
+
+
+@dataclass(frozen=True)
 class TableVersion:
     """The commit of a table format (Iceberg, Delta) that a snapshot saw, and the table's layout then."""
 
@@ -770,6 +786,36 @@ class TableVersion:
     committed_at: datetime | None
     partition_spec: tuple[str, ...] = ()  # `region`, `day(ts)`: transform(column), identity bare
     sort_order: tuple[str, ...] = ()  # `ts DESC NULLS LAST`
+    commits: tuple[Commit, ...] = ()  # the table's commits in the snapshot's window, oldest first
+
+
+#: Lumos' checks, by name (lumos_dagster.governance.checks judges them)
+READABLE_CHECK = "files_readable"
+COMPATIBLE_CHECK = "schema_compatible"
+COMPLETE_CHECK = "metadata_complete"
+QUALITY_CHECK = "data_quality"
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """One of Lumos' checks (files readable, schema compatible, metadata complete, data quality) as
+    judged when the store kept the snapshot: what catalogs show as the check's result."""
+
+    name: str
+    passed: bool
+    severity: str  # ERROR | WARN
+    description: str
+    affected: tuple[str, ...] = ()  # the datasets downstream of a breaking change (impact)
+
+
+@dataclass(frozen=True)
+class TableTotals:
+    """The whole table's figures, for a snapshot of one of its partitions: its files and bytes as
+    discovery last counted them, and where its partitions start."""
+
+    file_count: int
+    total_bytes: int
+    first_partition: str | None = None  # the earliest partition's key (`2026-11-01`)
 
 
 @dataclass
@@ -803,6 +849,8 @@ class Snapshot:
     quality: Quality | None = None
     profile: Profile | None = None
     table: TableVersion | None = None  # a table format's commit; None for plain files and databases
+    checks: tuple[CheckResult, ...] = ()  # Lumos' checks, as judged when the store kept it
+    totals: TableTotals | None = None  # the whole table's, for a partition of it; None: the partition is the table
 
     @property
     def fingerprint(self) -> str:
@@ -848,11 +896,14 @@ def _dt_from_json(s: str | None) -> datetime | None:
 
 
 def _ref_to_json(r: DatasetRef) -> dict:
-    return {"urn": r.urn, "platform": r.platform, "name": r.name, "location": r.location, "format": r.format}
+    out = {"urn": r.urn, "platform": r.platform, "name": r.name, "location": r.location, "format": r.format}
+    if r.instance is not None:  # only when set: the documents of every other dataset stay as they were
+        out["instance"] = r.instance
+    return out
 
 
 def _ref_from_json(j: dict) -> DatasetRef:
-    return DatasetRef(platform=j["platform"], name=j["name"], location=j["location"], format=j["format"])
+    return DatasetRef(j["platform"], j["name"], j["location"], j["format"], j.get("instance"))
 
 
 def _edge_to_json(e: LineageEdge) -> dict:
@@ -935,21 +986,28 @@ def _profile_from_json(j: dict | None) -> Profile | None:
 def _table_to_json(t: TableVersion | None) -> dict | None:
     if t is None:
         return None
-    return {
+    out: dict[str, Any] = {
         "format": t.format,
         "version": t.version,
         "committed_at": _dt_to_json(t.committed_at),
         "partition_spec": list(t.partition_spec),
         "sort_order": list(t.sort_order),
     }
+    if t.commits:  # only when the window held commits: documents of other tables stay as they were
+        out["commits"] = [{"version": c.version, "committed_at": _dt_to_json(c.committed_at),
+                           "operation": c.operation, "metrics": dict(c.metrics)} for c in t.commits]  # fmt: skip
+    return out
 
 
 def _table_from_json(j: dict | None) -> TableVersion | None:
     if j is None:
         return None
-    return TableVersion(
-        j["format"], j["version"], _dt_from_json(j["committed_at"]), tuple(j["partition_spec"]), tuple(j["sort_order"])
+    commits = tuple(
+        Commit(c["version"], datetime.fromisoformat(c["committed_at"]), c["operation"], tuple(c["metrics"].items()))
+        for c in j.get("commits", ())
     )
+    return TableVersion(j["format"], j["version"], _dt_from_json(j["committed_at"]), tuple(j["partition_spec"]),
+                        tuple(j["sort_order"]), commits)  # fmt: skip
 
 
 def snapshot_to_json(s: Snapshot) -> dict:
@@ -1006,6 +1064,15 @@ def snapshot_to_json(s: Snapshot) -> dict:
     }
     if s.table is not None:  # left out otherwise: documents of files and databases stay as they were
         out["table"] = _table_to_json(s.table)
+    if s.checks:  # likewise: only snapshots a run judged
+        out["checks"] = [
+            {"name": c.name, "passed": c.passed, "severity": c.severity, "description": c.description,
+             **({"affected": list(c.affected)} if c.affected else {})}
+            for c in s.checks
+        ]  # fmt: skip
+    if s.totals is not None:  # likewise: only partitions of a larger table
+        out["totals"] = {"file_count": s.totals.file_count, "total_bytes": s.totals.total_bytes,
+                         "first_partition": s.totals.first_partition}  # fmt: skip
     if s.schema.name is not None:  # likewise: only Avro schemas have one
         out["schema_name"] = s.schema.name
     if s.schema.aliases:
@@ -1069,6 +1136,11 @@ def snapshot_from_json(j: dict) -> Snapshot:
         quality=_quality_from_json(j.get("quality")),
         profile=_profile_from_json(j.get("profile")),
         table=_table_from_json(j.get("table")),
+        checks=tuple(
+            CheckResult(c["name"], c["passed"], c["severity"], c["description"], tuple(c.get("affected", ())))
+            for c in j.get("checks", ())
+        ),
+        totals=TableTotals(**j["totals"]) if j.get("totals") else None,
     )
 
 

@@ -23,9 +23,8 @@ from dataclasses import dataclass
 from importlib.metadata import SelectableGroups, entry_points
 from pathlib import Path
 from typing import Annotated, Any, Callable, Generic, Iterator, TypeVar, get_args
-from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from lumos_dagster.errors import ConfigError
 
@@ -48,6 +47,16 @@ class ConfigModel(BaseModel):
     """Base of every lumos.yaml section and plug-in entry: unknown keys are errors, values never change."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
+
+
+class SourceEntry(ConfigModel):
+    """What every `sources` entry may say besides its type's own keys."""
+
+    platform_instance: str | None = Field(
+        None,
+        description="The platform instance of the datasets found here, as DataHub's source for the platform "
+        "takes it (`platform_instance`): a prefix of their URNs and the top of their browse path in DataHub.",
+    )
 
 
 class _SecretMarker:
@@ -90,43 +99,6 @@ def expand_secrets(text: str, where: str, env: Mapping[str, str] | None = None) 
         raise ConfigError(f"{where}: environment variable {name} is not set (set it, or write ${{{name}:-default}})")
 
     return _ENV.sub(sub, text)
-
-
-MASK = "***"
-# a URL's password (`scheme://user:PASSWORD@host`, up to the last `@` before the path, since people
-# write `@` unescaped). Each pattern starts only where a word starts (the look-behinds): tried from
-# every character, a long word without `://` cost quadratic time.
-_URL_PASSWORD = re.compile(r"(?<![\w+.-])(\w[\w+.-]*://[^\s:/@'\"]*):[^\s'\"/]*@")
-# a credential's `key=value` in libpq strings, URL queries and messages: a key ending in a credential
-# word (`sslpassword`, `access_token`, `X-Amz-Signature`), or `key`/`sig` alone or after `_ . -`
-# (`key=`, `api_key=`, `sig=`, not `monkey=`); the value quoted (libpq's `\` escapes, maybe cut off) or
-# up to a space or `&`, backslash escapes included (libpq's unquoted `a\ b` is one value)
-_KEY_SECRET = re.compile(
-    r"(?<![\w.-])([\w.-]*(?:password|passwd|pwd|token|secret|api_?key|signature|credential)s?|(?:[\w.-]*[_.-])?"
-    r"(?:key|sig))(\s*=\s*)('(?:[^'\\]|\\.)*(?:'|$)|\"(?:[^\"\\]|\\.)*(?:\"|$)|(?:\\.|[^\s&\\])+)",
-    re.IGNORECASE,
-)
-
-
-def mask_secrets(text: str) -> str:
-    """`text` (a store URL, a DSN, an error quoting one) with every password and token in it
-    replaced by `***`: what Lumos prints or writes where it shows where something is."""
-    return _KEY_SECRET.sub(rf"\1\2{MASK}", _URL_PASSWORD.sub(rf"\1:{MASK}@", text))
-
-
-def webhook_shown(url: str) -> str:
-    """Where a webhook posts, for messages, logs and tables: its scheme, host and port, and `/…` when
-    there is more. Its user, password and query are credentials, and so is the path of Slack's and
-    Teams' hooks: none of them is shown."""
-    try:
-        parts = urlsplit(url)
-        parts.port  # noqa: B018  raises on a port that is not a number
-    except ValueError:
-        return "(a URL that does not parse)"
-    if not parts.scheme or not parts.hostname:
-        return "(a URL that does not parse)"
-    more = parts.path.strip("/") or parts.query or parts.fragment
-    return f"{parts.scheme}://{parts.netloc.rpartition('@')[2]}" + ("/…" if more else "")
 
 
 def resolve_path(base_dir: str, path: str) -> str:

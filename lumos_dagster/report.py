@@ -6,6 +6,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Sequence
 
+from lumos_dagster.wording import visible
+
 SAMPLES = 5
 #: failures printed one a line; past these, one line counts the others by reason (100,000 unreadable files
 #: were 100,000 lines, 7.8 MB)
@@ -86,4 +88,4 @@ class ScanReport:
         for note, n in self.notes.most_common():
             lines.append(f"note    {n:>6}  {note} (e.g. {', '.join(self.note_samples[note][:2])})")
         lines += [f"FAILED  {line}" for line in failure_lines(self.failures)]
-        return "\n".join(lines)
+        return "\n".join(map(visible, lines))  # a line each: a path's newline must not start one

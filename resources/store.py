@@ -4,23 +4,40 @@ environment when a run opens them."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any, Callable
 
-from dagster import Config, ConfigurableResource, InitResourceContext
+from dagster import Config, ConfigurableResource, Failure, InitResourceContext
 from pydantic import PrivateAttr
 
 from lumos_dagster.catalog.base import CatalogAdapter
 from lumos_dagster.config import LumosConfig
 from lumos_dagster.delivery.catalogs import catalogs_from_entries
 from lumos_dagster.delivery.worker import Delivery
-from lumos_dagster.plugins import mask_secrets
+from lumos_dagster.errors import StoreError
+from lumos_dagster.masking import shown_url
 from lumos_dagster.resources.launcher import record_run_process
 from lumos_dagster.store import SnapshotStore
+from lumos_dagster.store.faults import fault_message
 
-# Each store's URL by the one Dagster is shown, its password masked: Dagster keeps every resource's
-# configuration in its run storage, where a password written in lumos.yaml must not go. Every process
-# that runs the resource loaded the code location, which fills this in (`SnapshotStoreResource.of`).
-_STORE_URLS: dict[str, str] = {}
+# Each value Dagster is shown (the store's URL, a catalog server's) by the one it stands for, its
+# credentials masked: Dagster keeps every resource's configuration in its run storage, where a password
+# written in lumos.yaml must not go. Every process that runs the resources loaded the code location,
+# which fills this in (`SnapshotStoreResource.of`, `CatalogsResource.from_config`).
+_WITHHELD: dict[str, str] = {}
+
+
+def _withheld(value: str) -> str:
+    """What Dagster is shown of a URL: `shown_url`, the URL itself kept here (a path stays as it is)."""
+    shown = shown_url(value) if "://" in value else value
+    if shown != value:
+        _WITHHELD[shown] = value
+    return shown
+
+
+def _restored(value: Any) -> Any:
+    return _WITHHELD.get(value, value) if isinstance(value, str) else value
 
 
 class SnapshotStoreResource(ConfigurableResource):
@@ -30,17 +47,29 @@ class SnapshotStoreResource(ConfigurableResource):
 
     @classmethod
     def of(cls, url: str) -> "SnapshotStoreResource":
-        shown = mask_secrets(url)
-        _STORE_URLS[shown] = url
-        return cls(url=shown)
+        return cls(url=_withheld(url))
 
     @property
     def store_url(self) -> str:
         """The URL the store opens (`url` is what Dagster shows and keeps)."""
-        return _STORE_URLS.get(self.url, self.url)
+        return _restored(self.url)
 
     def open(self) -> SnapshotStore:
         return SnapshotStore(self.store_url)
+
+    @contextmanager
+    def faults(self) -> Iterator[None]:
+        """A fault of the store while a step uses it (a statement timeout, a lost connection, a full disk)
+        as a Failure of one line, which Dagster's retries apply to, not the SQL and its parameters."""
+        try:
+            yield
+        except Failure:
+            raise
+        except Exception as exc:
+            fault = str(exc) if isinstance(exc, StoreError) else fault_message(exc, self.store_url)
+            if fault is None:
+                raise
+            raise Failure(description=fault, allow_retries=True) from None
 
     def setup_for_execution(self, context: InitResourceContext) -> None:
         # a run that opens the store says which process it runs in: run monitoring fails it when that
@@ -70,7 +99,7 @@ class CatalogsResource(ConfigurableResource):
         entries = []
         for cat in config.catalogs:
             values = {k: v for k, v in cat.model_dump().items() if k != "type"}
-            settings = {k: v for k, v in values.items() if v is not None}
+            settings = {k: _withheld(v) if isinstance(v, str) else v for k, v in values.items() if v is not None}
             if settings.get("path"):
                 settings["path"] = config.resolve(settings["path"])
             entries.append(
@@ -91,4 +120,9 @@ class CatalogsResource(ConfigurableResource):
             self._delivery.finish()
 
     def adapters(self) -> list[CatalogAdapter]:
-        return catalogs_from_entries([{"type": c.type, **c.settings, **dict.fromkeys(c.nulls)} for c in self.catalogs])
+        return catalogs_from_entries(
+            [
+                {"type": c.type, **{k: _restored(v) for k, v in c.settings.items()}, **dict.fromkeys(c.nulls)}
+                for c in self.catalogs
+            ]
+        )

@@ -9,6 +9,7 @@ from lumos_dagster.config import LumosConfig
 from lumos_dagster.inventory.refresh import refresh_registry
 from lumos_dagster.resources.store import SnapshotStoreResource
 from lumos_dagster.sensors.reload import request_reload
+from lumos_dagster.wording import VISIBLE_LOG
 
 # daily, an hour before the snapshot schedules' midnight tick (in the partitions' time zone): the
 # registry knows the new datasets and days before they are snapshotted
@@ -20,11 +21,9 @@ def discovery_job(config: LumosConfig, known: set[str]):
 
     @op(name="discover_sources", description="Scan the sources and update the registry (`lumos discover`).")
     def discover_sources(context: OpExecutionContext, lumos_store: SnapshotStoreResource) -> None:
-        store = lumos_store.open()
-        try:
+        context.log.addFilter(VISIBLE_LOG)
+        with lumos_store.faults(), lumos_store.open() as store:
             refreshed = refresh_registry(config, store, progress=context.log.info)
-        finally:
-            store.close()
         for name in refreshed.reconciliation.removed:
             context.log.warning(f"{name} vanished from storage: soft-deleted in the catalogs")
         for problem in refreshed.code.problems if refreshed.code else ():

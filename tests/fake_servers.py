@@ -16,7 +16,10 @@ from urllib.parse import parse_qs, unquote, urlparse
 
 from datahub.emitter.mcp import MetadataChangeProposalWrapper
 from datahub.emitter.serialization_helper import post_json_transform, pre_json_transform
-from datahub.metadata.schema_classes import MetadataChangeProposalClass
+from datahub.metadata.schema_classes import ASPECT_NAME_MAP, KEY_ASPECTS, MetadataChangeProposalClass
+from datahub.metadata.urns import Urn
+
+from lumos_dagster.catalog.patch_apply import patched
 
 
 class FakeServer:
@@ -95,32 +98,65 @@ class FakeServer:
 class FakeGMS(FakeServer):
     """DataHub GMS: `/config`, the Rest.li ingest endpoints the emitter uses, and what
     DataHubGraph reads back with: `scrollAcrossEntities` (GraphQL, one page of every entity of
-    the requested types) and `/entitiesV2/{urn}` (the latest version of each aspect)."""
+    the requested types) and `/entitiesV2/{urn}` (the latest version of each aspect).
+
+    It checks what GMS checks before it keeps anything: each URN valid for its entity type, each
+    aspect one the entity type has (DataHub's entity registry, as the acryl-datahub wheel carries
+    it), no PATCH of a timeseries aspect; a request with one such proposal is refused whole (422).
+    A PATCH is applied to the aspect as GMS applies it (Lumos' port of GMS' templates,
+    lumos_dagster.catalog.patch_apply: no GMS can run here to apply it)."""
 
     def __init__(self, token: str | None = None, port: int = 0, refuse: tuple[str, ...] = ()):
         super().__init__(token, port)
         self.aspects: dict[tuple[str, str], list] = {}  # (urn, aspect name) → versions (typed aspects)
         self.refuse = refuse  # entity URNs answered 422 as GMS's validation does, refusing their whole request
 
-    def ingest(self, proposal: dict) -> str:
+    def check(self, proposal: dict) -> MetadataChangeProposalClass:
+        """The proposal, or GMS' reason to refuse it (ValueError)."""
         mcpc = MetadataChangeProposalClass.from_obj(post_json_transform(proposal))
-        mcpw = MetadataChangeProposalWrapper.try_from_mcpc(mcpc)
-        assert mcpw is not None and mcpw.aspect is not None, f"not a known aspect: {proposal}"
-        versions = self.aspects.setdefault((mcpw.entityUrn, mcpw.aspectName), [])
-        if not versions or versions[-1] != mcpw.aspect:  # GMS keeps a new version only for new content
-            versions.append(mcpw.aspect)
-        return mcpw.entityUrn
+        if mcpc.entityUrn in self.refuse:
+            raise ValueError(f"Failed to validate entity URN {mcpc.entityUrn}")
+        try:
+            urn = Urn.from_string(mcpc.entityUrn)
+        except Exception as exc:
+            raise ValueError(f"Failed to validate entity URN {mcpc.entityUrn}: {exc}") from None
+        key = KEY_ASPECTS.get(urn.entity_type)
+        allowed = key is not None and (mcpc.aspectName == key.ASPECT_NAME
+                                       or mcpc.aspectName in key.ASPECT_INFO["entityAspects"])  # fmt: skip
+        if mcpc.aspectName not in ASPECT_NAME_MAP or not allowed:
+            raise ValueError(f"Unknown aspect {mcpc.aspectName} for entity {urn.entity_type}")
+        if mcpc.changeType == "PATCH" and ASPECT_NAME_MAP[mcpc.aspectName].get_aspect_type() == "timeseries":
+            raise ValueError(f"PATCH is not supported for timeseries aspect {mcpc.aspectName}")
+        return mcpc
+
+    def ingest(self, mcpc: MetadataChangeProposalClass) -> str:
+        versions = self.aspects.setdefault((mcpc.entityUrn, mcpc.aspectName), [])
+        if mcpc.changeType == "PATCH":
+            aspect = patched(mcpc, versions[-1] if versions else None)
+        else:
+            mcpw = MetadataChangeProposalWrapper.try_from_mcpc(mcpc)
+            assert mcpw is not None and mcpw.aspect is not None, f"not a known aspect: {mcpc}"
+            aspect = mcpw.aspect
+        if not versions or versions[-1] != aspect:  # GMS keeps a new version only for new content
+            versions.append(aspect)
+        return mcpc.entityUrn
+
+    def current(self, urn: str) -> dict:
+        """The entity's latest aspects, by name."""
+        return {name: versions[-1] for (entity, name), versions in self.aspects.items() if entity == urn and versions}
 
     def handle(self, method, path, query, body, headers):
         if method == "GET" and path == "/config":
             return 200, {"noCode": "true", "versions": {"acryldata/datahub": {"version": "v1.2.0"}}}
-        if method == "POST" and path == "/aspects" and query.get("action") == ["ingestProposalBatch"]:
-            bad = [p["entityUrn"] for p in body["proposals"] if p.get("entityUrn") in self.refuse]
-            if bad:
-                return 422, {"status": 422, "message": f"Failed to validate entity URN {bad[0]}"}
-            return 200, {"value": [self.ingest(p) for p in body["proposals"]]}
-        if method == "POST" and path == "/aspects" and query.get("action") == ["ingestProposal"]:
-            return 200, {"value": self.ingest(body["proposal"])}
+        if method == "POST" and path == "/aspects" and query.get("action") in (["ingestProposalBatch"],
+                                                                              ["ingestProposal"]):  # fmt: skip
+            proposals = body["proposals"] if "proposals" in body else [body["proposal"]]
+            try:
+                checked = [self.check(p) for p in proposals]
+            except ValueError as exc:
+                return 422, {"status": 422, "message": str(exc)}
+            urns = [self.ingest(p) for p in checked]
+            return 200, {"value": urns if "proposals" in body else urns[0]}
         if method == "POST" and path == "/api/graphql" and "scrollAcrossEntities" in body["query"]:
             types = [t.lower() for t in body["variables"].get("types") or []]
             urns = sorted({urn for urn, _ in self.aspects if urn.split(":")[2].lower() in types})
@@ -130,9 +166,9 @@ class FakeGMS(FakeServer):
             urn = unquote(path.removeprefix("/entitiesV2/"))
             wanted = query.get("aspects", ["List()"])[0].removeprefix("List(").removesuffix(")").split(",")
             aspects = {
-                name: {"name": name, "value": pre_json_transform(versions[-1].to_obj())}
-                for (entity, name), versions in self.aspects.items()
-                if entity == urn and name in wanted
+                name: {"name": name, "value": pre_json_transform(aspect.to_obj())}
+                for name, aspect in self.current(urn).items()
+                if name in wanted or wanted == [""]
             }
             return 200, {"urn": urn, "aspects": aspects}
         return 404, {"message": f"no route {method} {path}"}

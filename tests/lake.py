@@ -39,6 +39,22 @@ def register(config) -> None:
         store.close()
 
 
+def catalog_urn(config, name: str, env: str = "PROD") -> str:
+    """The URN Lumos gives the dataset `name` in DataHub (DataHub's own source's), from where the store
+    says its latest snapshot is."""
+    from lumos_dagster.catalog.datahub import dataset_urn
+    from lumos_dagster.model import dataset_urn as lumos_urn
+
+    store = SnapshotStore(config.store_url)
+    try:
+        record = next(r for r in store.datasets() if r.name == name)
+        latest = store.latest(lumos_urn(record.platform, name))
+    finally:
+        store.close()
+    assert latest is not None, f"{name} has no snapshot"
+    return dataset_urn(latest.dataset, env)
+
+
 def write_parquet(path, table: pa.Table) -> str:
     os.makedirs(os.path.dirname(path), exist_ok=True)
     pq.write_table(table, path)

@@ -332,7 +332,7 @@ def test_error_paths(served):
         chunks = iter([json.dumps(big).encode()[i : i + 1000] for i in range(0, 12_000, 1000)])
         as_json = {**auth["checker"], "Content-Type": "application/json"}
         _error(http.post("/v1/datasets/raw/events/check", content=chunks, headers=as_json), 413, "too_large")
-        # malformed schemas: unreadable in its format, an unknown format, not JSON at all
+        # schemas unreadable in their format: a verdict (the document allows the body), not a refusal
         for body, words in [
             ({"format": "spark-ddl", "schema": "id BIGINTEGER"}, "unknown type"),
             ({"format": "avro", "schema": "{not json"}, "not JSON"),
@@ -340,8 +340,11 @@ def test_error_paths(served):
             ({"format": "lumos", "schema": [{"name": "a"}]}, "lumos"),
             ({"format": "spark-ddl", "schema": "a " + "STRUCT<b: " * 150 + "INT" + ">" * 150}, "nested deeper"),
         ]:
-            e = _error(http.post("/v1/datasets/raw/events/check", json=body, headers=auth["checker"]), 422, "invalid")
-            assert words in e["message"], e
+            verdict = http.post("/v1/datasets/raw/events/check", json=body, headers=auth["checker"])
+            assert verdict.status_code == 200 and not verdict.json()["passed"], verdict.text
+            (problem,) = verdict.json()["problems"]
+            assert words in problem, problem
+        # what the document refuses: an unknown format, a body that is not JSON at all
         e = _error(http.post("/v1/datasets/raw/events/check", json={"format": "cobol", "schema": "x"},
                              headers=auth["checker"]), 422, "invalid")  # fmt: skip
         assert "format" in e["message"] and "cobol" not in e["message"]  # the input is not echoed
@@ -620,10 +623,13 @@ def test_error_bodies_never_echo_the_input(hostile):
                                                   "required": 5}}, "not a valid schema"),
             ({"format": "spark-ddl", "schema": "id BIGINT", "SECRETVALUE123": 1}, "unknown field"),
         ]:  # fmt: skip
-            e = _error(http.post(check, json=body), 422, "invalid")
-            assert words in e["message"], e
+            answer = http.post(check, json=body)  # a verdict on a schema that does not read, a refusal of a key
+            said = (
+                _error(answer, 422, "invalid")["message"] if answer.status_code == 422 else answer.json()["problems"][0]
+            )
+            assert words in said, said
             for echo in ("secretvalue123", "keyerror", "typeerror", "not iterable", "'nullable'"):
-                assert echo not in e["message"].lower(), e
+                assert echo not in said.lower(), said
         avro = {"type": "record", "name": "r", "fields": [{"name": "a", "type": "SECRETVALUE123"}]}
         assert "SECRETVALUE123" not in http.post(check, json={"format": "avro", "schema": avro}).text
         for response in [
@@ -715,7 +721,7 @@ def test_a_check_past_its_deadline_stops_there_and_health_stays_fast(hostile):
             time.sleep(0.05)
     answered = time.monotonic()
     results = [a.result() for a in answers]
-    assert all(status in (422, 504) and took < HOSTILE_TIMEOUT + 1 for status, took in results), results
+    assert all(status in (200, 504) and took < HOSTILE_TIMEOUT + 1 for status, took in results), results
     assert max(health) < 1.0, sorted(health)[-5:]  # generous: 9 s before
     time.sleep(max(0.0, answered + 1 - time.monotonic()))  # the work may outlive its deadline by 1 s at most
     before = _tree(hostile.proc.pid)
@@ -729,6 +735,5 @@ def test_a_check_past_its_deadline_stops_there_and_health_stays_fast(hostile):
 def test_a_proposed_schema_with_too_many_fields_is_refused(hostile):
     with hostile.client("checker") as c:
         assert c.check("sales", "spark-ddl", ", ".join(f"c{i} INT" for i in range(2000))).datasets
-        with pytest.raises(ApiError) as err:
-            c.check("sales", "spark-ddl", "s STRUCT<" + ", ".join(f"c{i}: INT" for i in range(2000)) + ">")
-    assert err.value.status == 422 and "more than 2000 fields" in err.value.message
+        verdict = c.check("sales", "spark-ddl", "s STRUCT<" + ", ".join(f"c{i}: INT" for i in range(2000)) + ">")
+    assert not verdict.passed and "more than 2000 fields" in verdict.problems[0]

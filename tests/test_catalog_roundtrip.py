@@ -34,6 +34,7 @@ from lumos_dagster.store import SnapshotStore
 from tests.fake_atlas import FakeAtlas
 from tests.fake_servers import FakeGMS, FakeOpenMetadata
 from tests.test_catalogs import estate as three_datasets
+from tests.test_catalogs import held
 
 pytestmark = pytest.mark.servers
 
@@ -144,7 +145,9 @@ def test_store_to_catalog_to_store(name, tmp_path):
         catalog.close()
 
     assert portable.compare(source, back).same
-    assert _current(back) == _current(source)
+    # DataHub holds each dataset's current state without what only Lumos' store keeps (changes, errors…)
+    same = (lambda d: {k: held(v) for k, v in d.items()}) if name.startswith("datahub") else (lambda d: d)
+    assert same(_current(back)) == same(_current(source))
     raw = next(e.snapshot for e in back.entries if e.snapshot.dataset.name == "raw/orders")
     assert (raw.schema.name, raw.schema.aliases) == ("shop.Order", ("shop.Sale",))
     assert raw.schema.field("digest").type == Fixed(16, "shop.Md5", ("shop.Hash",))
@@ -158,7 +161,7 @@ def test_store_to_catalog_to_store(name, tmp_path):
     # and back into a fresh store: the current state as it was
     again = SnapshotStore(f"sqlite:///{tmp_path / 'again.db'}")
     portable.import_into_store(back, again)
-    assert _current(portable.from_store(again)) == _current(source)
+    assert same(_current(portable.from_store(again))) == same(_current(source))
     again.close()
 
 

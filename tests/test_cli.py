@@ -152,7 +152,7 @@ def test_lite_runs_datahubs_own_cli_on_the_projects_catalog(tmp_path):
             str(tmp_path / "lumos.yaml"),
             "get",
             "--urn",
-            "urn:li:dataset:(urn:li:dataPlatform:file,raw/x,PROD)",
+            "urn:li:dataset:(urn:li:dataPlatform:file,x,PROD)",
         ],
         capture_output=True,
         text=True,

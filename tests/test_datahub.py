@@ -6,7 +6,6 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
-from datahub.emitter.mcp import MetadataChangeProposalWrapper
 from datahub.ingestion.sink.file import write_metadata_file
 from datahub.metadata.schema_classes import (
     ArrayTypeClass,
@@ -15,16 +14,28 @@ from datahub.metadata.schema_classes import (
     OwnershipClass,
     RecordTypeClass,
     SchemaMetadataClass,
+    TagAssociationClass,
     UnionTypeClass,
+    UpstreamClass,
     UpstreamLineageClass,
 )
 from datahub.testing.mce_helpers import check_golden_file
 from datahub.utilities.urns.field_paths import get_simple_field_path_from_v2_field_path
 
-from lumos_dagster.catalog.datahub import LUMOS_ACTOR, audit_stamp, schema_fields, snapshot_aspects
+from lumos_dagster.catalog.datahub import (
+    LUMOS_ACTOR,
+    LUMOS_SOURCE,
+    Claims,
+    DataHubCatalog,
+    audit_stamp,
+    schema_fields,
+    snapshot_proposals,
+)
+from lumos_dagster.catalog.patch_apply import state_of
 from lumos_dagster.model import (
     Array,
     AssertionResult,
+    CheckResult,
     ColumnMapping,
     ColumnProfile,
     Cost,
@@ -45,6 +56,7 @@ from lumos_dagster.model import (
     SchemaChange,
     Snapshot,
     Struct,
+    TableTotals,
     Timestamp,
     UnionType,
 )
@@ -134,15 +146,28 @@ def snapshot(**changes) -> Snapshot:
     return Snapshot(**{**base, **changes})
 
 
+DS = "urn:li:dataset:(urn:li:dataPlatform:file,lake/sales/orders,PROD)"
+RAW = "urn:li:dataset:(urn:li:dataPlatform:file,lake/raw/orders,PROD)"
+
+
+def _state(s: Snapshot, before: Claims | None = None, state: dict | None = None) -> dict:
+    """(entity, aspect) → aspect, as a catalog holds them once the snapshot's proposals are applied."""
+    return state_of(snapshot_proposals(s, before=before), state)
+
+
+def _aspects(s: Snapshot, before: Claims | None = None) -> dict:
+    return {name: a for (urn, name), a in _state(s, before).items() if urn == DS}
+
+
 def test_aspects_match_the_golden_file(pytestconfig, tmp_path):
     out = tmp_path / "aspects.json"
-    write_metadata_file(out, snapshot_aspects(snapshot()))
+    write_metadata_file(out, snapshot_proposals(snapshot()))
     check_golden_file(pytestconfig, out, GOLDEN / "sales_orders_aspects.json")
 
 
 def test_audit_stamps_name_lumos_at_the_datas_time_or_the_capture():
     s = snapshot()
-    aspects = {m.aspectName: m.aspect for m in snapshot_aspects(s) if m.entityUrn.startswith("urn:li:dataset:")}
+    aspects = _aspects(s)
     schema, lineage = aspects["schemaMetadata"], aspects["upstreamLineage"]
     stamps = [schema.created, schema.lastModified, *(u.auditStamp for u in lineage.upstreams)]
     stamps += [f.glossaryTerms.auditStamp for f in schema.fields if f.glossaryTerms]
@@ -154,16 +179,23 @@ def test_audit_stamps_name_lumos_at_the_datas_time_or_the_capture():
     assert audit_stamp(table).time == int(s.captured_at.timestamp() * 1000)
 
 
-def test_every_aspect_survives_datahubs_own_serialization():
-    for mcp in snapshot_aspects(snapshot()):
-        assert mcp.validate(), mcp
-        assert MetadataChangeProposalWrapper.from_obj(mcp.to_obj()) == mcp
+def test_every_proposal_survives_datahubs_own_serialization():
+    proposals = snapshot_proposals(snapshot())
+    assert {p.changeType for p in proposals} == {"UPSERT", "PATCH"}
+    for p in proposals:
+        assert p.validate(), p
+        assert type(p).from_obj(p.to_obj()) == p
+    for aspect in _state(snapshot()).values():  # and what the patches leave
+        assert aspect.validate(), aspect
 
 
-def test_v2_field_paths_give_back_the_flat_paths():
-    fields = schema_fields(SCHEMA, audit_stamp(snapshot()))
-    assert [get_simple_field_path_from_v2_field_path(f.fieldPath) for f in fields] == [p for p, _ in SCHEMA.flatten()]
-    by_flat = {get_simple_field_path_from_v2_field_path(f.fieldPath): f for f in fields}
+def test_field_paths_are_datahubs_for_the_format():
+    """Avro: v2 paths (DataHub's Avro converter); Parquet and the rest: DataHub's simple ones, nested fields
+    in the dotted style. Either way the flat path of every field comes back, and what Lumos knows rides on it."""
+    avro = schema_fields(SCHEMA, audit_stamp(snapshot()), "file", "avro")
+    flat = [p for p, _ in SCHEMA.flatten()]
+    assert list(dict.fromkeys(get_simple_field_path_from_v2_field_path(f.fieldPath) for f in avro)) == flat
+    by_flat = {get_simple_field_path_from_v2_field_path(f.fieldPath): f for f in avro}
     assert (
         by_flat["items.sku"].fieldPath
         == "[version=2.0].[type=struct].[type=array].[type=struct].items.[type=string].sku"
@@ -176,40 +208,50 @@ def test_v2_field_paths_give_back_the_flat_paths():
     assert by_flat["order_id"].nativeDataType == "long" and by_flat["order_id"].nullable is False
     assert by_flat["order_id"].description == "Unique order number"
     assert by_flat["items.qty"].nullable is False
-
-
-def _aspects(s: Snapshot) -> dict:
-    urn = "urn:li:dataset:(urn:li:dataPlatform:file,sales/orders,PROD)"
-    return {m.aspectName: m.aspect for m in snapshot_aspects(s) if m.entityUrn == urn}
+    parquet = schema_fields(SCHEMA, audit_stamp(snapshot()), "file", "parquet", ("status",))
+    assert [f.fieldPath for f in parquet] == flat
+    assert [f.fieldPath for f in parquet if f.isPartitioningKey] == ["status"]
 
 
 def test_lineage_ownership_and_properties():
     aspects = _aspects(snapshot())
     lineage: UpstreamLineageClass = aspects["upstreamLineage"]
-    assert [u.dataset for u in lineage.upstreams] == ["urn:li:dataset:(urn:li:dataPlatform:file,raw/orders,PROD)"]
+    assert [u.dataset for u in lineage.upstreams] == [RAW]
     owners: OwnershipClass = aspects["ownership"]
-    assert [(o.owner, o.type) for o in owners.owners] == [
-        ("urn:li:corpuser:ann@example.com", "DATAOWNER"),
-        ("urn:li:corpGroup:data-eng", "TECHNICAL_OWNER"),
+    assert [(o.owner, o.type, o.attribution.source) for o in owners.owners] == [
+        ("urn:li:corpuser:ann@example.com", "DATAOWNER", LUMOS_SOURCE),
+        ("urn:li:corpGroup:data-eng", "TECHNICAL_OWNER", LUMOS_SOURCE),
     ]
-    props = aspects["datasetProperties"].customProperties
-    assert props["lumos.version"] == "1.2.0" and props["lumos.rows"] == "1000" and props["lumos.errors"] == "1"
-    assert (props["lumos.previous_version"], props["lumos.change_class"], props["lumos.policy"]) == (
-        "1.1.0",
-        "minor",
-        "FULL",
-    )
-    assert props["lumos.changes"] == "NON_BREAKING UNION_BRANCHES_ADDED code (int32 → union<int32, string>)"
-    assert props["lumos.breaking_changes"] == "0"
-    assert (props["lumos.cost.total"], props["lumos.cost.method"]) == ("352.75", "lineage_weighted")
+    props = aspects["datasetProperties"]
+    assert (props.name, props.description) == ("orders", "Orders as checkout writes them.")
+    assert props.customProperties == {
+        "lumos.dataset": "sales/orders", "lumos.format": "avro", "lumos.partition": "2026-11-25",
+        "lumos.version": "1.2.0", "lumos.change_class": "minor", "lumos.errors": "1",
+        "lumos.cost": "352.75 USD/month", "lumos.quality": "0.750", "number_of_files": "3", "size_in_bytes": "12345",
+    }  # fmt: skip
+    ours = {k: v for k, v in props.customProperties.items() if k.startswith("lumos.")}
+    assert len(ours) <= 8 and all(len(v) < 40 for v in ours.values())
     assert aspects["container"].container.startswith("urn:li:container:")
+    assert [e.id for e in aspects["browsePathsV2"].path][-1] == aspects["container"].container
 
 
-def test_unreadable_and_undeclared_parts_are_not_sent():
-    aspects = _aspects(snapshot(schema=Schema(), owners=(), tags=(), domain=None, upstream=()))
-    assert "schemaMetadata" not in aspects  # an unreadable partition must not blank the catalog's schema
-    assert not {"ownership", "globalTags", "domains"} & set(aspects)
-    assert aspects["upstreamLineage"].upstreams == []  # lineage removal does reach the catalog
+def test_unreadable_and_undeclared_parts_are_not_sent_and_what_lumos_no_longer_says_is_removed():
+    before = Claims.from_json(DataHubCatalog("test").claims(snapshot()))
+    bare = snapshot(schema=Schema(), owners=(), tags=(), domain=None, upstream=(), description=None, terms=())
+    proposals = snapshot_proposals(bare)
+    assert "schemaMetadata" not in {p.aspectName for p in proposals}  # an unreadable partition must not blank it
+    assert not {"ownership", "globalTags", "domains", "upstreamLineage"} & {p.aspectName for p in proposals}
+    # what Lumos added before, and no longer has, goes; what someone else added stays
+    theirs = UpstreamClass(dataset="urn:li:dataset:(urn:li:dataPlatform:dbt,stg.orders,PROD)", type="TRANSFORMED")
+    state = _state(snapshot())
+    state[DS, "upstreamLineage"].upstreams.append(theirs)
+    state[DS, "globalTags"].tags.append(TagAssociationClass("urn:li:tag:gold"))
+    after = _state(bare, before, state)
+    assert [u.dataset for u in after[DS, "upstreamLineage"].upstreams] == [theirs.dataset]
+    assert after[DS, "upstreamLineage"].fineGrainedLineages == []
+    assert [t.tag for t in after[DS, "globalTags"].tags] == ["urn:li:tag:gold"]
+    assert after[DS, "ownership"].owners == [] and after[DS, "domains"].domains == []
+    assert after[DS, "datasetProperties"].description is None
 
 
 def test_schema_hash_is_the_fingerprint():
@@ -220,44 +262,42 @@ def test_schema_hash_is_the_fingerprint():
 
 def _by_entity(s: Snapshot) -> dict[str, dict]:
     out: dict[str, dict] = {}
-    for m in snapshot_aspects(s):
-        out.setdefault(m.entityUrn, {})[m.aspectName] = m.aspect
+    for (urn, name), aspect in _state(s).items():
+        out.setdefault(urn, {})[name] = aspect
     return out
 
 
 def test_column_lineage_goes_to_the_dataset_and_to_the_job_that_builds_it():
     entities = _by_entity(snapshot())
-    orders = "urn:li:dataset:(urn:li:dataPlatform:file,sales/orders,PROD)"
-    raw = "urn:li:dataset:(urn:li:dataPlatform:file,raw/orders,PROD)"
-    fine = entities[orders]["upstreamLineage"].fineGrainedLineages
+    fine = entities[DS]["upstreamLineage"].fineGrainedLineages
     assert [(f.upstreams, f.downstreams) for f in fine] == [
-        ([f"urn:li:schemaField:({raw},id)"], [f"urn:li:schemaField:({orders},order_id)"]),
-        ([f"urn:li:schemaField:({raw},total)"], [f"urn:li:schemaField:({orders},amount)"]),
+        ([f"urn:li:schemaField:({RAW},id)"], [f"urn:li:schemaField:({DS},order_id)"]),
+        ([f"urn:li:schemaField:({RAW},total)"], [f"urn:li:schemaField:({DS},amount)"]),
     ]
     job = "urn:li:dataJob:(urn:li:dataFlow:(sql,sql,PROD),staging/load_orders.sql)"
     io = entities[job]["dataJobInputOutput"]
-    assert (io.inputDatasets, io.outputDatasets) == ([raw], [orders])
+    assert (io.inputDatasets, io.outputDatasets) == ([RAW], [DS])
     assert entities[job]["dataJobInfo"].flowUrn == "urn:li:dataFlow:(sql,sql,PROD)"
     assert entities["urn:li:dataFlow:(sql,sql,PROD)"]["dataFlowInfo"].name == "sql"
 
 
 def test_glossary_terms_profile_and_assertions():
     entities = _by_entity(snapshot())
-    orders = entities["urn:li:dataset:(urn:li:dataPlatform:file,sales/orders,PROD)"]
+    orders = entities[DS]
     by_flat = {get_simple_field_path_from_v2_field_path(f.fieldPath): f for f in orders["schemaMetadata"].fields}
     assert [t.urn for t in by_flat["order_id"].glossaryTerms.terms] == ["urn:li:glossaryTerm:Order Identifier"]
     assert by_flat["amount"].glossaryTerms is None
     assert [t.urn for t in orders["glossaryTerms"].terms] == ["urn:li:glossaryTerm:Order Identifier"]
     assert entities["urn:li:glossaryTerm:Order Identifier"]["glossaryTermInfo"].name == "Order Identifier"
+    assert entities["urn:li:domain:sales"]["domainProperties"].name == "sales"  # the domain Lumos names exists
     field = orders["datasetProfile"].fieldProfiles[0]
     assert (field.fieldPath, field.nullProportion, field.uniqueCount, field.min, field.max) == (
         "order_id", 0.0, 998, "1", "1000"
     )  # fmt: skip
-    assert orders["datasetProperties"].customProperties["lumos.quality.score"] == "0.750"
     runs = {
         a["assertionInfo"].datasetAssertion.nativeType: a["assertionRunEvent"].result.type
         for a in entities.values()
-        if "assertionInfo" in a
+        if "assertionInfo" in a and a["assertionInfo"].datasetAssertion
     }
     assert runs == {"not_null_orders_order_id": "SUCCESS", "expect_table_row_count_to_be_between": "FAILURE"}
 
@@ -266,11 +306,10 @@ def test_the_fingerprint_changes_with_what_is_sent_not_with_when_lumos_looked(mo
     from dataclasses import replace
 
     from lumos_dagster.catalog import datahub
-    from lumos_dagster.catalog.datahub import DataHubCatalog
     from lumos_dagster.model import snapshot_dumps
 
     def sent(s):
-        return [m.to_obj() for m in snapshot_aspects(s)]
+        return [m.to_obj() for m in snapshot_proposals(s)]
 
     catalog, s = DataHubCatalog("test"), snapshot()
     later = replace(
@@ -297,10 +336,6 @@ def test_the_fingerprint_changes_with_what_is_sent_not_with_when_lumos_looked(mo
 
 
 def test_shared_aspects_are_sent_once_per_distinct_content():
-    from dataclasses import replace
-
-    from lumos_dagster.catalog.datahub import DataHubCatalog
-
     orders = snapshot()
     twin = replace(orders, dataset=DatasetRef("file", "sales/orders_eu", "/lake/sales/orders_eu", "avro"))
     mcps = DataHubCatalog("test").aspects([orders, twin])
@@ -310,14 +345,13 @@ def test_shared_aspects_are_sent_once_per_distinct_content():
     job = "urn:li:dataJob:(urn:li:dataFlow:(sql,sql,PROD),staging/load_orders.sql)"
     assert keys.count((job, "dataJobInfo")) == 1
     assert keys.count((job, "dataJobInputOutput")) == 2  # two outputs: two contents, both sent, in order
-    every = [(m.entityUrn, m.aspectName, m.aspect) for s in (orders, twin) for m in snapshot_aspects(s)]
-    assert len(mcps) == len({(u, a, json.dumps(x.to_obj(), sort_keys=True)) for u, a, x in every})
+    every = [m for s in (orders, twin) for m in snapshot_proposals(s)]
+    assert len(mcps) == len({json.dumps(m.to_obj(), sort_keys=True) for m in every})
 
 
 def test_a_folder_container_goes_once_across_the_batches_of_a_run_and_again_after_a_failed_batch():
     """A run delivers in batches; the datasets of one folder in two batches send its container once.
     A batch the catalog refused is not remembered: its shared aspects go with the next try."""
-    from lumos_dagster.catalog.datahub import DataHubCatalog
 
     class Recording(DataHubCatalog):  # the transport only: what the adapter hands to DataHub
         def __init__(self):
@@ -343,3 +377,63 @@ def test_a_folder_container_goes_once_across_the_batches_of_a_run_and_again_afte
     folders = [k for k in catalog.sent if k[1] == "containerProperties"]
     assert folders and len(folders) == len(set(folders))  # each folder's container once, after the failure
     assert sum(1 for k in catalog.sent if k[1] == "schemaMetadata") == 3
+
+
+def test_a_partition_has_its_own_profile_and_the_table_its_totals():
+    day = snapshot(totals=TableTotals(30, 999_999, "2026-11-01"))
+    aspects = _state(day)
+    props = aspects[DS, "datasetProperties"].customProperties
+    assert (props["number_of_files"], props["size_in_bytes"]) == ("30", "999999")  # the table's, as DataHub's source
+    profiles = [p.aspect for p in snapshot_proposals(day) if p.aspectName == "datasetProfile"]
+    partition, table = profiles
+    assert (partition.partitionSpec.type, partition.partitionSpec.partition) == ("PARTITION", "dt=2026-11-25")
+    assert (partition.rowCount, partition.sizeInBytes) == (1000, 12345)
+    assert table.partitionSpec.partition == "FULL_TABLE_SNAPSHOT" and table.sizeInBytes == 999_999
+    assert aspects[DS, "datasetProfile"] == table  # the last one written: what DataHub Lite shows
+    summary = aspects[DS, "partitionsSummary"]
+    assert (summary.minPartition.partition, summary.maxPartition.partition) == ("dt=2026-11-01", "dt=2026-11-25")
+
+
+CHECKS = (
+    CheckResult("files_readable", True, "WARN", "every file was read"),
+    CheckResult("schema_compatible", False, "ERROR", "1 breaking change under FULL (FIELD_REMOVED note)",
+                ("marts/revenue",)),
+)  # fmt: skip
+
+
+def test_checks_are_custom_assertions_with_their_results():
+    entities = _by_entity(snapshot(checks=CHECKS))
+    results = {}
+    for aspects in entities.values():
+        info = aspects.get("assertionInfo")
+        if info is not None and info.type == "CUSTOM":
+            assert info.source.type == "EXTERNAL" and info.customAssertion.entity == DS
+            assert aspects["dataPlatformInstance"].platform == LUMOS_SOURCE
+            results[info.customAssertion.type] = aspects["assertionRunEvent"].result.type
+    assert results == {"files_readable": "SUCCESS", "schema_compatible": "FAILURE"}
+    # a partition whose files failed: its result names them
+    failed = snapshot(checks=(CheckResult("files_readable", False, "WARN", "1 file(s) could not be read"),))
+    (run,) = [a["assertionRunEvent"] for a in _by_entity(failed).values()
+              if "assertionInfo" in a and a["assertionInfo"].type == "CUSTOM"]  # fmt: skip
+    assert (
+        run.result.type == "FAILURE"
+        and run.result.nativeResults["files"]
+        == "/lake/sales/orders/dt=2026-11-25/bad.avro: cannot read avro: truncated"
+    )
+
+
+def test_an_unaccepted_breaking_change_raises_one_incident_that_a_compatible_snapshot_resolves():
+    broken = snapshot(checks=CHECKS)
+    raised = Claims.from_json(DataHubCatalog("test").claims(broken))
+    incidents = {u: a for (u, n), a in _state(broken).items() if n == "incidentInfo"}
+    assert len(incidents) == 1
+    ((urn, info),) = incidents.items()
+    assert (info.type, info.status.state, info.priority, info.entities) == ("DATA_SCHEMA", "ACTIVE", 1, [DS])
+    assert "FIELD_REMOVED note" in info.description and "marts/revenue" in info.description
+    again = snapshot(checks=CHECKS, partition_key="2026-11-26")  # still unaccepted: the same incident, still open
+    assert {u for (u, n) in _state(again, raised) if n == "incidentInfo"} == {urn}
+    accepted = snapshot(checks=(CHECKS[0], replace(CHECKS[1], passed=True, description="compatible under FULL")))
+    state = _state(accepted, raised, _state(broken))
+    assert state[urn, "incidentInfo"].status.state == "RESOLVED"
+    assert state[urn, "incidentInfo"].title == info.title
+    assert Claims.from_json(DataHubCatalog("test").claims(accepted)).incidents == ()

@@ -80,11 +80,11 @@ class FailingSecondBatch(DataHubLiteCatalog):
         super().__init__(path)
         self.calls = 0
 
-    def emit(self, snapshots):
+    def emit(self, snapshots, before=None):
         self.calls += 1
         if self.calls == 2:
             raise ConnectionError("catalog hiccup")
-        return super().emit(snapshots)
+        return super().emit(snapshots, before)
 
 
 def test_a_failed_batch_holds_back_only_itself_and_the_next_delivery_sends_it(tmp_path, monkeypatch):

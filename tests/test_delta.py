@@ -318,18 +318,14 @@ def test_datahub_gets_the_delta_lake_platform_partition_keys_and_table_version(t
     catalog.emit(list(run.snapshots["sales/orders"].values()))
     catalog.close()
     lite = open_lite(str(tmp_path / "lite.db"), read_only=True)
-    try:
-        urn = "urn:li:dataset:(urn:li:dataPlatform:delta-lake,sales/orders,PROD)"
+    try:  # named as DataHub's delta-lake source names it: the table's path
+        urn = f"urn:li:dataset:(urn:li:dataPlatform:delta-lake,{str(table).lstrip('/')},PROD)"
         aspects = lite.get(urn, None)
     finally:
         lite.close()
-    props = aspects["datasetProperties"]["customProperties"]
-    assert (props["lumos.table_version"], props["lumos.partition_keys"], props["lumos.format"]) == (
-        "1",
-        "region",
-        "delta",
-    )
-    assert props["lumos.rows"] == "3" and props["lumos.files"] == "3"
+    props = aspects["datasetProperties"]["customProperties"]  # the version where that source puts it
+    assert (props["version"], props["number_of_files"], props["lumos.format"]) == ("1", "3", "delta")
+    assert aspects["datasetProfile"]["rowCount"] == 3
     fields = {
         f["fieldPath"].rsplit(".", 1)[-1]: f.get("isPartitioningKey") for f in aspects["schemaMetadata"]["fields"]
     }

@@ -28,6 +28,7 @@ from datahub.metadata.schema_classes import (
     CostCostClass,
     CostTypeClass,
     DatasetPropertiesClass,
+    MetadataChangeProposalClass,
     StatusClass,
     StructuredPropertiesClass,
     StructuredPropertyValueAssignmentClass,
@@ -38,12 +39,14 @@ from lumos_dagster.catalog.aspect_json import aspect_text, datahub_aspect_text
 from lumos_dagster.catalog.datahub import DataHubCatalog
 from lumos_dagster.catalog.datahub_lite import DataHubLiteCatalog, lite_config, lite_options, open_lite
 from lumos_dagster.catalog.lite_batch import open_batched
+from lumos_dagster.catalog.patch_apply import IfAbsent, patched, state_of
 from lumos_dagster.model import DatasetRef, Schema
 from tests.test_catalogs import estate
 
 pytestmark = [pytest.mark.servers, pytest.mark.slow]
 
 BIN = Path(sys.executable).parent
+ORDERS = "urn:li:dataset:(urn:li:dataPlatform:file,lake/sales/orders,PROD)"
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -54,9 +57,15 @@ def first_snapshots():
     return estate() + catalog_snapshots(30) + [top]
 
 
-def mcps(snapshots) -> list[MetadataChangeProposalWrapper]:
-    """Fresh MCP objects (stock write() stamps systemMetadata on the ones it gets)."""
+def mcps(snapshots) -> list:
+    """Fresh proposals (stock write() stamps systemMetadata on the ones it gets)."""
     return DataHubCatalog("test").aspects(snapshots)
+
+
+def renamed(s, prefix: str):
+    """The snapshot of another dataset, elsewhere: `prefix` before its name and its location."""
+    return replace(s, dataset=replace(s.dataset, name=prefix + s.dataset.name,
+                                      location=f"/{prefix.rstrip('/')}{s.dataset.location}"))  # fmt: skip
 
 
 def file_state(path) -> tuple[dict, set]:
@@ -76,11 +85,23 @@ def file_state(path) -> tuple[dict, set]:
         db.close()
 
 
+def stock_write(lite, proposals) -> None:
+    """Stock write(), which takes no PATCH: a patch is applied here to what the file has (DataHub
+    Lite's own `get`) and written whole, as is an `IfAbsent` aspect the entity lacks."""
+    for p in proposals:
+        if isinstance(p, (MetadataChangeProposalClass, IfAbsent)):
+            current = (lite.get(p.entityUrn, [p.aspectName], typed=True) or {}).get(p.aspectName)
+            if isinstance(p, IfAbsent) and current is not None:
+                continue
+            aspect = p.aspect if isinstance(p, IfAbsent) else patched(p, current)
+            p = MetadataChangeProposalWrapper(entityUrn=p.entityUrn, aspect=aspect)
+        lite.write(p)
+
+
 def write_stock(path, rounds) -> None:
     for batch in rounds:
         lite = open_lite(str(path))
-        for mcp in batch:
-            lite.write(mcp)
+        stock_write(lite, batch)
         lite.close()  # stock close(): reindex of every entity
 
 
@@ -97,10 +118,10 @@ def versions(rows: dict) -> dict:
 
 
 def test_aspect_text_is_datahubs_text_for_every_aspect_lumos_writes():
-    written = mcps(first_snapshots() + [replace(estate()[0], removed=True)])
-    assert len({m.aspectName for m in written}) >= 20
-    for mcp in written:
-        assert aspect_text(mcp.aspect) == datahub_aspect_text(mcp.aspect), (mcp.entityUrn, mcp.aspectName)
+    written = state_of(mcps(first_snapshots() + [replace(estate()[0], removed=True)]))  # patches applied
+    assert len({name for _, name in written}) >= 20
+    for (urn, name), aspect in written.items():
+        assert aspect_text(aspect) == datahub_aspect_text(aspect), (urn, name)
 
 
 def test_aspect_text_hands_what_it_does_not_resolve_itself_to_datahub():
@@ -136,9 +157,9 @@ def test_batched_writes_give_the_file_stock_datahub_lite_writes(tmp_path):
     (rows, _), (again, _) = file_state(tmp_path / "batched-first.db"), file_state(tmp_path / "batched-same again.db")
     assert versions(again) == versions(rows) and set(versions(rows).values()) == {"1"}  # same content: no version
     bumped = {k for k, v in versions(file_state(tmp_path / "batched-changed.db")[0]).items() if v != "1"}
-    orders = "urn:li:dataset:(urn:li:dataPlatform:file,sales/orders,PROD)"
+    orders = ORDERS
     assert (orders, "datasetProperties") in bumped and (orders, "schemaMetadata") not in bumped
-    narrower = "urn:li:dataset:(urn:li:dataPlatform:file,domain_000/ds_00002,PROD)"  # a field fewer
+    narrower = "urn:li:dataset:(urn:li:dataPlatform:file,lake/domain_000/ds_00002,PROD)"  # a field fewer
     assert (narrower, "schemaMetadata") in bumped and (narrower, "status") not in bumped
 
 
@@ -146,7 +167,7 @@ def test_one_batch_may_change_an_aspect_several_times_and_move_an_entity(tmp_pat
     """Within one batch: a status flipped and flipped back (versions 1, 2, 3 as stock gives), and
     a dataset moved to another container (its old place in the browse tree goes, as in a reindex)."""
     snapshots = first_snapshots()[:5]
-    orders = "urn:li:dataset:(urn:li:dataPlatform:file,sales/orders,PROD)"
+    orders = ORDERS
     other = next(m.aspect.container for m in mcps(snapshots[3:4]) if m.aspectName == "container")
 
     def extra():
@@ -168,8 +189,7 @@ def test_a_file_an_older_writer_left_unindexed_is_indexed_when_opened(tmp_path):
     `datahub lite ls`. The catalog puts them in when it opens the file."""
     path = tmp_path / "lite.db"
     lite = open_lite(str(path))
-    for mcp in mcps(first_snapshots()):
-        lite.write(mcp)
+    stock_write(lite, mcps(first_snapshots()))
     lite._close_connection()  # as if killed: no close(), no reindex
     reference = tmp_path / "reference.db"
     copy_db(path, reference)
@@ -190,12 +210,12 @@ WRITER = textwrap.dedent(
     sys.path.insert(0, {root!r})
     from benchmarks.micro import catalog_snapshots
     from lumos_dagster.catalog.datahub_lite import DataHubLiteCatalog
+    from tests.test_lite_batch import renamed
 
     snapshots = catalog_snapshots({batch})
     catalog = DataHubLiteCatalog({path!r})
     for run in itertools.count():  # batches of new datasets until killed
-        prefix = f"r{{run:04d}}/"
-        catalog.emit([replace(s, dataset=replace(s.dataset, name=prefix + s.dataset.name)) for s in snapshots])
+        catalog.emit([renamed(s, f"r{{run:04d}}/") for s in snapshots])
         print((run + 1) * {batch}, flush=True)
         time.sleep(0.05)  # a run reads between its writes; it keeps the file small for the checks
     """
@@ -285,18 +305,18 @@ def test_readers_see_whole_batches_while_a_run_writes_and_a_kill_leaves_whole_ba
     catalog.close()
     assert dataset_count(path) == count + batch
     out = datahub_lite(
-        tmp_path, "get", "--urn", "urn:li:dataset:(urn:li:dataPlatform:file,r0000/domain_000/ds_00001,PROD)"
+        tmp_path, "get", "--urn", "urn:li:dataset:(urn:li:dataPlatform:file,r0000/lake/domain_000/ds_00001,PROD)"
     )
     assert out.returncode == 0, out.stderr[-2000:]
-    assert json.loads(out.stdout)["datasetProperties"]["qualifiedName"] == "r0000/domain_000/ds_00001"
+    properties = json.loads(out.stdout)["datasetProperties"]["customProperties"]
+    assert properties["lumos.dataset"] == "r0000/domain_000/ds_00001"
 
 
 def _emit_runs(path: str, worker: int, batches: int) -> None:
     snapshots = catalog_snapshots(20)
     catalog = DataHubLiteCatalog(path)
     for b in range(batches):
-        prefix = f"w{worker}-b{b}/"
-        catalog.emit([replace(s, dataset=replace(s.dataset, name=prefix + s.dataset.name)) for s in snapshots])
+        catalog.emit([renamed(s, f"w{worker}-b{b}/") for s in snapshots])
     catalog.close()
 
 

@@ -19,7 +19,7 @@ from lumos_dagster.reports.nudges import DEPRECATE, NOTIFY_DOMAIN_OWNER, decide,
 from lumos_dagster.sources import build_sources
 from lumos_dagster.store import SnapshotStore
 from tests.fake_servers import WebhookReceiver
-from tests.lake import demo_config, register, run_in_process
+from tests.lake import catalog_urn, demo_config, register, run_in_process
 
 pytestmark = [pytest.mark.dagster, pytest.mark.servers]
 
@@ -123,10 +123,9 @@ def test_the_nudge_schedule_runs_on_the_demo_project(tmp_path):
         lite = open_lite(cfg.lite_path, read_only=True)
         try:
             for name in ("clean/orders", "clean/events", "analytics/customer_360"):
-                urn = f"urn:li:dataset:(urn:li:dataPlatform:file,{name},PROD)"
-                deprecation = lite.get(urn, ["deprecation"], typed=True)["deprecation"]
+                deprecation = lite.get(catalog_urn(cfg, name), ["deprecation"], typed=True)["deprecation"]
                 assert isinstance(deprecation, DeprecationClass) and deprecation.deprecated
-            raw = lite.get("urn:li:dataset:(urn:li:dataPlatform:file,raw/orders,PROD)", ["deprecation"], typed=True)
+            raw = lite.get(catalog_urn(cfg, "raw/orders"), ["deprecation"], typed=True)
             assert not (raw or {}).get("deprecation")
         finally:
             lite.close()

@@ -7,6 +7,7 @@ on the real PostgreSQL server, into real DataHub Lite."""
 import multiprocessing
 import os
 import time
+from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 
 import pytest
@@ -23,8 +24,13 @@ from tests.test_store import record_batch, snap, store_url  # noqa: F401  (store
 
 pytestmark = pytest.mark.slow
 
-POISON = "urn:lumos:dataset:file:"  # a dataset declared with an empty name: DataHub has no URN for it
+POISON = "urn:lumos:dataset:file:"  # a dataset declared with an empty name, found nowhere: DataHub has no URN for it
 WHY = "InvalidUrnError: DatasetUrn name cannot be empty"
+
+
+def poison(pk: str):
+    s = snap("", pk)
+    return replace(s, dataset=replace(s.dataset, location=""))
 
 
 def lite_datasets(path) -> set[str]:
@@ -37,7 +43,7 @@ def lite_datasets(path) -> set[str]:
 def test_an_entry_the_catalog_cannot_take_is_quarantined_and_holds_back_no_other(store_url, tmp_path):  # noqa: F811
     with SnapshotStore(store_url) as store:
         catalog = DataHubLiteCatalog(str(tmp_path / "lite.db"))
-        store.put([snap("a", "2026-11-24"), snap("", "2026-11-24"), snap("b", "2026-11-24")], catalogs=[catalog.name])
+        store.put([snap("a", "2026-11-24"), poison("2026-11-24"), snap("b", "2026-11-24")], catalogs=[catalog.name])
         report = deliver(store, catalog)
         assert (report.delivered, report.failed, report.quarantined) == (2, {}, {POISON: WHY})
         assert store.outbox_counts(catalog.name) == {"delivered": 2, "quarantined": 1}
@@ -64,7 +70,7 @@ def test_an_entry_gms_refuses_with_a_4xx_is_quarantined_and_a_gms_that_refuses_e
     from lumos_dagster.catalog.datahub_rest import DataHubRestCatalog
     from tests.fake_servers import FakeGMS
 
-    bad = "urn:li:dataset:(urn:li:dataPlatform:file,b,PROD)"
+    bad = "urn:li:dataset:(urn:li:dataPlatform:file,lake/b,PROD)"
     server = FakeGMS(token="t0k", refuse=(bad,)).start()
     try:
         with SnapshotStore(f"sqlite:///{tmp_path}/store.db") as store:
@@ -80,7 +86,7 @@ def test_an_entry_gms_refuses_with_a_4xx_is_quarantined_and_a_gms_that_refuses_e
             why = report.quarantined["urn:lumos:dataset:file:b"]
             assert "DataHub GMS refused it (HTTP 422)" in why and "Failed to validate entity URN" in why
             delivered = {u for u, _ in server.aspects if u.startswith("urn:li:dataset")}
-            assert delivered == {f"urn:li:dataset:(urn:li:dataPlatform:file,{n},PROD)" for n in "ac"}
+            assert delivered == {f"urn:li:dataset:(urn:li:dataPlatform:file,lake/{n},PROD)" for n in "ac"}
     finally:
         server.stop()
 
@@ -129,7 +135,7 @@ def test_lumos_sync_reports_a_quarantined_entry_in_one_line_and_retries_it_on_de
     lite = tmp_path / "lite.db"
     (tmp_path / "lumos.yaml").write_text(f"catalog:\n  type: datahub-lite\n  path: {lite}\nstore:\n  path: store.db\n")
     with SnapshotStore(f"sqlite:///{tmp_path}/store.db") as store:
-        store.put([snap("", "2026-11-24"), snap("a", "2026-11-24")], catalogs=[f"datahub-lite:{lite}"])
+        store.put([poison("2026-11-24"), snap("a", "2026-11-24")], catalogs=[f"datahub-lite:{lite}"])
 
     def sync(*args):
         return CliRunner().invoke(main, ["sync", "-c", str(tmp_path / "lumos.yaml"), *args])
@@ -153,7 +159,7 @@ def test_lumos_sync_reports_a_quarantined_entry_in_one_line_and_retries_it_on_de
 def test_a_run_of_other_datasets_is_not_held_back_by_a_quarantined_entry(store_url, tmp_path):  # noqa: F811
     path = str(tmp_path / "lite.db")
     with SnapshotStore(store_url) as store:
-        store.put([snap("", "2026-11-24")], catalogs=[DataHubLiteCatalog(path).name])  # left by an earlier run
+        store.put([poison("2026-11-24")], catalogs=[DataHubLiteCatalog(path).name])  # left by an earlier run
     warnings: list[str] = []
     recorder = Delivery(store_url, lambda: [DataHubLiteCatalog(path)], warnings.append)  # the run's delivery worker
     for batch in ([snap(f"r{i}", "2026-11-25") for i in range(3)], [snap("r3", "2026-11-25")]):
@@ -203,13 +209,13 @@ class RecordingLite(DataHubLiteCatalog):
         super().__init__(path)
         self.log, self.crash = log, crash
 
-    def emit(self, snapshots):
+    def emit(self, snapshots, before=None):
         if self.crash:
             os._exit(1)  # a sync killed mid-delivery: its claims stay behind
         time.sleep(0.3)
         with open(self.log, "a") as fh:  # O_APPEND: lines of two processes never mix
             fh.write("".join(f"{s.dataset.name}@{s.partition_key}\n" for s in snapshots))
-        return super().emit(snapshots)
+        return super().emit(snapshots, before)
 
 
 def sent(log) -> list[str]:

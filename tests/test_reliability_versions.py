@@ -11,6 +11,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
+from lumos_dagster.catalog.datahub import dataset_urn
 from lumos_dagster.catalog.datahub_lite import DataHubLiteCatalog, open_lite
 from lumos_dagster.config import parse_config
 from lumos_dagster.delivery.outbox import deliver
@@ -98,7 +99,6 @@ def test_slot_reports_only_the_later_captures_it_versions_again():
 
 DAYS = ("2026-11-25", "2026-11-26")  # the 26th adds a nullable column
 EXPECTED = [("2026-11-25", "1.0.0", None, "new", ()), ("2026-11-26", "1.1.0", "1.0.0", "minor", ADDED)]
-LITE_URN = "urn:li:dataset:(urn:li:dataPlatform:file,sales/orders,PROD)"
 
 
 def snapshot_day(root: str, store_url: str, lite: str, day: str, barrier=None) -> None:  # noqa: F811
@@ -136,7 +136,7 @@ def check_history_and_catalog(store_url: str, lite: str) -> None:  # noqa: F811
         assert store.outbox_counts(f"datahub-lite:{lite}").get("pending", 0) == 0
     reader = open_lite(lite, read_only=True)
     try:
-        shown = reader.get(LITE_URN, None, typed=True)
+        shown = reader.get(dataset_urn(history[-1].dataset), None, typed=True)
     finally:
         reader.close()
     # the catalog shows the latest partition, with its version: never the late earlier day's

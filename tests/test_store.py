@@ -106,11 +106,11 @@ class FlakyCatalog(DataHubLiteCatalog):
         self.down = True
         self.sent: list[str] = []
 
-    def emit(self, snapshots):
+    def emit(self, snapshots, before=None):
         if self.down:
             raise ConnectionRefusedError("catalog is down")
         self.sent += [s.dataset.urn for s in snapshots]
-        return super().emit(snapshots)
+        return super().emit(snapshots, before)
 
 
 def test_a_catalog_that_is_down_delays_metadata_and_never_loses_or_repeats_it(store_url, tmp_path):
@@ -133,7 +133,7 @@ def test_a_catalog_that_is_down_delays_metadata_and_never_loses_or_repeats_it(st
     try:
         for n in names:
             got = lite.get(
-                f"urn:li:dataset:(urn:li:dataPlatform:file,{n},PROD)", aspects=["schemaMetadata"], typed=True
+                f"urn:li:dataset:(urn:li:dataPlatform:file,lake/{n},PROD)", aspects=["schemaMetadata"], typed=True
             )
             assert [f.fieldPath.rsplit(".", 1)[-1] for f in got["schemaMetadata"].fields] == ["f0", "f1"]
     finally:

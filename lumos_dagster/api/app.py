@@ -12,8 +12,11 @@ request's input. docs/api.md describes it all.
 import asyncio
 import json
 import logging
+import re
 import time
 import uuid
+from collections import Counter
+from collections.abc import MutableMapping
 from datetime import datetime
 from typing import Annotated, Any
 
@@ -23,8 +26,11 @@ import sqlalchemy as sa
 from fastapi import Body, Depends, FastAPI, HTTPException, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from fastapi.routing import APIRoute
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from pydantic import BeforeValidator
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Match
 
 from lumos_dagster.api import audit, limits
 from lumos_dagster.api import models as m
@@ -38,9 +44,14 @@ log = logging.getLogger("lumos.api")
 
 API_TITLE = "Lumos API"
 CODES = {400: "bad_request", 401: "unauthorized", 403: "forbidden", 404: "not_found", 405: "method_not_allowed",
-         409: "conflict", 413: "too_large", 415: "unsupported_media_type", 422: "invalid", 429: "too_many_requests",
-         500: "internal", 503: "unavailable", 504: "timeout"}  # fmt: skip
-ERRORS: dict[int | str, dict[str, Any]] = {s: {"model": m.ErrorBody} for s in (401, 403, 404, 413, 422, 429, 504)}
+         409: "conflict", 413: "too_large", 414: "uri_too_long", 415: "unsupported_media_type", 422: "invalid",
+         429: "too_many_requests", 500: "internal", 503: "unavailable", 504: "timeout"}  # fmt: skip
+#: what any request may be answered, each status documented for every operation: a body that does not
+#: parse (400), no valid token (401, 429), a token without the scope (403), what is not there (404), a
+#: body or URL past the limits (413, 414), what the schema refuses (422), a store that cannot be read
+#: (503), the deadline (504), a bug (500)
+ANY = (400, 401, 403, 404, 413, 414, 422, 429, 500, 503, 504)
+ERRORS: dict[int | str, dict[str, Any]] = {s: {"model": m.ErrorBody} for s in ANY}
 #: paths answered without a token
 OPEN = frozenset({"/health"})
 #: what the former paths `/v1/datasets/{name}/…` address besides a dataset's detail
@@ -72,6 +83,24 @@ async def _reply(send, rid: str, status: int, message: str, headers: dict[str, s
     await send({"type": "http.response.body", "body": body})
 
 
+def _allowed(app: FastAPI, scope: MutableMapping[str, Any]) -> list[str]:
+    """The methods the path of `scope` answers, whichever route each is on (a 405's Allow)."""
+    methods = {method for route in app.routes if isinstance(route, APIRoute)
+               for method in route.methods or () if route.matches(scope)[0] != Match.NONE}  # fmt: skip
+    return sorted(methods)
+
+
+_ISO_TIME = re.compile(r"\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?)?(Z|[+-]\d{2}:?\d{2})?")
+
+
+def _iso_time(value: Any) -> Any:
+    """An ISO 8601 time, as the document says (`format: date-time`): not a number, which pydantic
+    would read as seconds since 1970 (`since=0.5`)."""
+    if isinstance(value, str) and not _ISO_TIME.fullmatch(value):
+        raise ValueError("not an ISO 8601 date-time, e.g. 2026-11-25T00:00:00Z")
+    return value
+
+
 class Guard:
     """The outermost layer: a request id, the body size limit and the time limit (`limits.deadline`)."""
 
@@ -89,6 +118,8 @@ class Guard:
         def reply(status: int, message: str):
             return _reply(send, rid, status, message, {"x-request-id": rid, "connection": "close"})
 
+        if len(scope.get("raw_path") or b"") + len(scope.get("query_string") or b"") > limits.MAX_URL_BYTES:
+            return await reply(414, f"the request's URL is longer than {limits.MAX_URL_BYTES} bytes")
         length = dict(scope["headers"]).get(b"content-length")
         if length is not None:
             try:
@@ -166,7 +197,21 @@ def create_app(lumos: Lumos, api: ApiConfig | None = None) -> FastAPI:
     api = api or lumos.config.api
     verify = TokenVerifier(api.tokens)
     bearer = HTTPBearer(auto_error=False, description="A token from lumos.yaml's api.tokens (its hash there).")
+    declared: set[str] = set()  # the query parameters of the operations, filled in below
+
+    def single_values(request: Request) -> None:
+        """Each query parameter at most once: `top=1&top=2` was taken as 2, silently. Only a parameter
+        Lumos declares is named (the others are the client's input, never repeated back)."""
+        counts = Counter(key for key, _ in request.query_params.multi_items())
+        repeated = sorted(key for key, n in counts.items() if n > 1)
+        if repeated:
+            named = [key for key in repeated if key in declared]
+            raise ApiError(
+                422, f"query.{named[0]}: given more than once" if named else "query: a parameter given twice"
+            )
+
     app = FastAPI(
+        dependencies=[Depends(single_values)],
         title=API_TITLE,
         version=_lumos_version(),
         description="Ask Lumos' snapshot store: datasets, versions, compatibility, impact, cost, search. "
@@ -187,8 +232,10 @@ def create_app(lumos: Lumos, api: ApiConfig | None = None) -> FastAPI:
     async def _http(request: Request, exc: StarletteHTTPException):
         code = getattr(exc, "code", None)
         message = exc.detail if isinstance(exc.detail, str) else CODES.get(exc.status_code, "error")
-        return JSONResponse(_body(_rid(request), exc.status_code, message, code), exc.status_code,
-                            headers=getattr(exc, "headers", None))  # fmt: skip
+        headers = getattr(exc, "headers", None)
+        if exc.status_code == 405:  # every method of the path, not only those of the route that matched
+            headers = {**(headers or {}), "Allow": ", ".join(_allowed(app, request.scope))}
+        return JSONResponse(_body(_rid(request), exc.status_code, message, code), exc.status_code, headers=headers)
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, exc: RequestValidationError):
@@ -299,13 +346,20 @@ def create_app(lumos: Lumos, api: ApiConfig | None = None) -> FastAPI:
 
     health_thread = anyio.CapacityLimiter(1)  # /health never waits for the request workers
 
-    @app.get("/health", response_model=m.Health, tags=["health"], responses={503: {"model": m.Health}})
+    # without a token: no 401, 403 or 429; nothing to be missing (404)
+    health_answers = {
+        **{s: v for s, v in ERRORS.items() if s not in (401, 403, 404, 429)},
+        503: {"model": m.Health},
+    }
+
+    @app.get("/health", response_model=m.Health, tags=["health"], responses=health_answers)
     async def health():
         """Whether the store can be read. No token needed. HEAD answers the same, without a body."""
         h = await anyio.to_thread.run_sync(lumos.health, limiter=health_thread)
         return h if h.status == "ok" else JSONResponse(h.model_dump(), 503)
 
-    app.add_api_route("/health", health, methods=["HEAD"], include_in_schema=False)
+    app.add_api_route("/health", health, methods=["HEAD"], response_model=m.Health, tags=["health"],
+                      responses=health_answers, operation_id="health_head")  # fmt: skip
 
     @app.get("/v1/datasets", response_model=m.DatasetPage, tags=["datasets"], responses=ERRORS)
     def datasets(
@@ -423,8 +477,10 @@ def create_app(lumos: Lumos, api: ApiConfig | None = None) -> FastAPI:
     @app.get("/v1/gate", response_model=m.ChangeSet, tags=["checks"], responses=ERRORS)
     def gate(
         _: Check,
-        datasets: Annotated[str | None, Query(max_length=100_000, description="Comma-separated names.")] = None,
-        since: Annotated[datetime | None, Query(description="Only versions first seen after this time.")] = None,
+        datasets: Annotated[str | None, Query(max_length=4_000, description="Comma-separated names.")] = None,
+        since: Annotated[
+            datetime | None, BeforeValidator(_iso_time), Query(description="Only versions first seen after this time.")
+        ] = None,
     ):
         """The CI gate (`lumos gate --format json`): `passed` is false on an unaccepted breaking change."""
         names = [n.strip() for n in datasets.split(",") if n.strip()] if datasets else None
@@ -442,6 +498,7 @@ def create_app(lumos: Lumos, api: ApiConfig | None = None) -> FastAPI:
         """Record a release: each dataset's current schema version (`lumos release`; a write)."""
         return write(request, who, "release", body.model_dump(), lambda: lumos.release(body.name, body.datasets))
 
+    declared.update(p.alias for r in app.routes if isinstance(r, APIRoute) for p in r.dependant.query_params)
     return app
 
 

@@ -23,6 +23,10 @@ from collections.abc import Callable
 from contextvars import ContextVar
 from typing import Any
 
+#: the longest URL (path and query) a request may have, answered 414 beyond. The longest the documented
+#: parameters make, percent-encoded, stays below (4,000 characters of 4-byte UTF-8 in `/v1/gate?datasets=`
+#: are 48,000 bytes); uvicorn refuses a request line of 64 KiB itself, in a text of its own
+MAX_URL_BYTES = 60 * 1024
 #: when the current request is answered 504 (time.monotonic()); None outside a request
 deadline: ContextVar[float | None] = ContextVar("lumos_deadline", default=None)
 MEMORY_BYTES = 1 << 30

@@ -175,6 +175,11 @@ class ChangeSet(Model):
     schemas_changed: int
     downstream_affected: list[str]
     datasets: list[DatasetChanges]
+    problems: list[str] = Field(
+        default_factory=list,
+        description="Why a proposed schema could not be judged (it does not parse, or is past "
+        "`api.limits.max_fields`): then it does not pass, and nothing else is said.",
+    )
 
 
 class VersionInfo(Model):

@@ -35,8 +35,8 @@ from lumos_dagster.api import models as m
 from lumos_dagster.api.reading import ReadView, pinned, read_engine
 from lumos_dagster.config import LumosConfig, load_config
 from lumos_dagster.errors import LumosError
+from lumos_dagster.masking import shown_url
 from lumos_dagster.model import BREAKING, Schema, change_to_json, snapshot_loads, type_str
-from lumos_dagster.plugins import mask_secrets
 
 if TYPE_CHECKING:
     from lumos_dagster.reports.changes import ChangeReport
@@ -181,6 +181,13 @@ def _changeset(reports) -> m.ChangeSet:
     return m.ChangeSet(passed=exit_code(reports) == 0, **to_json(reports))
 
 
+def _unjudged(problem: str) -> m.ChangeSet:
+    """The verdict on a proposed schema that could not be read: it does not pass, and `problems` says why."""
+    nothing = m.Compatible(backward=False, forward=False)
+    return m.ChangeSet(passed=False, compatible=nothing, breaking=0, schemas_changed=0, downstream_affected=[],
+                       datasets=[], problems=[problem])  # fmt: skip
+
+
 class Lumos:
     """The in-process facade. Thread-safe: each call takes a connection of its own."""
 
@@ -222,7 +229,7 @@ class Lumos:
     @contextmanager
     def view(self) -> Iterator[ReadView]:
         """One read transaction over the store: a SnapshotStore whose reads all see one state."""
-        with pinned(self.engine, mask_secrets(self.url), self.timeout) as v:
+        with pinned(self.engine, shown_url(self.url), self.timeout) as v:
             yield v
 
     def _lineage(self, v: ReadView, fresh: bool = False):
@@ -267,7 +274,7 @@ class Lumos:
         """Whether the store can be read, on a connection of its own: busy requests holding every
         connection of the pool do not make the server look down."""
         try:
-            with pinned(self._health, mask_secrets(self.url), 5.0) as v:
+            with pinned(self._health, shown_url(self.url), 5.0) as v:
                 v.connection.exec_driver_sql("SELECT 1")
             ok = True
         except Exception:
@@ -465,12 +472,14 @@ class Lumos:
             accepted = acceptances(v.connection, [name])
         args = (fmt, schema, self.config.api.limits.max_fields, a, self._policy(name, policy), self.config, accepted)
         at = limits.until(self.timeout)
+        # a body the API's schema allows is answered 200: a proposal that cannot be read is a verdict (it
+        # does not pass, and says why), not a refusal of the request
         try:
             report = judge_proposal(*args) if at is None else limits.call(judge_proposal, *args, at=at)
         except ProposalError as exc:
-            raise Invalid(_unechoed(str(exc), schema)) from None
+            return _unjudged(_unechoed(str(exc), schema))
         except MemoryError:
-            raise Invalid(f"{fmt}: the proposed schema is too large to read") from None
+            return _unjudged(f"{fmt}: the proposed schema is too large to read")
         if any(c.severity == BREAKING for c in report.changes):  # the lineage stays here: diff_report's part
             report = replace(report, affected=tuple(downstream(catalogue, name)))
         return _changeset([report])

@@ -33,6 +33,7 @@ from urllib3.util.retry import Retry
 
 from lumos_dagster.catalog.base import CURRENT_STATE_ONLY, Undeliverable, content_hash
 from lumos_dagster.errors import CatalogError
+from lumos_dagster.masking import shown_url
 from lumos_dagster.model import (
     Snapshot,
     field_from_json,
@@ -100,7 +101,7 @@ class AtlasCatalog:
         retries: int = 3,
     ):
         self.url = url.rstrip("/")
-        self.name = f"atlas:{self.url}"
+        self.name = f"atlas:{shown_url(self.url)}"  # the outbox keys on it: no credentials
         self.cluster = cluster
         self.timeout = timeout_sec
         self.session = requests.Session()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from typing import Any, Callable, Iterator, Protocol, Sequence
+from typing import Any, Callable, Iterator, Protocol, Sequence, runtime_checkable
 
 from lumos_dagster.errors import CatalogError
 from lumos_dagster.model import Snapshot
@@ -29,6 +29,22 @@ class CatalogAdapter(Protocol):
         ...
 
     def close(self) -> None: ...
+
+
+@runtime_checkable
+class Claiming(Protocol):
+    """A catalog Lumos shares with other writers: it adds its own entries to aspects others write too,
+    and removes only those. The outbox keeps, per dataset, what the adapter says it added (its own
+    text, opaque to the outbox) and hands it back with the next delivery of that dataset: None for a
+    dataset never delivered there, "" for one delivered before Lumos kept it."""
+
+    name: str
+
+    def claims(self, snapshot: Snapshot, before: str | None) -> str:
+        """What delivering `snapshot` leaves Lumos having added (`before`: what it had added)."""
+        ...
+
+    def emit(self, snapshots: Sequence[Snapshot], before: Sequence[str | None]) -> int: ...
 
 
 #: the categories of an estate a catalog may be unable to hold (lumos_dagster.estate.carry counts them)
@@ -74,7 +90,7 @@ def http_status(exc: BaseException) -> int | None:
     return None
 
 
-def send_each(snapshots: Sequence[Snapshot], build: Callable[[Snapshot], Any], send: Callable[[Any], int],
+def send_each(snapshots: Sequence[Any], build: Callable[[Any], Any], send: Callable[[Any], int],
               catalog: str) -> int:  # fmt: skip
     """Build and send the snapshots one at a time; one that cannot be built, or that the catalog
     refuses (`REFUSED_STATUSES`), is held back with its reason while the others go on. Any other

@@ -1,17 +1,27 @@
-"""Snapshot → DataHub aspects, built with DataHub's own classes.
+"""Snapshot → DataHub proposals, built with DataHub's own classes, as one writer among many.
 
-Shared by every DataHub-speaking adapter (Lite, GMS, MCP file). Nested fields get
-DataHub's v2 field paths (`[version=2.0].[type=struct].[type=struct].address.[type=string].city`),
-which DataHub's own helpers turn back into the flat `address.city`.
+Shared by every DataHub-speaking adapter (Lite, GMS, MCP file). A dataset is the entity DataHub's own
+source for its platform makes (`datahub_identity`: URN, containers, browse path, sub-types), with
+that source's field paths (`datahub_fields`).
+
+Lumos owns what only it writes and sends it whole: the schema, the dataset's place (container,
+browse path, sub-types, platform instance), its status, its profiles and operations, its assertions
+and incidents. What people and other tools write too (lineage, tags, owners, terms, domains, the
+description, custom properties) it patches with DataHub's patch builder: it adds its own entries,
+attributed to Lumos where DataHub keys entries by who added them (tags, owners, terms, domains), and
+removes only those it added before (`Claims`, which the outbox keeps per catalog and dataset). The
+entities around a dataset that people curate (glossary terms, domains, jobs) are created when
+missing and never overwritten (`IfAbsent`). docs/catalogs.md has the table.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import replace
-from datetime import datetime, timezone
+from dataclasses import asdict, dataclass
+from datetime import datetime
 from functools import lru_cache
-from typing import Any, Iterable, Iterator, Mapping, Sequence, cast
+from typing import Any, Iterator, Mapping, Sequence, cast
+from urllib.parse import unquote
 
 from datahub.emitter.mce_builder import (
     datahub_guid,
@@ -19,7 +29,6 @@ from datahub.emitter.mce_builder import (
     make_data_flow_urn,
     make_data_job_urn_with_flow,
     make_data_platform_urn,
-    make_dataset_urn,
     make_domain_urn,
     make_group_urn,
     make_schema_field_urn,
@@ -28,8 +37,7 @@ from datahub.emitter.mce_builder import (
     make_user_urn,
 )
 from datahub.emitter.mcp import MetadataChangeProposalWrapper
-from datahub.emitter.mcp_builder import FolderKey, add_dataset_to_container, gen_containers
-from datahub.ingestion.api.workunit import MetadataWorkUnit
+from datahub.emitter.mcp_builder import gen_containers
 from datahub.metadata.schema_classes import (
     ArrayTypeClass,
     AssertionInfoClass,
@@ -43,7 +51,11 @@ from datahub.metadata.schema_classes import (
     AssertionTypeClass,
     AuditStampClass,
     BooleanTypeClass,
+    BrowsePathsV2Class,
     BytesTypeClass,
+    ChangeTypeClass,
+    ContainerClass,
+    CustomAssertionInfoClass,
     DataFlowInfoClass,
     DataJobInfoClass,
     DataJobInputOutputClass,
@@ -53,47 +65,63 @@ from datahub.metadata.schema_classes import (
     DatasetFieldProfileClass,
     DatasetLineageTypeClass,
     DatasetProfileClass,
-    DatasetPropertiesClass,
     DateTypeClass,
-    DomainsClass,
+    DomainAssociationClass,
+    DomainPropertiesClass,
     EnumTypeClass,
     FineGrainedLineageClass,
     FineGrainedLineageDownstreamTypeClass,
     FineGrainedLineageUpstreamTypeClass,
-    GlobalTagsClass,
+    GenericAspectClass,
     GlossaryTermAssociationClass,
     GlossaryTermInfoClass,
     GlossaryTermsClass,
+    IncidentInfoClass,
+    IncidentSourceClass,
+    IncidentSourceTypeClass,
+    IncidentStageClass,
+    IncidentStateClass,
+    IncidentStatusClass,
+    IncidentTypeClass,
     MapTypeClass,
+    MetadataAttributionClass,
+    MetadataChangeProposalClass,
     NullTypeClass,
     NumberTypeClass,
     OperationClass,
     OperationTypeClass,
     OtherSchemaClass,
     OwnerClass,
-    OwnershipClass,
+    PartitionSpecClass,
+    PartitionsSummaryClass,
+    PartitionSummaryClass,
+    PartitionTypeClass,
     RecordTypeClass,
     SchemaFieldClass,
     SchemaFieldDataTypeClass,
     SchemaMetadataClass,
     StatusClass,
     StringTypeClass,
+    SubTypesClass,
     TagAssociationClass,
     TimeStampClass,
     TimeTypeClass,
     UnionTypeClass,
     UpstreamClass,
-    UpstreamLineageClass,
 )
-from datahub.metadata.urns import DatasetUrn, TagUrn, Urn
-from datahub.utilities.urns.field_paths import get_simple_field_path_from_v2_field_path
+from datahub.specific.dataset import DatasetPatchBuilder
 
 from lumos_dagster.catalog.base import CURRENT_STATE_ONLY, Undeliverable, content_hash
+from lumos_dagster.catalog.datahub_fields import field_paths, partition_paths
+from lumos_dagster.catalog.datahub_identity import Identity, identity
+from lumos_dagster.catalog.datahub_moves import legacy_urn, move
+from lumos_dagster.catalog.patch_apply import IfAbsent, Proposal
 from lumos_dagster.model import (
-    BREAKING,
-    OWNERSHIP_TYPES,
-    SNAPSHOT_FORMAT,
+    COMPATIBLE_CHECK,
+    READABLE_CHECK,
     Array,
+    CheckResult,
+    Commit,
     DatasetRef,
     DataType,
     Decimal,
@@ -103,7 +131,6 @@ from lumos_dagster.model import (
     JobRef,
     LineageEdge,
     Map,
-    Owner,
     Primitive,
     Schema,
     Snapshot,
@@ -111,20 +138,23 @@ from lumos_dagster.model import (
     Time,
     Timestamp,
     UnionType,
-    schema_from_json,
     schema_to_json,
-    snapshot_from_json,
     snapshot_to_json,
     type_str,
 )
-from lumos_dagster.model import dataset_urn as lumos_dataset_urn
 
-V2_ROOT = "[version=2.0].[type=struct]"
 _NUMBERS = {"int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float16", "float32", "float64"}
+LUMOS_ACTOR = "urn:li:corpuser:lumos"
+#: the attribution of every tag, owner, term and domain Lumos adds: DataHub keys those entries by
+#: who added them, so Lumos can remove its own and never another writer's
+LUMOS_SOURCE = "urn:li:dataPlatform:lumos"
+# a constant time: the same entry sent again must be the same content (a time per run would make
+# every delivery a new version of the aspect); when Lumos first added it is in its store
+_BY_LUMOS = MetadataAttributionClass(time=0, actor=LUMOS_ACTOR, source=LUMOS_SOURCE)
 
 
-def dataset_urn(ref: DatasetRef, env: str) -> str:
-    return _dataset_urn(ref.platform, ref.name, env)
+def dataset_urn(ref: DatasetRef, env: str = "PROD") -> str:
+    return identity(ref, env).urn
 
 
 #: what a schema field's type may be (SchemaFieldDataTypeClass's `type`; FixedTypeClass is not used)
@@ -132,11 +162,6 @@ _FieldType = (
     BooleanTypeClass | BytesTypeClass | DateTypeClass | NullTypeClass | NumberTypeClass | StringTypeClass
     | TimeTypeClass | EnumTypeClass | RecordTypeClass | ArrayTypeClass | MapTypeClass | UnionTypeClass
 )  # fmt: skip
-
-
-@lru_cache(maxsize=1 << 16)
-def _dataset_urn(platform: str, name: str, env: str) -> str:  # a dataset's URN is built several times a write
-    return make_dataset_urn(platform, name, env)
 
 
 def _type_class(t: DataType) -> SchemaFieldDataTypeClass:
@@ -179,43 +204,6 @@ def _type_class(t: DataType) -> SchemaFieldDataTypeClass:
     return SchemaFieldDataTypeClass(type=inner)
 
 
-def _type_tokens(t: DataType) -> list[str]:
-    if isinstance(t, Array):
-        return ["[type=array]"] + _type_tokens(t.element)
-    if isinstance(t, Map):
-        return ["[type=map]"] + _type_tokens(t.value)
-    if isinstance(t, Primitive):
-        return [f"[type={t.kind}]"]
-    return [f"[type={type(t).__name__.lower().removesuffix('type')}]"]
-
-
-def _inner_struct(t: DataType) -> Struct | None:
-    while isinstance(t, (Array, Map)):
-        t = t.element if isinstance(t, Array) else t.value
-    return t if isinstance(t, Struct) else None
-
-
-def _walk(fields: tuple[Field, ...], prefix: str, stamp: AuditStampClass) -> Iterator[SchemaFieldClass]:
-    for f in fields:
-        path = ".".join([prefix, *_type_tokens(f.type), f.name])
-        yield SchemaFieldClass(
-            fieldPath=path,
-            type=_type_class(f.type),
-            nativeDataType=f.native_type or type_str(f.type),
-            nullable=f.nullable,
-            description=f.description,
-            isPartOfKey=f.is_key,  # given, like `recursive`: a default costs a schema lookup, 30 fields a dataset
-            recursive=False,
-            glossaryTerms=_terms(f.terms, stamp),
-        )
-        inner = _inner_struct(f.type)
-        if inner is not None:
-            yield from _walk(inner.fields, path, stamp)
-
-
-LUMOS_ACTOR = "urn:li:corpuser:lumos"
-
-
 def audit_stamp(s: Snapshot) -> AuditStampClass:
     """Lumos as the actor, at the data's last modification when the source knows it (files), else
     the capture. Either way a re-run sends nothing new: the outbox hashes the snapshot without its
@@ -231,79 +219,37 @@ def _terms(terms: Sequence[str], stamp: AuditStampClass) -> GlossaryTermsClass |
     )
 
 
-def schema_fields(schema: Schema, stamp: AuditStampClass, partition_keys: Sequence[str] = ()) -> list[SchemaFieldClass]:
-    """The schema's fields; the top-level ones named in `partition_keys` marked as partitioning keys."""
-    fields = list(_walk(schema.fields, V2_ROOT, stamp))
-    if partition_keys:
-        keys = {".".join([V2_ROOT, *_type_tokens(f.type), f.name]) for f in schema.fields if f.name in partition_keys}
-        for sf in fields:
-            if sf.fieldPath in keys:
-                sf.isPartitioningKey = True
-    return fields
+def schema_fields(
+    schema: Schema, stamp: AuditStampClass, platform: str = "file", fmt: str | None = None,
+    partition_keys: Sequence[str] = (),
+) -> list[SchemaFieldClass]:  # fmt: skip
+    """The schema's fields at the paths DataHub's source for `platform` and `fmt` gives them; the
+    top-level ones named in `partition_keys` marked as partitioning keys."""
+    return _schema_fields(field_paths(schema, platform, fmt), stamp, partition_keys)
 
 
-def _custom_properties(s: Snapshot, fingerprint: str) -> dict[str, str]:
-    # nothing that changes on every run (like the capture time): the same snapshot
-    # content must give the same aspects, or every run would version the catalog
-    props = {
-        "lumos.partition": s.partition_key or "",
-        "lumos.fingerprint": fingerprint,
-        "lumos.format": s.dataset.format or "",
-        "lumos.location": s.dataset.location,
-        "lumos.files": str(s.stats.file_count),
-        "lumos.bytes": str(s.stats.total_bytes),
-    }
-    for key, value in (
-        ("lumos.version", s.version),
-        ("lumos.previous_version", s.previous_version),
-        ("lumos.change_class", s.change_class),
-        ("lumos.policy", s.policy),
-    ):
-        if value:
-            props[key] = value
-    if s.changes:
-        props["lumos.breaking_changes"] = str(sum(c.severity == BREAKING for c in s.changes))
-        props["lumos.changes"] = _summary(s.changes)
-    if s.stats.row_count is not None:
-        props["lumos.rows"] = str(s.stats.row_count)
-    if s.cost is not None:
-        c = s.cost
-        props.update({
-            "lumos.cost.period": c.period,
-            "lumos.cost.currency": c.currency,
-            "lumos.cost.storage": f"{c.storage:.2f}",
-            "lumos.cost.compute": f"{c.compute:.2f}",
-            "lumos.cost.inherited": f"{c.inherited:.2f}",
-            "lumos.cost.total": f"{c.total:.2f}",
-            "lumos.cost.method": c.method,
-        })  # fmt: skip
-    if s.stats.partition_values:
-        props["lumos.partition_keys"] = ",".join(s.stats.partition_values)
-    if s.table is not None:  # the table format's own version the snapshot saw (a Delta version)
-        props["lumos.table_version"] = s.table.version
-        for key, values in (("lumos.partition_spec", s.table.partition_spec), ("lumos.sort_order", s.table.sort_order)):
-            if values:  # the layout as the format states it (Iceberg: `day(ts)`, `ts DESC NULLS LAST`)
-                props[key] = ", ".join(values)
-    if s.errors:
-        props["lumos.errors"] = str(len(s.errors))
-    if s.sla:
-        props["lumos.sla"] = s.sla
-    if s.quality is not None:
-        if s.quality.score is not None:
-            props["lumos.quality.score"] = f"{s.quality.score:.3f}"
-        props["lumos.freshness"] = s.quality.freshness
-    return props
-
-
-MAX_SUMMARY = 2000
-RECORD_PROPERTY = "lumos.record"
-
-
-def _summary(changes) -> str:
-    """One line per change, e.g. `BREAKING FIELD_REMOVED note (string → -)`, capped in length."""
-    lines = [f"{c.severity} {c.kind} {c.path or '(dataset)'} ({c.old or '-'} → {c.new or '-'})" for c in changes]
-    text = "\n".join(lines)
-    return text if len(text) <= MAX_SUMMARY else text[: MAX_SUMMARY - 1] + "…"
+def _schema_fields(
+    pairs: Sequence[tuple[str, Field | None]], stamp: AuditStampClass, partition_keys: Sequence[str]
+) -> list[SchemaFieldClass]:
+    keys = partition_paths(pairs, partition_keys) if partition_keys else set()
+    out = []
+    for path, f in pairs:
+        if f is None:
+            continue  # a path DataHub gives a structure Lumos does not model (an Iceberg map's entries)
+        out.append(
+            SchemaFieldClass(
+                fieldPath=path,
+                type=_type_class(f.type),
+                nativeDataType=f.native_type or type_str(f.type),
+                nullable=f.nullable,
+                description=f.description,
+                isPartOfKey=f.is_key,  # given, like `recursive`: a default costs a schema lookup, 30 fields a dataset
+                recursive=False,
+                glossaryTerms=_terms(f.terms, stamp),
+                isPartitioningKey=True if path in keys else None,
+            )
+        )
+    return out
 
 
 def schema_version_number(version: str | None) -> int:
@@ -318,164 +264,438 @@ def _owner_urn(owner_id: str, kind: str) -> str:
     return make_group_urn(owner_id) if kind == "group" else make_user_urn(owner_id)
 
 
-def folder_aspects(ref: DatasetRef, env: str) -> list[MetadataChangeProposalWrapper]:
-    """Folder containers for the dataset's name prefixes (`raw/`, `raw/web/`) and the
-    dataset's place in the innermost one: the catalog's browse tree mirrors the lake."""
-    containers, parent = _folders(ref.platform, env, _folder_path(ref))
-    return containers + _in_folder(parent, ref, env)
-
-
-def _folder_path(ref: DatasetRef) -> tuple[str, ...]:
-    return tuple(ref.name.split("/")[:-1])
-
-
-def _folders(platform: str, env: str, parts: tuple[str, ...]) -> tuple[list[MetadataChangeProposalWrapper], Any]:
-    """The folder containers down to `parts`, and the innermost one's key (None at the top)."""
-    out: list[MetadataChangeProposalWrapper] = []
-    parent = None
-    for i, part in enumerate(parts):
-        key = FolderKey(platform=platform, env=env, folder_abs_path="/".join(parts[: i + 1]))
-        out += _proposals(gen_containers(key, part, ["Folder"], parent_container_key=parent))
-        parent = key
-    return out, parent
-
-
-def _in_folder(parent, ref: DatasetRef, env: str) -> list[MetadataChangeProposalWrapper]:
-    if parent is None:
-        return []
-    return _proposals(add_dataset_to_container(parent, dataset_urn(ref, env)))
-
-
-def _proposals(units: Iterable[MetadataWorkUnit]) -> list[MetadataChangeProposalWrapper]:
-    # DataHub's container builders make each work unit of a MetadataChangeProposalWrapper
-    return [cast(MetadataChangeProposalWrapper, wu.metadata) for wu in units]
-
-
-MAX_RECORDED_ERRORS = 100
-#: carried by other aspects (schemaMetadata), or different on every run (the capture time)
-_NOT_IN_RECORD = ("schema", "fingerprint", "captured_at")
-
-
-def _record(s: Snapshot) -> str:
-    """The rest of the Lumos snapshot, so that metadata can leave the catalog intact."""
-    # without its schema's fields: schemaMetadata carries them, and its fingerprint would be hashed again;
-    # its name and aliases (an Avro record's) stay, as `schema_name`, `schema_aliases`: schemaMetadata's
-    # raw schema is the fields alone
-    doc = {k: v for k, v in snapshot_to_json(replace(s, schema=replace(s.schema, fields=()))).items()
-           if k not in _NOT_IN_RECORD}  # fmt: skip
-    doc["errors"] = doc["errors"][:MAX_RECORDED_ERRORS]
-    if doc.get("quality"):  # the age grows on every run: re-sending it would version the catalog for nothing
-        doc["quality"] = {**doc["quality"], "age_hours": None}
-    return json.dumps(doc, sort_keys=True, separators=(",", ":"))
-
-
 def _ms(moment) -> int:
     return int(moment.timestamp() * 1000)
 
 
-def snapshot_aspects(s: Snapshot, env: str = "PROD") -> list[MetadataChangeProposalWrapper]:
-    """The aspects Lumos owns for this dataset.
-
-    Lineage and properties are always sent, so removing an edge or a description
-    reaches the catalog. Ownership, tags and domain are sent only when declared, so a
-    dataset nobody declared keeps what people set in the catalog's UI. A tombstone
-    sends only `status.removed` (a soft delete). Profile and operation are stamped with
-    the data's last modification, not the capture, so a re-run sends the same thing.
-    """
-    if s.removed:
-        return dataset_aspects(s, env)
-    return folder_aspects(s.dataset, env) + dataset_aspects(s, env)
+# ------------------------------------------------------------------ what Lumos claims
 
 
-def dataset_aspects(s: Snapshot, env: str = "PROD") -> list[MetadataChangeProposalWrapper]:
-    """`snapshot_aspects` without the folder containers: the dataset's own aspects and the
-    entities around it (jobs, terms, assertions)."""
+@dataclass(frozen=True)
+class Claims:
+    """What Lumos added to a dataset's shared aspects in one catalog: it removes these, and only
+    these, when a later snapshot no longer has them."""
+
+    urn: str  # the dataset in the catalog
+    upstreams: tuple[str, ...] = ()
+    fine: tuple[tuple[str, str], ...] = ()  # (downstream field, upstream field), schemaField URNs
+    tags: tuple[str, ...] = ()
+    terms: tuple[str, ...] = ()
+    owners: tuple[tuple[str, str], ...] = ()  # (owner URN, ownership type)
+    domains: tuple[str, ...] = ()
+    properties: tuple[str, ...] = ()  # custom property keys
+    description: bool = False
+    incidents: tuple[tuple[str, str], ...] = ()  # (incident URN, its incidentInfo as raised): open ones
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), separators=(",", ":"))
+
+    @classmethod
+    def from_json(cls, text: str) -> Claims:
+        def tupled(v: Any) -> Any:  # JSON's lists back to the tuples (of tuples) the fields hold
+            return tuple(map(tupled, v)) if isinstance(v, list) else v
+
+        return cls(**{k: tupled(v) for k, v in json.loads(text).items()})
+
+
+#: what DataHub's `s3` source calls the table's file count and size (the whole table's), on its platforms
+FILES_PROPERTY, BYTES_PROPERTY = "number_of_files", "size_in_bytes"
+_FILE_PLATFORMS = frozenset({"file", "s3", "gcs", "abs", "hdfs"})
+
+
+def _properties(s: Snapshot) -> dict[str, str]:
+    """The at most eight short `lumos.*` custom properties Lumos keeps on a dataset (the rest is in its
+    store and API): its name in Lumos and format, what its latest snapshot was, two figures; and the
+    table's size and version where DataHub's own source for the platform gives them."""
+    # nothing that changes on every run (like the capture time): the same snapshot content must give
+    # the same proposals, or every run would version the catalog
+    values = {
+        "lumos.dataset": s.dataset.name,
+        "lumos.format": s.dataset.format,
+        "lumos.partition": s.partition_key,
+        "lumos.version": s.version,
+        "lumos.change_class": s.change_class,
+        "lumos.errors": str(len(s.errors)) if s.errors else None,
+        "lumos.cost": f"{s.cost.total:.2f} {s.cost.currency}/month" if s.cost is not None else None,
+        "lumos.quality": f"{s.quality.score:.3f}" if s.quality is not None and s.quality.score is not None else None,
+    }
+    files, size = (s.totals.file_count, s.totals.total_bytes) if s.totals else (s.stats.file_count, s.stats.total_bytes)
+    if s.dataset.platform in _FILE_PLATFORMS:  # the whole table's, as DataHub's `s3` source gives them
+        values.update({FILES_PROPERTY: str(files), BYTES_PROPERTY: str(size)})
+    if s.table is not None:  # the table's version where DataHub's delta-lake and iceberg sources put it
+        values.update(
+            {"version": s.table.version, FILES_PROPERTY: str(files)}
+            if s.table.format == "delta"
+            else {"snapshot-id": s.table.version}
+        )
+    return {k: v for k, v in values.items() if v}
+
+
+def claims(s: Snapshot, env: str = "PROD") -> Claims:
+    """What `s` has Lumos add to its dataset's shared aspects."""
     urn = dataset_urn(s.dataset, env)
+    if s.removed:  # a tombstone changes the status and two properties, and takes nothing away
+        return Claims(urn, properties=("lumos.version", "lumos.change_class"))
+    return Claims(
+        urn,
+        upstreams=tuple(dict.fromkeys(dataset_urn(e.upstream, env) for e in s.upstream)),
+        fine=tuple(dict.fromkeys((down, up) for down, up in _column_pairs(urn, s.upstream, env))),
+        tags=tuple(make_tag_urn(t) for t in s.tags),
+        terms=tuple(make_term_urn(t) for t in s.terms),
+        owners=tuple((_owner_urn(o.id, o.kind), o.type) for o in s.owners),
+        domains=(make_domain_urn(s.domain),) if s.domain else (),
+        properties=tuple(sorted(_properties(s))),
+        description=bool(s.description),
+        incidents=tuple((u, json.dumps(i.to_obj(), sort_keys=True)) for u, i in _incidents(s, urn)),
+    )
+
+
+def _column_pairs(urn: str, edges: Sequence[LineageEdge], env: str) -> Iterator[tuple[str, str]]:
+    for e in edges:
+        up = dataset_urn(e.upstream, env)
+        for c in e.columns:
+            yield make_schema_field_urn(urn, c.downstream), make_schema_field_urn(up, c.upstream)
+
+
+def _shared_patches(s: Snapshot, now: Claims, before: Claims | None, stamp: AuditStampClass) -> list[Proposal]:
+    """Lumos' entries in the aspects others write too: added, and those it added before and no longer
+    has removed."""
+    b = DatasetPatchBuilder(now.urn)
+    before = before if before is not None and before.urn == now.urn else Claims(now.urn)
+    props = _properties(s)
     if s.removed:
-        return [MetadataChangeProposalWrapper(entityUrn=urn, aspect=StatusClass(removed=True))]
-    fingerprint = s.fingerprint  # hashes the schema: once
-    last_modified = s.stats.last_modified
-    stamp = audit_stamp(s)
-    aspects: list = [
-        StatusClass(removed=False),
-        DatasetPropertiesClass(
-            name=s.dataset.name.rsplit("/", 1)[-1],
-            qualifiedName=s.dataset.name,
-            description=s.description,
-            uri=s.dataset.location,
-            customProperties={**_custom_properties(s, fingerprint), RECORD_PROPERTY: _record(s)},
-            lastModified=TimeStampClass(_ms(last_modified)) if last_modified else None,
-        ),
-        UpstreamLineageClass(
-            upstreams=[
-                UpstreamClass(
-                    dataset=dataset_urn(e.upstream, env), type=DatasetLineageTypeClass.TRANSFORMED, auditStamp=stamp
-                )
-                for e in s.upstream
-            ],
-            fineGrainedLineages=_column_lineage(urn, s.upstream, env) or None,
-        ),
-    ]
+        for key in now.properties:
+            if key in props:
+                b.add_custom_property(key, props[key])
+        return list(b.build())
+    b.set_display_name(display_name(s.dataset))
+    if s.description:
+        b.set_description(s.description)
+    elif before.description:  # the patch builder removes no description: the path it would take
+        b._add_patch("datasetProperties", "remove", path=("description",), value={})
+    if s.stats.last_modified is not None:
+        b.set_last_modified(TimeStampClass(_ms(s.stats.last_modified)))
+    for key, value in props.items():
+        b.add_custom_property(key, value)
+    for key in _gone(before.properties, now.properties):
+        b.remove_custom_property(key)
+    for up in now.upstreams:
+        b.add_upstream_lineage(UpstreamClass(dataset=up, type=DatasetLineageTypeClass.TRANSFORMED, auditStamp=stamp))
+    for up in _gone(before.upstreams, now.upstreams):
+        b.remove_upstream_lineage(up)
+    for down, up in now.fine:
+        b.add_fine_grained_lineage(_fine(down, up))
+    for down, up in _gone(before.fine, now.fine):
+        b.remove_fine_grained_lineage(_fine(down, up))
+    attributed = _attributed(now.tags, before.tags, now.terms, before.terms, now.owners, before.owners,
+                             now.domains, before.domains)  # fmt: skip
+    own: list[Proposal] = list(b.build())
+    return own + [
+        MetadataChangeProposalClass(entityType="dataset", entityUrn=now.urn, changeType=ChangeTypeClass.PATCH,
+                                    aspectName=name, aspect=GenericAspectClass(value=value, contentType=PATCH_CONTENT))
+        for name, value in attributed
+    ]  # fmt: skip
+
+
+def _gone(before: Sequence, now: Sequence) -> list:
+    """What `before` has and `now` has not, in a stable order (the same claims: the same patch)."""
+    return sorted(set(before) - set(now))
+
+
+@lru_cache(maxsize=4096)
+def _attributed(
+    tags, old_tags, terms, old_terms, owners, old_owners, domains, old_domains
+) -> tuple[tuple[str, bytes], ...]:
+    """The patches of the entries DataHub keys by who added them (tags, terms, owners, domains): they name
+    no dataset, so datasets with the same ones share them, built once."""
+    b = DatasetPatchBuilder(_ANY_DATASET)
+    for tag in tags:
+        b.add_tag(TagAssociationClass(tag=tag, attribution=_BY_LUMOS))
+    for tag in _gone(old_tags, tags):
+        b.remove_tag(tag, attribution_source=LUMOS_SOURCE)
+    for term in terms:
+        b.add_term(GlossaryTermAssociationClass(urn=term, attribution=_BY_LUMOS))
+    for term in _gone(old_terms, terms):
+        b.remove_term(term, attribution_source=LUMOS_SOURCE)
+    for owner, kind in owners:
+        b.add_owner(OwnerClass(owner=owner, type=kind, attribution=_BY_LUMOS))
+    for owner, kind in _gone(old_owners, owners):
+        b.remove_owner(owner, owner_type=kind, attribution_source=LUMOS_SOURCE)
+    for domain in domains:
+        b.add_domain(DomainAssociationClass(domain=domain, attribution=_BY_LUMOS))
+    for domain in _gone(old_domains, domains):
+        b.remove_domain(domain, attribution_source=LUMOS_SOURCE)
+    return tuple((cast(str, m.aspectName), cast(GenericAspectClass, m.aspect).value) for m in b.build())
+
+
+_ANY_DATASET = "urn:li:dataset:(urn:li:dataPlatform:lumos,any,PROD)"
+PATCH_CONTENT = "application/json-patch+json"
+
+
+def display_name(ref: DatasetRef) -> str:
+    """The table's own name, as DataHub's sources name it: a folder's, a table's, a topic's."""
+    last = unquote(ref.name.rsplit("/", 1)[-1])
+    return last.rsplit(".", 1)[-1] if ref.platform == "iceberg" else last
+
+
+def _fine(down: str, up: str) -> FineGrainedLineageClass:
+    return FineGrainedLineageClass(
+        upstreamType=FineGrainedLineageUpstreamTypeClass.FIELD_SET, upstreams=[up],
+        downstreamType=FineGrainedLineageDownstreamTypeClass.FIELD, downstreams=[down],
+    )  # fmt: skip
+
+
+# ------------------------------------------------------------------ what Lumos owns
+
+
+def place_proposals(where: Identity) -> Iterator[MetadataChangeProposalWrapper]:
+    """The containers the dataset is in, each with its browse path, as DataHub's source makes them."""
+    parent = None
+    for depth, c in enumerate(where.containers):
+        for wu in gen_containers(c.key, c.name, [c.sub_type], parent_container_key=parent):
+            yield wu.metadata  # type: ignore[misc]  # gen_containers' work units each hold a wrapper
+        yield MetadataChangeProposalWrapper(
+            entityUrn=c.key.as_urn(), aspect=BrowsePathsV2Class(path=where.browse_path(depth))
+        )
+        parent = c.key
+
+
+def _owned(s: Snapshot, where: Identity, stamp: AuditStampClass) -> list:
+    aspects: list = [StatusClass(removed=False)]
+    if where.containers:
+        aspects.append(ContainerClass(container=where.containers[-1].key.as_urn()))
+    aspects.append(BrowsePathsV2Class(path=where.browse_path()))
+    if where.sub_types:
+        aspects.append(SubTypesClass(typeNames=list(where.sub_types)))
+    if where.platform_instance is not None:
+        aspects.append(where.platform_instance)
     if s.schema.fields:  # an unreadable partition must not blank the catalog's schema
+        pairs = field_paths(s.schema, s.dataset.platform, s.dataset.format)
         aspects.append(
             SchemaMetadataClass(
                 schemaName=s.dataset.name,
                 platform=make_data_platform_urn(s.dataset.platform),
                 version=schema_version_number(s.version),
-                hash=fingerprint,
-                platformSchema=OtherSchemaClass(rawSchema=json.dumps(schema_to_json(s.schema), sort_keys=True)),
-                fields=schema_fields(s.schema, stamp, tuple(s.stats.partition_values)),
-                primaryKeys=[p for p, f in s.schema.flatten() if f.is_key] or None,
+                hash=s.fingerprint,
+                platformSchema=OtherSchemaClass(rawSchema=raw_schema(s.schema)),
+                fields=_schema_fields(pairs, stamp, tuple(s.stats.partition_values)),
+                primaryKeys=[p for p, f in pairs if f is not None and f.is_key] or None,
                 created=stamp,
                 lastModified=stamp,
             )
         )
-    if s.owners:
-        aspects.append(
-            OwnershipClass(owners=[OwnerClass(owner=_owner_urn(o.id, o.kind), type=o.type) for o in s.owners])
-        )
-    if s.tags:
-        aspects.append(GlobalTagsClass(tags=[TagAssociationClass(tag=make_tag_urn(t)) for t in s.tags]))
-    if s.domain:
-        aspects.append(DomainsClass(domains=[make_domain_urn(s.domain)]))
-    if s.terms:  # the columns' terms, on the dataset too: DataHub's sidebar and term pages show these
-        aspects.append(_terms(s.terms, stamp))
-    if last_modified is not None:
-        aspects.append(
-            DatasetProfileClass(
-                timestampMillis=_ms(last_modified),
-                rowCount=s.stats.row_count,
-                columnCount=len(s.schema.fields) or None,
-                sizeInBytes=s.stats.total_bytes,
-                fieldProfiles=_field_profiles(s),
-            )
-        )
+    if s.stats.last_modified is not None:
+        aspects += _profiles(s)
+    if s.table is not None and s.table.commits:  # the table's history: an operation per commit
+        aspects += [_operation(c) for c in s.table.commits]
+    elif s.stats.last_modified is not None:
         aspects.append(
             OperationClass(
-                timestampMillis=_ms(last_modified),
-                lastUpdatedTimestamp=_ms(last_modified),
+                timestampMillis=_ms(s.stats.last_modified),
+                lastUpdatedTimestamp=_ms(s.stats.last_modified),
                 operationType=OperationTypeClass.UPDATE,
                 numAffectedRows=s.stats.row_count,
             )
         )
-    own = [MetadataChangeProposalWrapper(entityUrn=urn, aspect=a) for a in aspects]
-    return own + governance_aspects(s, urn, env)
+    return aspects
 
 
-def _column_lineage(urn: str, edges: Sequence[LineageEdge], env: str) -> list[FineGrainedLineageClass]:
-    out = []
-    for e in edges:
-        up = dataset_urn(e.upstream, env)
-        for c in e.columns:
-            out.append(
-                FineGrainedLineageClass(
-                    upstreamType=FineGrainedLineageUpstreamTypeClass.FIELD_SET,
-                    upstreams=[make_schema_field_urn(up, c.upstream)],
-                    downstreamType=FineGrainedLineageDownstreamTypeClass.FIELD,
-                    downstreams=[make_schema_field_urn(urn, c.downstream)],
-                )
+#: a table format's operations as DataHub's delta-lake source names them (others: CUSTOM, by their own name)
+OPERATION_TYPES = {
+    "INSERT": OperationTypeClass.INSERT, "APPEND": OperationTypeClass.INSERT, "UPDATE": OperationTypeClass.UPDATE,
+    "DELETE": OperationTypeClass.DELETE, "MERGE": OperationTypeClass.UPDATE, "OVERWRITE": OperationTypeClass.UPDATE,
+    "CREATE": OperationTypeClass.CREATE, "CREATE_TABLE_AS_SELECT": OperationTypeClass.CREATE,
+    "CREATE_SCHEMA": OperationTypeClass.CREATE, "DROP_TABLE": OperationTypeClass.DROP,
+    "REPLACE TABLE AS SELECT": OperationTypeClass.UPDATE, "COPY INTO": OperationTypeClass.UPDATE,
+}  # fmt: skip
+#: the metric of each format that counts the rows a commit wrote
+_ROWS_METRICS = ("operationMetrics_num_added_rows", "added-records")
+
+
+def _operation(c: Commit) -> OperationClass:
+    kind = OPERATION_TYPES.get(c.operation.upper(), OperationTypeClass.CUSTOM)
+    metrics = dict(c.metrics)
+    rows = next((metrics[m] for m in _ROWS_METRICS if m in metrics), None)
+    return OperationClass(
+        timestampMillis=_ms(c.committed_at),
+        lastUpdatedTimestamp=_ms(c.committed_at),
+        operationType=kind,
+        customOperationType=c.operation if kind == OperationTypeClass.CUSTOM else None,
+        numAffectedRows=int(rows) if rows is not None and rows.isdigit() else None,
+        customProperties={"version": c.version, **metrics},
+    )
+
+
+def partition_id(s: Snapshot) -> str:
+    """The partition as DataHub names one (`dt=2026-11-25`, `k=v/k=v`); the partition key without folders."""
+    values = s.stats.partition_values
+    if values and all(len(v) == 1 for v in values.values()):
+        return "/".join(f"{k}={v[0]}" for k, v in values.items())
+    return s.partition_key or ""
+
+
+def _profiles(s: Snapshot) -> list:
+    """The partition's profile labelled with its partition, then the whole table's: DataHub shows the
+    latest whole-table profile on the dataset (DataHub Lite keeps the last one written)."""
+    ms = _ms(cast(datetime, s.stats.last_modified))
+    columns = len(s.schema.fields) or None
+    if s.totals is None:  # the partition is the table
+        return [DatasetProfileClass(timestampMillis=ms, rowCount=s.stats.row_count, columnCount=columns,
+                                    sizeInBytes=s.stats.total_bytes, fieldProfiles=_field_profiles(s))]  # fmt: skip
+    spec = PartitionSpecClass(partition=partition_id(s), type=PartitionTypeClass.PARTITION)
+    out: list = [
+        DatasetProfileClass(timestampMillis=ms, rowCount=s.stats.row_count, columnCount=columns,
+                            sizeInBytes=s.stats.total_bytes, fieldProfiles=_field_profiles(s), partitionSpec=spec),
+        DatasetProfileClass(timestampMillis=ms, columnCount=columns, sizeInBytes=s.totals.total_bytes),
+    ]  # fmt: skip
+    if s.totals.first_partition and len(s.stats.partition_values) == 1:
+        key = next(iter(s.stats.partition_values))
+        out.append(
+            PartitionsSummaryClass(
+                minPartition=PartitionSummaryClass(f"{key}={s.totals.first_partition}"),
+                maxPartition=PartitionSummaryClass(partition_id(s), lastModifiedTime=ms),
             )
+        )
     return out
+
+
+def raw_schema(schema: Schema) -> str:
+    """The schema as Lumos reads it back: its fields, and the Avro record's name and aliases when it has them."""
+    doc: dict[str, Any] = {"fields": schema_to_json(schema)}
+    if schema.name is not None:
+        doc["name"] = schema.name
+    if schema.aliases:
+        doc["aliases"] = list(schema.aliases)
+    return json.dumps(doc, sort_keys=True)
+
+
+def _incidents(s: Snapshot, urn: str) -> list[tuple[str, IncidentInfoClass]]:
+    """The incident a breaking change nobody accepted raises on the dataset: one per version."""
+    failed = next((c for c in s.checks if c.name == COMPATIBLE_CHECK and not c.passed), None)
+    if failed is None or s.removed:
+        return []
+    stamp = audit_stamp(s)
+    affected = f"; downstream: {', '.join(failed.affected)}" if failed.affected else ""
+    info = IncidentInfoClass(
+        type=IncidentTypeClass.DATA_SCHEMA,
+        title=f"Breaking schema change: {s.dataset.name} {s.version}",
+        description=f"{failed.description}{affected}",
+        entities=[urn],
+        priority=1,  # HIGH: a consumer may break
+        status=IncidentStatusClass(
+            state=IncidentStateClass.ACTIVE, stage=IncidentStageClass.TRIAGE, lastUpdated=stamp
+        ),  # fmt: skip
+        source=IncidentSourceClass(
+            type=IncidentSourceTypeClass.ASSERTION_FAILURE, sourceUrn=check_assertion_urn(urn, COMPATIBLE_CHECK)
+        ),  # fmt: skip
+        startedAt=stamp.time,
+        created=stamp,
+    )
+    return [(f"urn:li:incident:{datahub_guid({'dataset': urn, 'version': s.version or ''})}", info)]
+
+
+def _incident_proposals(s: Snapshot, now: Claims, before: Claims | None) -> list[Proposal]:
+    """Raised: the incidents of `now`; resolved: those Lumos raised before that `now` has not (the
+    change accepted, or reverted)."""
+    out: list[Proposal] = [MetadataChangeProposalWrapper(entityUrn=u, aspect=IncidentInfoClass.from_obj(json.loads(i)))
+                           for u, i in now.incidents]  # fmt: skip
+    raised = {u for u, _ in now.incidents}
+    for u, text in before.incidents if before is not None else ():
+        if u not in raised:
+            info = IncidentInfoClass.from_obj(json.loads(text))
+            message = "accepted or reverted: the dataset's schema is compatible again"
+            info.status = IncidentStatusClass(state=IncidentStateClass.RESOLVED, stage=IncidentStageClass.FIXED,
+                                              message=message, lastUpdated=audit_stamp(s))  # fmt: skip
+            out.append(MetadataChangeProposalWrapper(entityUrn=u, aspect=info))
+    return out
+
+
+def check_assertion_urn(dataset: str, check: str) -> str:
+    return make_assertion_urn(datahub_guid({"platform": "lumos", "dataset": dataset, "check": check}))
+
+
+def check_proposals(s: Snapshot, urn: str) -> list[Proposal]:
+    """Lumos' checks as DataHub asks external tools to report theirs: a custom assertion each
+    (`assertionInfo` of type CUSTOM, source EXTERNAL, platform lumos), and its result for the
+    snapshot's partition (`assertionRunEvent`)."""
+    out: list[Proposal] = []
+    stamp = audit_stamp(s)
+    spec = PartitionSpecClass(partition=partition_id(s), type=PartitionTypeClass.PARTITION) if s.totals else None
+    for c in s.checks:
+        assertion = check_assertion_urn(urn, c.name)
+        out += [
+            MetadataChangeProposalWrapper(
+                entityUrn=assertion,
+                aspect=AssertionInfoClass(
+                    type=AssertionTypeClass.CUSTOM,
+                    customAssertion=CustomAssertionInfoClass(type=c.name, entity=urn, logic=CHECK_LOGIC.get(c.name)),
+                    source=AssertionSourceClass(type=AssertionSourceTypeClass.EXTERNAL),
+                    description=c.name.replace("_", " "),
+                ),
+            ),
+            MetadataChangeProposalWrapper(entityUrn=assertion, aspect=_LUMOS_PLATFORM),
+            MetadataChangeProposalWrapper(
+                entityUrn=assertion,
+                aspect=AssertionRunEventClass(
+                    timestampMillis=stamp.time,
+                    runId=f"lumos-{s.partition_key or 'now'}-{stamp.time}",
+                    asserteeUrn=urn,
+                    assertionUrn=assertion,
+                    status=AssertionRunStatusClass.COMPLETE,
+                    result=AssertionResultClass(
+                        type=AssertionResultTypeClass.SUCCESS if c.passed else AssertionResultTypeClass.FAILURE,
+                        nativeResults=_results(s, c),
+                    ),
+                    partitionSpec=spec,
+                ),
+            ),
+        ]
+    return out
+
+
+#: the unreadable files a result names (the store keeps them all)
+SHOWN_ERRORS = 10
+
+
+def _results(s: Snapshot, c: CheckResult) -> dict[str, str]:
+    """A check's result as DataHub shows it: its message and severity, and for unreadable files which."""
+    out = {"message": c.description[:2000], "severity": c.severity}
+    if c.name == READABLE_CHECK and s.errors:
+        out["files"] = "\n".join(f"{e.path}: {e.reason}" for e in s.errors[:SHOWN_ERRORS])
+        if len(s.errors) > SHOWN_ERRORS:
+            out["files"] += f"\n… and {len(s.errors) - SHOWN_ERRORS} more"
+    return out
+
+
+#: what each of Lumos' checks verifies, as DataHub shows a custom assertion's logic
+CHECK_LOGIC = {
+    "files_readable": "every file of the partition gives its schema",
+    "schema_compatible": "no breaking change under the dataset's compatibility policy, unless accepted",
+    "metadata_complete": "the documentation lumos.yaml requires is there",
+    "data_quality": "the dataset's tests pass and its data is fresh",
+}
+_LUMOS_PLATFORM = DataPlatformInstanceClass(platform=LUMOS_SOURCE)
+
+
+def dataset_proposals(s: Snapshot, env: str = "PROD", before: Claims | None = None) -> list[Proposal]:
+    """The dataset's own proposals: what Lumos owns, sent whole, and its entries in shared aspects,
+    patched (removing what `before` added that `s` no longer has); then the entities around it (jobs,
+    terms, domain, assertions). A tombstone (`removed`) marks the dataset removed and gives its version."""
+    where = identity(s.dataset, env)
+    now = claims(s, env)
+    stamp = audit_stamp(s)
+    if s.removed:
+        own: list[Proposal] = [MetadataChangeProposalWrapper(entityUrn=where.urn, aspect=StatusClass(removed=True))]
+        return own + _shared_patches(s, now, before, stamp)
+    own = [MetadataChangeProposalWrapper(entityUrn=where.urn, aspect=a) for a in _owned(s, where, stamp)]
+    return (own + _shared_patches(s, now, before, stamp) + around(s, where.urn, env) + check_proposals(s, where.urn)
+            + _incident_proposals(s, now, before))  # fmt: skip
+
+
+def snapshot_proposals(s: Snapshot, env: str = "PROD", before: Claims | None = None) -> list[Proposal]:
+    """`dataset_proposals` with the containers the dataset is in, first."""
+    place = [] if s.removed else list(place_proposals(identity(s.dataset, env)))
+    return place + dataset_proposals(s, env, before)
 
 
 def _field_profiles(s: Snapshot) -> list[DatasetFieldProfileClass] | None:
@@ -502,10 +722,10 @@ _RESULT = {
 _TOOL_PLATFORM = {"dbt": "dbt", "great_expectations": "great-expectations"}
 
 
-def governance_aspects(s: Snapshot, urn: str, env: str) -> list[MetadataChangeProposalWrapper]:
-    """The entities around the dataset: the jobs that build it (dataFlow/dataJob), the glossary
-    terms its columns carry, and the quality checks run on it (assertions and their results)."""
-    out: list[MetadataChangeProposalWrapper] = []
+def around(s: Snapshot, urn: str, env: str) -> list[Proposal]:
+    """The entities around the dataset: the jobs that build it (dataFlow/dataJob), its domain, the
+    glossary terms its columns carry, and the quality checks run on it (assertions and results)."""
+    out: list[Proposal] = []
     jobs: dict[JobRef, list[LineageEdge]] = {}
     for e in s.upstream:
         if e.job is not None:
@@ -513,28 +733,26 @@ def governance_aspects(s: Snapshot, urn: str, env: str) -> list[MetadataChangePr
     for job, edges in jobs.items():
         flow = make_data_flow_urn(job.orchestrator, job.flow, env)
         job_urn = make_data_job_urn_with_flow(flow, job.name)
+        kind = "SQL" if job.orchestrator == "sql" else "COMMAND"
         out += [
-            MetadataChangeProposalWrapper(entityUrn=flow, aspect=DataFlowInfoClass(name=job.flow)),
-            MetadataChangeProposalWrapper(
-                entityUrn=job_urn,
-                aspect=DataJobInfoClass(
-                    name=job.name, type="SQL" if job.orchestrator == "sql" else "COMMAND", flowUrn=flow
-                ),
-            ),  # fmt: skip
+            IfAbsent(entityUrn=flow, aspect=DataFlowInfoClass(name=job.flow)),
+            IfAbsent(entityUrn=job_urn, aspect=DataJobInfoClass(name=job.name, type=kind, flowUrn=flow)),
             MetadataChangeProposalWrapper(
                 entityUrn=job_urn,
                 aspect=DataJobInputOutputClass(
                     inputDatasets=[dataset_urn(e.upstream, env) for e in edges],
                     outputDatasets=[urn],
-                    fineGrainedLineages=_column_lineage(urn, edges, env) or None,
+                    fineGrainedLineages=[_fine(d, u) for d, u in _column_pairs(urn, edges, env)] or None,
                 ),
             ),
         ]
-    for term in sorted({t for _, f in s.schema.flatten() for t in f.terms}):
+    if s.domain:
+        out.append(IfAbsent(entityUrn=make_domain_urn(s.domain), aspect=DomainPropertiesClass(name=s.domain)))
+    for term in sorted({t for _, f in s.schema.flatten() for t in f.terms} | set(s.terms)):
         out.append(
-            MetadataChangeProposalWrapper(
+            IfAbsent(
                 entityUrn=make_term_urn(term),
-                aspect=GlossaryTermInfoClass(definition=term, termSource="INTERNAL", name=term),
+                aspect=GlossaryTermInfoClass(definition=term, termSource="INTERNAL", name=term),  # fmt: skip
             )
         )
     for a in s.quality.assertions if s.quality else ():
@@ -590,13 +808,13 @@ def governance_aspects(s: Snapshot, urn: str, env: str) -> list[MetadataChangePr
 
 # ---------------------------------------------------------- the adapters' base
 
-#: The version of the snapshot → aspects mapping above (`snapshot_aspects` and what it calls).
-#: Fingerprints hash the snapshot, not the aspects, so they cannot see the mapping change: bump
-#: this whenever the same snapshot would give other aspects (an aspect added or dropped, a property
+#: The version of the snapshot → proposals mapping above (`snapshot_proposals` and what it calls).
+#: Fingerprints hash the snapshot, not the proposals, so they cannot see the mapping change: bump
+#: this whenever the same snapshot would give other proposals (an aspect added or dropped, a property
 #: renamed, a URN or field-path scheme changed, an acryl-datahub upgrade that serializes aspects
 #: differently). Every dataset is then sent once more; without the bump, catalogs would keep the
 #: old aspects until each dataset's own content changed.
-ASPECT_MAPPING_VERSION = "lumos-datahub-aspects/2"  # 2: audit stamps by Lumos, at the data's time
+ASPECT_MAPPING_VERSION = "lumos-datahub-aspects/3"  # 3: DataHub's own URNs, field paths and places; patches
 
 
 def canonical_document(doc: Mapping[str, Any]) -> dict:
@@ -613,9 +831,10 @@ SHARED_REMEMBERED = 50_000
 
 
 class DataHubCatalog:
-    """What every DataHub-speaking adapter shares; subclasses only differ in `_send`."""
+    """What every DataHub-speaking adapter shares; subclasses differ in `_send` (and `_absent`)."""
 
-    #: `lumos.record` brings back all of a dataset's current snapshot; its earlier versions stay in the store
+    #: DataHub keeps each dataset's current state; its earlier versions, releases, and what only Lumos
+    #: keeps of a snapshot (its changes, its errors, its cost breakdown) stay in the store
     cannot_hold = CURRENT_STATE_ONLY
 
     def __init__(self, name: str, env: str = "PROD"):
@@ -625,40 +844,59 @@ class DataHubCatalog:
         #: and a folder's container need not go again with the next batch's datasets of that folder
         self._shared_sent: dict[tuple, list] = {}
 
+    def claims(self, snapshot: Snapshot, before: str | None = None) -> str:
+        """What delivering `snapshot` leaves Lumos having added to its dataset here (`Claiming`)."""
+        if snapshot.removed and before:  # a tombstone takes nothing away: what Lumos added stays known
+            return before
+        return claims(snapshot, self.env).to_json()
+
+    def _before(self, snapshot: Snapshot, text: str | None) -> Claims | None:
+        if text is None:
+            return None
+        if not text:  # delivered by a Lumos that named datasets its own way: nothing of it was patched
+            return Claims(legacy_urn(snapshot.dataset, self.env))
+        return Claims.from_json(text)
+
     def aspects(
-        self, snapshots: Sequence[Snapshot], known: Mapping[tuple, list] | None = None
-    ) -> list[MetadataChangeProposalWrapper]:
-        """Every snapshot's aspects; what datasets share (folder containers, jobs, terms) is sent once,
-        and not at all when `known` ((entity, aspect) → contents) holds it already."""
-        out: list[MetadataChangeProposalWrapper] = []
+        self,
+        snapshots: Sequence[Snapshot],
+        known: Mapping[tuple, list] | None = None,
+        before: Sequence[Claims | None] | None = None,
+    ) -> list[Proposal]:
+        """Every snapshot's proposals (`before`: what each one's dataset got from Lumos in this catalog
+        last time); what datasets share (containers, jobs, terms) is sent once, and not at all when
+        `known` ((entity, aspect) → contents) holds it already. A dataset whose entity moved brings
+        what the old one holds (`datahub_moves`)."""
+        out: list[Proposal] = []
         # (entity, aspect) → the distinct contents sent
         seen: dict[tuple[str | None, str | None], list] = {k: list(v) for k, v in (known or {}).items()}
-        folders: dict[tuple, Any] = {}  # (platform, folder path) → its innermost key: built once a batch
+        places: set[tuple[str, ...]] = set()  # the containers built: once a batch
         rejected: dict[int, str] = {}
         for i, s in enumerate(snapshots):
+            previous = before[i] if before else None
             try:
-                urn = dataset_urn(s.dataset, self.env)
-                if s.removed:  # a tombstone: only its status (snapshot_aspects)
-                    mcps = dataset_aspects(s, self.env)
-                else:
-                    where = (s.dataset.platform, _folder_path(s.dataset))
-                    containers: list[MetadataChangeProposalWrapper] = []
-                    if where in folders:
-                        parent = folders[where]  # sent with an earlier dataset of the batch
-                    else:
-                        containers, parent = _folders(where[0], self.env, where[1])
-                        folders[where] = parent
-                    mcps = containers + _in_folder(parent, s.dataset, self.env) + dataset_aspects(s, self.env)
+                where = identity(s.dataset, self.env)
+                proposals: list[Proposal] = []
+                place = tuple(c.key.as_urn() for c in where.containers)
+                if not s.removed and place not in places:
+                    places.add(place)
+                    proposals += place_proposals(where)
+                proposals += dataset_proposals(s, self.env, previous)
+                if previous is not None and previous.urn != where.urn:
+                    now = claims(s, self.env)
+                    ours = {*now.tags, *now.terms, *(o for o, _ in now.owners), *now.domains, *now.upstreams}
+                    proposals += move(s, previous.urn, where.urn, self._read(previous.urn), ours, self.env)
             except Exception as exc:  # building is pure: what fails for this snapshot fails every time
                 rejected[i] = f"{type(exc).__name__}: {exc}"
                 continue
-            for mcp in mcps:
-                if mcp.entityUrn != urn:  # shared: compared as DataHub objects (nested equality), not serialized
-                    sent = seen.setdefault((mcp.entityUrn, mcp.aspectName), [])
-                    if any(mcp.aspect == a for a in sent):
+            for p in proposals:
+                if isinstance(p, MetadataChangeProposalWrapper) and p.entityUrn != where.urn:
+                    # shared: compared as DataHub objects (nested equality), not serialized
+                    sent = seen.setdefault((p.entityUrn, p.aspectName), [])
+                    if any(p.aspect == a for a in sent):
                         continue
-                    sent.append(mcp.aspect)
-                out.append(mcp)
+                    sent.append(p.aspect)
+                out.append(p)
         if rejected:
             raise Undeliverable(rejected)
         return out
@@ -672,16 +910,29 @@ class DataHubCatalog:
         """`fingerprint` of the snapshot whose document (as the store keeps it) this is."""
         return content_hash([ASPECT_MAPPING_VERSION, self.env, canonical_document(document)])
 
-    def emit(self, snapshots: Sequence[Snapshot]) -> int:
-        mcps = self.aspects(snapshots, self._shared_sent)
-        self._send(mcps)
+    def emit(self, snapshots: Sequence[Snapshot], before: Sequence[str | None] | None = None) -> int:
+        previous = [self._before(s, b) for s, b in zip(snapshots, before, strict=True)] if before else None
+        proposals = self.aspects(snapshots, self._shared_sent, previous)
+        self._send(proposals)
         if len(self._shared_sent) > SHARED_REMEMBERED:  # a long-lived process: forget, send again
             self._shared_sent.clear()
         own = {dataset_urn(s.dataset, self.env) for s in snapshots}
-        for mcp in mcps:  # only once delivered: a batch that failed sends them again
-            if mcp.entityUrn not in own:
-                self._shared_sent.setdefault((mcp.entityUrn, mcp.aspectName), []).append(mcp.aspect)
-        return len(mcps)
+        for p in proposals:  # only once delivered: a batch that failed sends them again
+            if isinstance(p, MetadataChangeProposalWrapper) and p.entityUrn not in own:
+                self._shared_sent.setdefault((p.entityUrn, p.aspectName), []).append(p.aspect)
+        return len(proposals)
+
+    def emit_partitions(self, snapshots: Sequence[Snapshot]) -> int:
+        """What older partitions hold that the dataset's current state does not: each one's check
+        results and its partition's profile (a backfill; a partition that failed before a newer one)."""
+        proposals: list[Proposal] = []
+        for s in snapshots:
+            urn = dataset_urn(s.dataset, self.env)
+            proposals += [p for p in check_proposals(s, urn) if p.aspectName == "assertionRunEvent"]
+            if s.totals is not None and s.stats.last_modified is not None:
+                proposals.append(MetadataChangeProposalWrapper(entityUrn=urn, aspect=_profiles(s)[0]))
+        self._send(proposals)
+        return len(proposals)
 
     def deprecate(self, refs: Sequence[DatasetRef], note: str, deprecated: bool = True) -> None:
         """Mark datasets deprecated, or no longer (governance's nudge escalation). Not part of the
@@ -692,134 +943,18 @@ class DataHubCatalog:
             [
                 MetadataChangeProposalWrapper(
                     entityUrn=dataset_urn(r, self.env),
-                    aspect=DeprecationClass(deprecated=deprecated, note=note, actor="urn:li:corpuser:lumos"),
+                    aspect=DeprecationClass(deprecated=deprecated, note=note, actor=LUMOS_ACTOR),
                 )
                 for r in refs
             ]
         )
 
-    def _send(self, mcps: list[MetadataChangeProposalWrapper]) -> None:
+    def _send(self, proposals: list[Proposal]) -> None:
+        raise NotImplementedError
+
+    def _read(self, urn: str) -> dict[str, Any]:
+        """The entity's aspects as the catalog holds them, typed, by name (a moved dataset's old entity)."""
         raise NotImplementedError
 
     def close(self) -> None:
         """Nothing held between emits by default."""
-
-
-#: the aspects a snapshot is read back from (`snapshot_from_aspects`)
-READ_ASPECTS = (
-    "datasetProperties", "schemaMetadata", "ownership", "globalTags", "domains", "upstreamLineage", "status"
-)  # fmt: skip
-
-
-def snapshots_from_entities(entities: Iterable[tuple[str, Mapping[str, Any]]]) -> Iterator[Snapshot]:
-    """Datasets among (urn, typed aspects by name) pairs, as snapshots (others are skipped)."""
-    now = datetime.now(timezone.utc)
-    for urn, aspects in entities:
-        if urn.startswith("urn:li:dataset:"):
-            yield snapshot_from_aspects(urn, aspects, now)
-
-
-# ------------------------------------------------------------ reading back
-
-
-def _schema_from_aspect(schema: SchemaMetadataClass | None) -> Schema:
-    if schema is None:
-        return Schema()
-    raw = getattr(schema.platformSchema, "rawSchema", None)
-    if isinstance(raw, str):
-        try:
-            return schema_from_json(json.loads(raw))  # written by Lumos: exact
-        except (TypeError, ValueError, KeyError, AttributeError):
-            pass
-    # written by something else: top-level fields, types as the catalog spells them
-    fields = []
-    for f in schema.fields:
-        path = get_simple_field_path_from_v2_field_path(f.fieldPath)
-        if "." not in path:
-            fields.append(
-                Field(path, Primitive("unknown"), f.nullable, description=f.description, native_type=f.nativeDataType)
-            )
-    return Schema(tuple(fields))
-
-
-def _owner_from(owner: OwnerClass) -> Owner:
-    urn = Urn.from_string(owner.owner)
-    kind = "group" if urn.entity_type == "corpGroup" else "user"
-    return Owner(urn.entity_ids[0], kind, owner.type if owner.type in OWNERSHIP_TYPES else "NONE")
-
-
-def snapshot_from_aspects(urn: str, aspects: Mapping[str, Any], captured_at: datetime) -> Snapshot:
-    """A Lumos snapshot of what the catalog holds for a dataset (typed aspects by name).
-
-    `lumos.record` gives back what only Lumos knows (versions, changes, errors…); the
-    standard aspects win for what people may have edited in the catalog (description,
-    owners, tags, domain, lineage, schema)."""
-    parsed = DatasetUrn.from_string(urn)
-    platform, name = parsed.get_data_platform_urn().platform_name, parsed.name
-    props: DatasetPropertiesClass | None = aspects.get("datasetProperties")
-    custom = dict(props.customProperties) if props else {}
-    doc = json.loads(custom[RECORD_PROPERTY]) if RECORD_PROPERTY in custom else _bare_record(platform, name, props)
-    doc["captured_at"] = captured_at.isoformat()
-    doc["schema"] = schema_to_json(_schema_from_aspect(aspects.get("schemaMetadata")))
-    doc["description"] = props.description if props else None
-    ownership = aspects.get("ownership")
-    doc["owners"] = (
-        [{"id": o.id, "kind": o.kind, "type": o.type} for o in map(_owner_from, ownership.owners)] if ownership else []
-    )
-    tags = aspects.get("globalTags")
-    doc["tags"] = [TagUrn.from_string(t.tag).name for t in tags.tags] if tags else []
-    domains = aspects.get("domains")
-    doc["domain"] = Urn.from_string(domains.domains[0]).entity_ids[0] if domains and domains.domains else None
-    known = {e["upstream"]["name"]: e for e in doc.get("upstream", [])}
-    lineage = aspects.get("upstreamLineage")
-    doc["upstream"] = [
-        known.get(u.name)
-        or {
-            "upstream": {
-                "urn": dataset_urn_of(u),
-                "platform": u.get_data_platform_urn().platform_name,
-                "name": u.name,
-                "location": "",
-                "format": None,
-            }
-        }
-        for u in (DatasetUrn.from_string(x.dataset) for x in (lineage.upstreams if lineage else []))
-    ]
-    status = aspects.get("status")
-    doc["removed"] = bool(status and status.removed)
-    return snapshot_from_json(doc)
-
-
-def dataset_urn_of(urn: DatasetUrn) -> str:
-    """The Lumos URN of a DataHub dataset URN."""
-    return lumos_dataset_urn(urn.get_data_platform_urn().platform_name, urn.name)
-
-
-def _bare_record(platform: str, name: str, props: DatasetPropertiesClass | None) -> dict:
-    """A snapshot document for a dataset Lumos never wrote: only what any catalog has."""
-    custom = props.customProperties if props else {}
-    modified = props.lastModified.time if props and props.lastModified else None
-    return {
-        "format_version": SNAPSHOT_FORMAT,
-        "dataset": {
-            "platform": platform,
-            "name": name,
-            "location": (props.uri if props else None) or "",
-            "format": custom.get("lumos.format") or None,
-        },
-        "partition_key": None,
-        "version": None,
-        "stats": {
-            "file_count": 0,
-            "total_bytes": 0,
-            "row_count": None,
-            "partition_values": {},
-            "last_modified": datetime.fromtimestamp(modified / 1000, timezone.utc).isoformat() if modified else None,
-        },
-        "errors": [],
-        "conflicts": [],
-        "changes": [],
-        "previous_version": None,
-        "change_class": None,
-        "policy": None,
-    }

@@ -10,11 +10,11 @@ from __future__ import annotations
 import os
 from typing import Iterator, cast
 
-from datahub.emitter.mcp import MetadataChangeProposalWrapper
 from datahub.lite.lite_local import DataHubLiteLocal
 from datahub.lite.lite_util import get_datahub_lite
 
-from lumos_dagster.catalog.datahub import DataHubCatalog, snapshots_from_entities
+from lumos_dagster.catalog.datahub import DataHubCatalog, Proposal
+from lumos_dagster.catalog.datahub_read import snapshots_from_entities
 from lumos_dagster.catalog.lite_batch import BatchedSqliteLite, open_batched
 from lumos_dagster.model import Snapshot
 
@@ -59,8 +59,13 @@ class DataHubLiteCatalog(DataHubCatalog):
             self._lite = lite
         return self._lite
 
-    def _send(self, mcps: list[MetadataChangeProposalWrapper]) -> None:
-        self._writer().write_batch(mcps)
+    def _send(self, proposals: list[Proposal]) -> None:
+        self._writer().write_batch(proposals)
+
+    def _read(self, urn: str) -> dict:
+        found = self._writer().get(urn, None, typed=True) or {}
+        found.pop("urn", None)
+        return found
 
     def close(self) -> None:
         if self._lite is not None:

@@ -7,11 +7,14 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 
 from datahub.configuration.common import OperationalError
-from datahub.emitter.mcp import MetadataChangeProposalWrapper
 from datahub.emitter.rest_emitter import DatahubRestEmitter
+from datahub.ingestion.graph.client import DatahubClientConfig, DataHubGraph
 
 from lumos_dagster.catalog.base import REFUSED_STATUSES, http_status, send_each
-from lumos_dagster.catalog.datahub import READ_ASPECTS, DataHubCatalog, snapshots_from_entities
+from lumos_dagster.catalog.datahub import DataHubCatalog, Proposal
+from lumos_dagster.catalog.datahub_read import READ_ASPECTS, snapshots_from_entities
+from lumos_dagster.catalog.patch_apply import IfAbsent
+from lumos_dagster.masking import shown_url
 from lumos_dagster.model import Snapshot
 
 
@@ -25,11 +28,13 @@ class DataHubRestCatalog(DataHubCatalog):
         retries: int = 3,
         timeout_sec: float = 30,
     ):
-        super().__init__(f"datahub-rest:{server.rstrip('/')}", env)
+        super().__init__(f"datahub-rest:{shown_url(server.rstrip('/'))}", env)  # the outbox keys on it: no credentials
         self.server = server
         self.batch_size = batch_size
         self._token, self._retries, self._timeout_sec = token, retries, timeout_sec
         self._emitter: DatahubRestEmitter | None = None
+        self._graph: DataHubGraph | None = None  # reads what `IfAbsent` must not overwrite
+        self._present: set[tuple] = set()
 
     def _connected(self) -> DatahubRestEmitter:
         if self._emitter is None:
@@ -45,36 +50,59 @@ class DataHubRestCatalog(DataHubCatalog):
             self._emitter = emitter
         return self._emitter
 
-    def emit(self, snapshots: Sequence[Snapshot]) -> int:
+    def emit(self, snapshots: Sequence[Snapshot], before: Sequence[str | None] | None = None) -> int:
         try:
-            return super().emit(snapshots)
+            return super().emit(snapshots, before)
         except OperationalError as exc:
             if http_status(exc) not in REFUSED_STATUSES:
                 raise
         # GMS refused the batch for some entry of it: one snapshot at a time tells which (what the
         # first try sent GMS keeps once: it stores a new version only for new content)
-        return send_each(snapshots, lambda s: [s], super().emit, "DataHub GMS")
+        one = DataHubCatalog.emit
+        pairs = list(zip(snapshots, before or [None] * len(snapshots), strict=True))
+        return send_each(pairs, lambda pair: pair, lambda pair: one(self, [pair[0]], [pair[1]]), "DataHub GMS")
 
-    def _send(self, mcps: list[MetadataChangeProposalWrapper]) -> None:
+    def _send(self, proposals: list[Proposal]) -> None:
         emitter = self._connected()
-        for start in range(0, len(mcps), self.batch_size):
-            emitter.emit_mcps(mcps[start : start + self.batch_size])
+        proposals = [p for p in proposals if not isinstance(p, IfAbsent) or self._absent(p)]
+        for start in range(0, len(proposals), self.batch_size):
+            emitter.emit_mcps(proposals[start : start + self.batch_size])
+
+    def _absent(self, p: IfAbsent) -> bool:
+        """Whether GMS has no such aspect of the entity (what it has stays known for the adapter's life)."""
+        key = (p.entityUrn, p.aspectName)
+        if key in self._present:
+            return False
+        if p.aspectName in self._reader().get_entity_semityped(str(p.entityUrn), aspects=[str(p.aspectName)]):
+            self._present.add(key)
+            return False
+        return True
+
+    def _read(self, urn: str) -> dict:
+        return dict(self._reader().get_entity_semityped(urn))
+
+    def _reader(self) -> DataHubGraph:
+        if self._graph is None:
+            self._graph = DataHubGraph(self._client_config())
+        return self._graph
+
+    def _client_config(self) -> DatahubClientConfig:
+        return DatahubClientConfig(
+            server=self.server, token=self._token, timeout_sec=self._timeout_sec, retry_max_times=self._retries
+        )
 
     def read_all(self) -> Iterator[Snapshot]:
         """Every dataset GMS holds in this environment, soft-deleted ones too (found through its
         search, read aspect by aspect): what `lumos export --from datahub-rest` writes."""
-        from datahub.ingestion.graph.client import DatahubClientConfig, DataHubGraph
         from datahub.ingestion.graph.filters import RemovedStatusFilter
 
-        config = DatahubClientConfig(
-            server=self.server, token=self._token, timeout_sec=self._timeout_sec, retry_max_times=self._retries
-        )
-        with DataHubGraph(config) as graph:
+        with DataHubGraph(self._client_config()) as graph:
             urns = graph.get_urns_by_filter(entity_types=["dataset"], env=self.env, status=RemovedStatusFilter.ALL)
             entities = [(urn, graph.get_entity_semityped(urn, aspects=list(READ_ASPECTS))) for urn in urns]
         yield from snapshots_from_entities(entities)
 
     def close(self) -> None:
-        if self._emitter is not None:
-            self._emitter.close()
-            self._emitter = None
+        for client in (self._emitter, self._graph):
+            if client is not None:
+                client.close()
+        self._emitter = self._graph = None

@@ -32,14 +32,21 @@ import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import cast
 
-from datahub.emitter.mcp import MetadataChangeProposalWrapper
 from datahub.lite.sqlite_lite import SqliteLite
 from datahub.lite.sqlite_lite_config import SqliteLiteConfig
-from datahub.metadata.schema_classes import DataPlatformInstanceClass, SystemMetadataClass, _Aspect
+from datahub.metadata.schema_classes import (
+    DataPlatformInstanceClass,
+    GenericAspectClass,
+    MetadataChangeProposalClass,
+    SystemMetadataClass,
+    _Aspect,
+)
 
 from lumos_dagster.catalog.aspect_json import aspect_text
+from lumos_dagster.catalog.patch_apply import IfAbsent, Proposal, patched_json
 
 #: the aspects `global_post_update_hook` places an entity in the browse tree by
 BROWSE_ASPECTS = frozenset({"container", "subTypes", "dataPlatformInstance"})
@@ -95,31 +102,29 @@ class BatchedSqliteLite(SqliteLite):
 
     # ------------------------------------------------------------ writing
 
-    def write_batch(
-        self, mcps: Sequence[MetadataChangeProposalWrapper], texts: Sequence[str] | None = None
-    ) -> WriteCounts:
-        """Write the MCPs in one transaction, with `write()`'s versioning and the browse edges
-        `close()` would add. `texts`: each aspect's `aspect_text`, when the caller has them."""
-        entries = [_entry(m) for m in mcps]
-        if texts is None:
-            texts = [aspect_text(aspect) for _, _, aspect in entries]
+    def write_batch(self, proposals: Sequence[Proposal]) -> WriteCounts:
+        """Write the proposals in one transaction, with `write()`'s versioning and the browse edges
+        `close()` would add. A PATCH is applied to the aspect as the batch has left it, as GMS applies
+        it (`patch_apply`); an `IfAbsent` aspect is written only where the entity has none."""
         counts = WriteCounts()
-        if not mcps:
+        if not proposals:
             return counts
         now = int(time.time() * 1000)
         # what write() stores as systemMetadata when the MCP has none (same keys, same order)
         template = SystemMetadataClass(lastObserved=now, properties={}).to_obj()
         default_system: dict[int, str] = {}  # version → its systemMetadata text
         with self.transaction():
-            rows = self._v0_rows(list(dict.fromkeys(urn for urn, _, _ in entries)))
+            rows = self._v0_rows(list(dict.fromkeys(_urn(p) for p in proposals)))
             existed = {urn for urn, _ in rows}
             versions: list[tuple] = []
             changed: dict[str, set[str]] = {}  # entity → its aspects this batch changed
             browse: dict[str, dict] = {}  # entity → its browse aspects in this batch
             platforms_done: set[tuple] = set()
-            for mcp, (urn, name, aspect), text in zip(mcps, entries, texts, strict=True):
-                key = (urn, name)
-                given = mcp.systemMetadata
+            for proposal in proposals:
+                resolved = _resolve(proposal, rows)
+                if resolved is None:
+                    continue
+                key, aspect, text, given = resolved
                 created_on = given.lastObserved if given is not None and given.lastObserved else now
                 row = rows.get(key)
                 if row is not None:
@@ -141,7 +146,7 @@ class BatchedSqliteLite(SqliteLite):
                 else:
                     version = 1
                     counts.new += 1
-                if given is None:  # Lumos' MCPs: the same text for every row of a version
+                if given is None:  # Lumos' proposals: the same text for every row of a version
                     system_text = default_system.get(version)
                     if system_text is None:
                         system = {**template, "properties": {"sysVersion": str(version)}}
@@ -252,11 +257,39 @@ class BatchedSqliteLite(SqliteLite):
         self._close_connection()
 
 
-def _entry(mcp: MetadataChangeProposalWrapper) -> tuple[str, str, _Aspect]:
-    """The MCP's entity, aspect name and aspect: what a row of the file is keyed by and holds."""
-    if mcp.entityUrn is None or mcp.aspectName is None or mcp.aspect is None:
-        raise ValueError(f"DataHub Lite keeps aspects of entities named by URN, not {mcp!r}")
-    return mcp.entityUrn, mcp.aspectName, mcp.aspect
+def _urn(proposal: Proposal) -> str:
+    if proposal.entityUrn is None or proposal.aspectName is None or proposal.aspect is None:
+        raise ValueError(f"DataHub Lite keeps aspects of entities named by URN, not {proposal!r}")
+    return proposal.entityUrn
+
+
+def _resolve(
+    proposal: Proposal, rows: dict[tuple[str, str], _Row]
+) -> tuple[tuple[str, str], _Aspect, str, SystemMetadataClass | None] | None:
+    """What the proposal writes: its (entity, aspect) row, the aspect and its text, its system metadata;
+    None when there is nothing to write (an `IfAbsent` aspect the entity already has)."""
+    key = (_urn(proposal), cast(str, proposal.aspectName))
+    row = rows.get(key)
+    if isinstance(proposal, MetadataChangeProposalClass):  # a PATCH, on what is there now
+        value = cast(GenericAspectClass, proposal.aspect).value
+        aspect, text = _patched(key[1], row.metadata if row else None, value)
+        return key, aspect, text, proposal.systemMetadata
+    if isinstance(proposal, IfAbsent) and row is not None:
+        return None
+    aspect = cast(_Aspect, proposal.aspect)
+    return key, aspect, aspect_text(aspect), proposal.systemMetadata
+
+
+@lru_cache(maxsize=4096)
+def _patched(aspect_name: str, current: str | None, value: bytes) -> tuple[_Aspect, str]:
+    """A patch (`value`) applied to an aspect's stored text: its new aspect and text. The same patch of the
+    same text (the first tags, owners and terms Lumos gives many datasets) is applied once."""
+    generic = GenericAspectClass(value=value, contentType="application/json")
+    patch = MetadataChangeProposalClass(
+        entityType="dataset", changeType="PATCH", aspectName=aspect_name, aspect=generic
+    )
+    aspect = patched_json(patch, json.loads(current) if current is not None else None)
+    return aspect, aspect_text(aspect)
 
 
 def open_batched(path: str, options: dict) -> BatchedSqliteLite:

@@ -27,6 +27,7 @@ from openlineage.client.transport.file import FileConfig, FileTransport
 from openlineage.client.transport.http import ApiKeyTokenProvider, HttpConfig, HttpTransport, TokenProvider
 
 from lumos_dagster.catalog.base import content_hash, send_each
+from lumos_dagster.masking import shown_url
 from lumos_dagster.model import Array, Field, Map, Snapshot, Struct, type_str
 
 PRODUCER = "https://github.com/lumos/lumos"
@@ -52,7 +53,7 @@ class OpenLineageCatalog:
         timeout_sec: float = 30,
     ):
         self.namespace = namespace
-        self.name = f"openlineage:{url or path}"
+        self.name = f"openlineage:{shown_url(url) if url else path}"  # the outbox keys on it: no credentials
         transport: Transport
         if url:
             auth = ApiKeyTokenProvider({"apiKey": api_key}) if api_key else TokenProvider({})

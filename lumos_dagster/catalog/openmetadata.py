@@ -25,7 +25,6 @@ from requests.adapters import HTTPAdapter
 from urllib3.util.retry import Retry
 
 from lumos_dagster.catalog.base import CURRENT_STATE_ONLY, Undeliverable, content_hash, send_each
-from lumos_dagster.catalog.datahub import MAX_RECORDED_ERRORS
 from lumos_dagster.catalog.openmetadata_read import (
     CLASSIFICATION,
     GLOSSARY,
@@ -34,6 +33,7 @@ from lumos_dagster.catalog.openmetadata_read import (
     read_tables,
 )
 from lumos_dagster.errors import CatalogError
+from lumos_dagster.masking import shown_url
 from lumos_dagster.model import (
     Array,
     DataType,
@@ -95,6 +95,10 @@ def column(f: Field) -> dict:
     return body
 
 
+#: the file errors a table's Lumos record keeps (the store keeps them all)
+MAX_RECORDED_ERRORS = 100
+
+
 def record(s: Snapshot) -> str:
     """The Lumos snapshot but for what changes on every run (capture time, the data's age)."""
     doc = {k: v for k, v in snapshot_to_json(s).items() if k not in ("captured_at", "fingerprint")}
@@ -128,7 +132,7 @@ class OpenMetadataCatalog:
         retries: int = 3,
     ):
         self.server = server.rstrip("/")
-        self.name = f"openmetadata:{self.server}"
+        self.name = f"openmetadata:{shown_url(self.server)}"  # the outbox keys on it: no credentials
         self.service, self.database = service, database
         self.timeout = timeout_sec
         self.session = requests.Session()

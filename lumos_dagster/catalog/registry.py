@@ -13,6 +13,7 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from lumos_dagster.catalog.base import secret
+from lumos_dagster.masking import shown_url
 from lumos_dagster.plugins import CATALOGS, BuildContext, ConfigModel, Plugin
 
 
@@ -102,7 +103,7 @@ def _datahub_lite(entry: DataHubLiteCatalogConfig, context: BuildContext):
 def _datahub_rest(entry: DataHubRestCatalogConfig, context: BuildContext):
     from lumos_dagster.catalog.datahub_rest import DataHubRestCatalog
 
-    token = secret(entry.token_env, f"DataHub GMS {entry.server}", required=False)
+    token = secret(entry.token_env, f"DataHub GMS {shown_url(entry.server)}", required=False)
     return DataHubRestCatalog(entry.server, token, entry.env, entry.batch_size, entry.retries, entry.timeout_sec)
 
 
@@ -115,7 +116,8 @@ def _datahub_file(entry: DataHubFileCatalogConfig, context: BuildContext):
 def _openlineage(entry: OpenLineageCatalogConfig, context: BuildContext):
     from lumos_dagster.catalog.openlineage import OpenLineageCatalog
 
-    key = secret(entry.api_key_env, f"OpenLineage {entry.url}", required=entry.api_key_env is not None)
+    shown = shown_url(entry.url) if entry.url else entry.path
+    key = secret(entry.api_key_env, f"OpenLineage {shown}", required=entry.api_key_env is not None)
     path = context.resolve(entry.path) if entry.path else None
     return OpenLineageCatalog(entry.namespace, entry.url, path, key, entry.timeout_sec)
 
@@ -123,15 +125,15 @@ def _openlineage(entry: OpenLineageCatalogConfig, context: BuildContext):
 def _openmetadata(entry: OpenMetadataCatalogConfig, context: BuildContext):
     from lumos_dagster.catalog.openmetadata import OpenMetadataCatalog
 
-    token = secret(entry.token_env, f"OpenMetadata {entry.server}", required=False)
+    token = secret(entry.token_env, f"OpenMetadata {shown_url(entry.server)}", required=False)
     return OpenMetadataCatalog(entry.server, token, entry.service, entry.database, entry.timeout_sec, entry.retries)
 
 
 def _atlas(entry: AtlasCatalogConfig, context: BuildContext):
     from lumos_dagster.catalog.atlas import AtlasCatalog
 
-    token = secret(entry.token_env, f"Atlas {entry.url}", required=True) if entry.token_env else None
-    password = secret(entry.password_env, f"Atlas {entry.url}", required=True) if entry.username else None
+    token = secret(entry.token_env, f"Atlas {shown_url(entry.url)}", required=True) if entry.token_env else None
+    password = secret(entry.password_env, f"Atlas {shown_url(entry.url)}", required=True) if entry.username else None
     return AtlasCatalog(entry.url, entry.username, password, token, entry.cluster, entry.timeout_sec, entry.retries)
 
 

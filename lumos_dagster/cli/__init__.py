@@ -7,6 +7,8 @@ import importlib
 
 import click
 
+from lumos_dagster.wording import visible
+
 #: command → module of lumos_dagster.cli and function
 COMMANDS = {
     "schema": "scan:schema",
@@ -42,6 +44,22 @@ COMMANDS = {
 class _Commands(click.Group):
     def list_commands(self, ctx: click.Context) -> list[str]:
         return list(COMMANDS)
+
+    def invoke(self, ctx: click.Context):
+        try:
+            return super().invoke(ctx)
+        except click.ClickException as exc:  # click prints it: its names made visible, as `output.echo` does
+            # `message` is typed Final, but click reads it only when it prints the error
+            setattr(exc, "message", "\n".join(map(visible, exc.message.split("\n"))))  # noqa: B010
+            raise
+        except Exception as exc:  # a store fault mid-command is one line, not the SQL and its parameters
+            from lumos_dagster.errors import LumosError
+            from lumos_dagster.store.faults import fault_message
+
+            fault = str(exc) if isinstance(exc, LumosError) else fault_message(exc)
+            if fault is None:
+                raise
+            raise click.ClickException(visible(fault)) from None  # a LumosError's own lines: one line
 
     def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
         if name not in COMMANDS:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
@@ -10,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 import click
 
 from lumos_dagster.cli.common import config_option, load, open_store, text_or_json
-from lumos_dagster.cli.output import fail
+from lumos_dagster.cli.output import echo, echo_json, fail
 from lumos_dagster.config import LumosConfig, load_config
 from lumos_dagster.datasets import Catalogue
 from lumos_dagster.errors import LumosError, UnknownDataset
@@ -54,7 +53,7 @@ def _emit(text: str, output: str | None) -> None:
     if output:
         with open(output, "w") as fh:
             fh.write(text + "\n")
-    click.echo(text)
+    echo(*text.split("\n"))
 
 
 def _optional_config(config_file: str | None) -> LumosConfig | None:
@@ -155,7 +154,7 @@ def changed(files, config_file) -> None:
         code = current_code(store, config)
     finally:
         store.close()
-    click.echo(selection(touched(files, config, code.docs), catalogue.asset_paths()))
+    echo(selection(touched(files, config, code.docs), catalogue.asset_paths()))
 
 
 @click.command()
@@ -175,12 +174,12 @@ def impact(dataset, depth, top, fmt, config_file) -> None:
         if dataset is None:
             ranking = fan_out(catalogue)[:top]
             if fmt == "json":
-                click.echo(json.dumps([{"dataset": n, "downstream": k} for n, k in ranking], indent=2))
+                echo_json([{"dataset": n, "downstream": k} for n, k in ranking])
             else:
-                click.echo(f"the {len(ranking)} datasets with the most downstream (`lumos impact DATASET` for one):")
-                click.echo(f"{'downstream':>10}  dataset")
+                echo(f"the {len(ranking)} datasets with the most downstream (`lumos impact DATASET` for one):")
+                echo(f"{'downstream':>10}  dataset")
                 for n, k in ranking:
-                    click.echo(f"{k:>10}  {n}")
+                    echo(f"{k:>10}  {n}")
             return
         if dataset not in catalogue.by_name():
             raise click.ClickException(str(UnknownDataset([dataset], catalogue.by_name())))
@@ -191,38 +190,35 @@ def impact(dataset, depth, top, fmt, config_file) -> None:
     breaking = [c for c in (snap.changes if snap else ()) if c.severity == BREAKING]
     affected = consumer_verdicts(catalogue, dataset, breaking, depth)
     if fmt == "json":
-        click.echo(
-            json.dumps(
-                {
-                    "dataset": dataset,
-                    "version": snap.version if snap else None,
-                    "breaking_changes": [change_to_json(c, ("path", "kind", "old", "new")) for c in breaking],
-                    "downstream": [
-                        {
-                            "name": a.name,
-                            "depth": a.depth,
-                            "via": a.via,
-                            "owners": [o.id for o in a.owners],
-                            "reached_by": list(a.reached_by),
-                            "verdict": a.verdict,
-                            "reads": list(a.reads),
-                            "recommendation": a.recommendation,
-                        }
-                        for a in affected
-                    ],
-                },
-                indent=2,
-            )
+        echo_json(
+            {
+                "dataset": dataset,
+                "version": snap.version if snap else None,
+                "breaking_changes": [change_to_json(c, ("path", "kind", "old", "new")) for c in breaking],
+                "downstream": [
+                    {
+                        "name": a.name,
+                        "depth": a.depth,
+                        "via": a.via,
+                        "owners": [o.id for o in a.owners],
+                        "reached_by": list(a.reached_by),
+                        "verdict": a.verdict,
+                        "reads": list(a.reads),
+                        "recommendation": a.recommendation,
+                    }
+                    for a in affected
+                ],
+            }
         )
         return
-    click.echo(f"{dataset} {snap.version if snap else '(never materialized)'}: {len(affected)} downstream dataset(s)")
+    echo(f"{dataset} {snap.version if snap else '(never materialized)'}: {len(affected)} downstream dataset(s)")
     for c in breaking:
-        click.echo(f"  breaking: {c.kind} {c.path} ({c.old or '-'} → {c.new or '-'})")
+        echo(f"  breaking: {c.kind} {c.path} ({c.old or '-'} → {c.new or '-'})")
     for a in affected:
         owners = ", ".join(o.id for o in a.owners) or "no owner"
         indent = "  " * (a.depth - 1)
-        click.echo(f"  {indent}└ {a.name}  {a.label}  (depth {a.depth}, via {a.via}; {owners})")
-        click.echo(f"  {indent}    {a.recommendation}")
+        echo(f"  {indent}└ {a.name}  {a.label}  (depth {a.depth}, via {a.via}; {owners})")
+        echo(f"  {indent}    {a.recommendation}")
 
 
 @click.command()
@@ -247,33 +243,30 @@ def history(dataset, fmt, config_file) -> None:
         raise click.ClickException(f"{dataset}: no snapshot in the store yet (materialize it first)")
     in_release = {e.version: [r.name for r in releases if r.versions.get(dataset) == e.version] for e in entries}
     if fmt == "json":
-        click.echo(
-            json.dumps(
-                [
-                    {
-                        "version": e.version,
-                        "previous_version": e.previous_version,
-                        "change_class": e.change_class,
-                        "first_partition": e.first_partition,
-                        "first_captured": e.first_captured.isoformat(),
-                        "last_partition": e.last_partition,
-                        "captures": e.captures,
-                        "releases": in_release[e.version],
-                        "changes": [change_to_json(c, ("path", "kind", "severity", "old", "new")) for c in e.changes],
-                    }
-                    for e in entries
-                ],
-                indent=2,
-            )
+        echo_json(
+            [
+                {
+                    "version": e.version,
+                    "previous_version": e.previous_version,
+                    "change_class": e.change_class,
+                    "first_partition": e.first_partition,
+                    "first_captured": e.first_captured.isoformat(),
+                    "last_partition": e.last_partition,
+                    "captures": e.captures,
+                    "releases": in_release[e.version],
+                    "changes": [change_to_json(c, ("path", "kind", "severity", "old", "new")) for c in e.changes],
+                }
+                for e in entries
+            ]
         )
         return
     for e in entries:
         rel = f"  releases {', '.join(in_release[e.version])}" if in_release[e.version] else ""
         span = e.first_partition if e.first_partition == e.last_partition else f"{e.first_partition}…{e.last_partition}"
         captures = plural(e.captures, "capture")
-        click.echo(f"{e.version:<10} {e.change_class or '':<6} partitions {span}  ({captures}){rel}")
+        echo(f"{e.version:<10} {e.change_class or '':<6} partitions {span}  ({captures}){rel}")
         for c in e.changes:
-            click.echo(f"    {c.severity:<13} {c.kind} {c.path or '(dataset)'}: {c.old or '-'} → {c.new or '-'}")
+            echo(f"    {c.severity:<13} {c.kind} {c.path or '(dataset)'}: {c.old or '-'} → {c.new or '-'}")
 
 
 @click.command()
@@ -293,16 +286,12 @@ def evolution(config_file, since, until, fmt) -> None:
         store.close()
     rows.sort(key=lambda r: (-r.changes, r.dataset))
     if fmt == "json":
-        click.echo(
-            json.dumps(
-                {"since": start.isoformat(), "until": end.isoformat(), "datasets": [r.__dict__ for r in rows]}, indent=2
-            )
-        )
+        echo_json({"since": start.isoformat(), "until": end.isoformat(), "datasets": [r.__dict__ for r in rows]})
         return
-    click.echo(f"{start:%Y-%m-%d} … {end:%Y-%m-%d}")
-    click.echo(f"{'dataset':<40} {'versions':>8} {'changes':>8} {'breaking':>8} {'per 30 d':>9}")
+    echo(f"{start:%Y-%m-%d} … {end:%Y-%m-%d}")
+    echo(f"{'dataset':<40} {'versions':>8} {'changes':>8} {'breaking':>8} {'per 30 d':>9}")
     for r in rows:
-        click.echo(f"{r.dataset:<40} {r.versions:>8} {r.changes:>8} {r.breaking:>8} {r.per_30_days:>9}")
+        echo(f"{r.dataset:<40} {r.versions:>8} {r.changes:>8} {r.breaking:>8} {r.per_30_days:>9}")
 
 
 @click.command()
@@ -322,7 +311,7 @@ def release(name, config_file, datasets, list_) -> None:
         existing = store.releases()
         if list_:
             for r in existing:
-                click.echo(f"{r.name:<10} {r.created_at:%Y-%m-%d %H:%M}  {plural(len(r.versions), 'dataset')}")
+                echo(f"{r.name:<10} {r.created_at:%Y-%m-%d %H:%M}  {plural(len(r.versions), 'dataset')}")
             return
         wanted = {n.strip() for n in datasets.split(",")} if datasets else None
         registered = {r.name for r in store.datasets()}
@@ -339,10 +328,10 @@ def release(name, config_file, datasets, list_) -> None:
             raise click.ClickException(str(exc)) from None
     finally:
         store.close()
-    click.echo(f"{rel.name}: {plural(len(rel.versions), 'dataset')}")
+    echo(f"{rel.name}: {plural(len(rel.versions), 'dataset')}")
     for n, v in rel.versions.items():
-        click.echo(f"  {n:<40} {v}")
+        echo(f"  {n:<40} {v}")
     if config.releases.watch:
         manifest = Manifest(rel.name, rel.created_at, tuple(sorted(wanted)) if wanted else ())
         written = write_manifest(config.resolve_location(config.releases.watch), manifest, config.releases.endpoint_url)
-        click.echo(f"manifest for the release sensor: {written}")
+        echo(f"manifest for the release sensor: {written}")

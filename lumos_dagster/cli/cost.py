@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import re
 
 import click
 
 from lumos_dagster.cli.changes import catalogue_of
 from lumos_dagster.cli.common import config_option, load, open_store, text_or_json
+from lumos_dagster.cli.output import echo, echo_json
 from lumos_dagster.errors import UnknownDataset
 from lumos_dagster.reports import cost as cost_report
 from lumos_dagster.wording import plural
@@ -37,7 +37,7 @@ def cost(config_file, month, fmt, output) -> None:
     if output:
         with open(output, "w") as fh:
             fh.write(text)
-    click.echo(text, nl=not text.endswith("\n"))
+    echo(*text.removesuffix("\n").split("\n"))
 
 
 @click.command()
@@ -62,13 +62,13 @@ def savings(config_file, datasets, month, fmt) -> None:
     owners = cost_report.affected_owners(catalogue, result)
     if fmt == "json":
         doc = {"month": report.month, "currency": report.currency, **cost_report.savings_to_json(result, owners)}
-        click.echo(json.dumps(doc, indent=2))
+        echo_json(doc)
         return
     c = report.currency
-    click.echo(f"switching off {', '.join(result.requested)} removes {plural(len(result.removed), 'dataset')}:")
+    echo(f"switching off {', '.join(result.requested)} removes {plural(len(result.removed), 'dataset')}:")
     for name in result.removed:
-        click.echo(f"  {name}")
-    click.echo(f"saves {result.monthly:,.2f} {c} a month (storage {result.storage:,.2f}, compute "
+        echo(f"  {name}")
+    echo(f"saves {result.monthly:,.2f} {c} a month (storage {result.storage:,.2f}, compute "
                f"{result.compute:,.2f}), {result.annual:,.2f} {c} a year")  # fmt: skip
-    click.echo(f"owners to ask: {', '.join(owners) or 'nobody owns them'}")
-    click.echo(f"risk: {result.risk}" + (f" ({'; '.join(result.reasons)})" if result.reasons else ""))
+    echo(f"owners to ask: {', '.join(owners) or 'nobody owns them'}")
+    echo(f"risk: {result.risk}" + (f" ({'; '.join(result.reasons)})" if result.reasons else ""))

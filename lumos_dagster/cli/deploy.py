@@ -33,6 +33,7 @@ import click
 import yaml
 
 from lumos_dagster.cli.instance import MONITOR_POLL_SECONDS, PYTHON_LOGS, RUN_LAUNCHER, TELEMETRY
+from lumos_dagster.cli.output import echo
 from lumos_dagster.errors import LumosError
 
 if TYPE_CHECKING:
@@ -669,11 +670,11 @@ def up(configs, folder, port, code_port, max_concurrent_runs, pg_url, tuned, tim
     except DeployError as exc:
         raise click.ClickException(str(exc)) from None
     names = ", ".join(x.name for x in deployment.locations)
-    click.echo(f"code location(s) {names} loaded in {seconds:.1f} s; logs in {deployment.folder / 'logs'}")
+    echo(f"code location(s) {names} loaded in {seconds:.1f} s; logs in {deployment.folder / 'logs'}")
     # nobody needs to materialize anything: sensors/storage.py, first_snapshots
-    click.echo("the sensors' first tick (within a minute) snapshots every dataset never materialized; then the "
-               "sensors and schedules keep them")  # fmt: skip
-    click.echo(f"Dagster UI: {deployment.url}   (stop: lumos deploy down --folder {folder})")
+    echo("the sensors' first tick (within a minute) snapshots every dataset never materialized; then the "
+         "sensors and schedules keep them")  # fmt: skip
+    echo(f"Dagster UI: {deployment.url}   (stop: lumos deploy down --folder {folder})")
 
 
 @deploy.command()
@@ -686,8 +687,8 @@ def down(folder, timeout) -> None:
     canceled = deployment.cancel_runs()
     stopped = deployment.down(timeout)
     if canceled:
-        click.echo(f"canceled {len(canceled)} run(s) in flight: {', '.join(canceled)}")
-    click.echo(f"stopped {', '.join(stopped)}" if stopped else f"nothing running from {path.absolute()}")
+        echo(f"canceled {len(canceled)} run(s) in flight: {', '.join(canceled)}")
+    echo(f"stopped {', '.join(stopped)}" if stopped else f"nothing running from {path.absolute()}")
 
 
 @deploy.command()
@@ -699,22 +700,20 @@ def status(folder) -> None:
     except DeployError as exc:
         raise click.ClickException(str(exc)) from None
     alive, rss = deployment.running(), deployment.rss_mb()
-    click.echo(f"{'process':<32} {'pid':>8}  alive  {'RSS MB':>7}")
+    echo(f"{'process':<32} {'pid':>8}  alive  {'RSS MB':>7}")
     for name, pid in deployment.pids().items():
         mb = rss.get(name)
-        click.echo(
-            f"{name:<32} {pid:>8}  {'yes' if name in alive else 'no ':<5}  {'-' if mb is None else f'{mb:.0f}':>7}"
-        )
+        echo(f"{name:<32} {pid:>8}  {'yes' if name in alive else 'no ':<5}  {'-' if mb is None else f'{mb:.0f}':>7}")
     try:
         locations = deployment.location_status()
     except Exception as exc:
-        click.echo(f"webserver {deployment.url}: not answering ({type(exc).__name__})")
+        echo(f"webserver {deployment.url}: not answering ({type(exc).__name__})")
         sys.exit(1)
-    click.echo(f"{'code location':<32} status")
+    echo(f"{'code location':<32} status")
     for name, (load, error) in locations.items():
-        click.echo(f"{name:<32} {'ERROR: ' + error.splitlines()[0] if error else load}")
+        echo(f"{name:<32} {'ERROR: ' + error.splitlines()[0] if error else load}")
     unhealthy = deployment.unhealthy_daemons()
-    click.echo(f"daemons not healthy: {', '.join(unhealthy)}" if unhealthy else "daemons: healthy")
-    click.echo(f"Dagster UI: {deployment.url}")
+    echo(f"daemons not healthy: {', '.join(unhealthy)}" if unhealthy else "daemons: healthy")
+    echo(f"Dagster UI: {deployment.url}")
     if len(alive) < len(deployment.pids()) or unhealthy or any(error for _, error in locations.values()):
         sys.exit(1)

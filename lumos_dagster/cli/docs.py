@@ -10,6 +10,7 @@ from pathlib import Path
 
 import click
 
+from lumos_dagster.cli.output import echo
 from lumos_dagster.wording import few
 
 
@@ -28,11 +29,11 @@ def docs(topic: str | None, path_only: bool) -> None:
     found = pages()
     if topic is None:
         for name, path in found.items():
-            click.echo(f"{name:<14} {path}")
+            echo(f"{name:<14} {path}")
         return
     name = Path(topic).stem  # `configuration`, `configuration.md` and `docs/configuration.md` alike
     if name not in found:
         close = difflib.get_close_matches(name, list(found), n=3, cutoff=0.5)
         hint = f"did you mean {' or '.join(close)}?" if close else f"the pages: {few(list(found), len(found))}"
         raise click.ClickException(f"no documentation page {topic} ({hint})")
-    click.echo(str(found[name]) if path_only else found[name].read_text(), nl=path_only)
+    echo(*([str(found[name])] if path_only else found[name].read_text().removesuffix("\n").split("\n")))

@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-import json
 from datetime import datetime, timedelta, timezone
 
 import click
 
 from lumos_dagster.cli.changes import catalogue_of
 from lumos_dagster.cli.common import config_option, load, open_store, text_or_json
+from lumos_dagster.cli.output import echo, echo_json
 from lumos_dagster.errors import LumosError
+from lumos_dagster.masking import webhook_shown
 from lumos_dagster.model import Snapshot
-from lumos_dagster.plugins import webhook_shown
 from lumos_dagster.wording import plural
 
 
@@ -37,13 +37,13 @@ def report(config_file, output_dir, webhook) -> None:
     todos = owner_todos(estate, config, catalogue)
     paths = write_reports(config.resolve(output_dir or config.reports.dir), overview, todos, config.governance.required)
     t = overview["totals"]
-    click.echo(
+    echo(
         f"{plural(t['datasets'], 'dataset')}: {t['owned']} owned, {t['unowned']} unowned, {t['documented']} "
         f"documented, {t['stale']} stale, {plural(t['breaking_this_week'], 'breaking change')} this week; "
         f"riskiest: {_riskiest(overview)}; {plural(len(todos), 'owner')} with context to fill in"
     )
     for fmt, path in paths.items():
-        click.echo(f"  {fmt:<22} {path}")
+        echo(f"  {fmt:<22} {path}")
     if webhook and config.governance.webhook:
         try:
             post_webhook(
@@ -51,7 +51,7 @@ def report(config_file, output_dir, webhook) -> None:
             )
         except LumosError as exc:
             raise click.ClickException(str(exc)) from None
-        click.echo(f"  posted the missing-context list to {webhook_shown(config.governance.webhook)}")
+        echo(f"  posted the missing-context list to {webhook_shown(config.governance.webhook)}")
 
 
 def _riskiest(overview: dict) -> str:
@@ -138,10 +138,10 @@ def search(config_file, query, platform, owner, tag, min_quality, limit, fmt) ->
              "description": by_name[h.dataset].description}
             for h in hits
         ]  # fmt: skip
-        click.echo(json.dumps(rows, indent=2))
+        echo_json(rows)
         return
     shown = f"{len(hits)} of {len(found)}" if len(hits) < len(found) else str(len(found))
-    click.echo(f"Results ({shown})")
+    echo(f"Results ({shown})")
     for h in hits:
         d, s = by_name[h.dataset], latest.get(h.dataset)
         quality = "unknown" if d.quality is None else f"{d.quality:.2f}"
@@ -153,14 +153,14 @@ def search(config_file, query, platform, owner, tag, min_quality, limit, fmt) ->
             modified = s.stats.last_modified
             data = f"data {_age(modified, now)} old" if modified else "data age unknown"
             freshness = f"{data} (snapshot {_age(s.captured_at, now)} ago)"
-        click.echo(f"{h.dataset}  ({', '.join(h.matched) or 'listed'})")
-        click.echo(
+        echo(f"{h.dataset}  ({', '.join(h.matched) or 'listed'})")
+        echo(
             f"    platform {d.platform or '-'} · owner {', '.join(d.owners) or '-'} · quality {quality}"
             f" · freshness {freshness} · version {s.version if s and s.version else '-'}"
         )
         if d.description:
-            click.echo(f"    {d.description}")
+            echo(f"    {d.description}")
     if excluded:
-        click.echo(f"Excluded by the filters ({len(excluded)})")
+        echo(f"Excluded by the filters ({len(excluded)})")
         for name, reasons in excluded:
-            click.echo(f"  {name}: {'; '.join(reasons)}")
+            echo(f"  {name}: {'; '.join(reasons)}")

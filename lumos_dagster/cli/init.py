@@ -27,6 +27,7 @@ import click
 
 from lumos_dagster.cli.common import open_store
 from lumos_dagster.cli.instance import instance_yaml
+from lumos_dagster.cli.output import echo
 from lumos_dagster.config import CONFIG_ENV, DEFAULT_CONFIG, parse_config
 from lumos_dagster.errors import LumosError
 from lumos_dagster.model import DatasetRecord
@@ -230,7 +231,7 @@ def init(lake: str, folder: str, endpoint_url: str | None, force: bool) -> None:
         raise click.ClickException(str(exc)) from None
     store = open_store(config)
     try:  # the scan records what it found: the code location has its datasets without `lumos discover`
-        refreshed = refresh_registry(config, store, progress=lambda msg: click.echo(msg, err=True))
+        refreshed = refresh_registry(config, store, progress=lambda msg: echo(msg, err=True))
     finally:
         store.close()
     records, report = refreshed.found.records, refreshed.report
@@ -251,16 +252,16 @@ def init(lake: str, folder: str, endpoint_url: str | None, force: bool) -> None:
         (written if _write_new(base / name, text, overwrite) else kept).append(name)
 
     if not report.ok:
-        click.echo(report.render(), err=True)
-    click.echo(f"{lake}: {found_line(records)}")
-    click.echo(f"wrote in {base}: {', '.join(written)}" + (f"; kept {', '.join(kept)} as they were" if kept else ""))
+        echo(*report.render().split("\n"), err=True)
+    echo(f"{lake}: {found_line(records)}")
+    echo(f"wrote in {base}: {', '.join(written)}" + (f"; kept {', '.join(kept)} as they were" if kept else ""))
     # the component names its lumos.yaml; the standalone code location reads LUMOS_CONFIG
     env = {"DAGSTER_HOME": base / HOME} | ({} if project else {CONFIG_ENV: config_file})
-    click.echo("Next:")
+    echo("Next:")
     if base != Path.cwd().resolve():
-        click.echo(f"  cd {shlex.quote(str(base))}")
-    click.echo("  export " + " ".join(f"{k}={shlex.quote(str(v))}" for k, v in env.items()))
+        echo(f"  cd {shlex.quote(str(base))}")
+    echo("  export " + " ".join(f"{k}={shlex.quote(str(v))}" for k, v in env.items()))
     for command in next_commands(base, today):
-        click.echo(f"  {command}")
+        echo(f"  {command}")
     if not report.ok:  # as `lumos discover`: the files are written, the scan report says what failed
         sys.exit(1)

@@ -8,7 +8,7 @@ import sys
 import click
 
 from lumos_dagster.cli.common import config_option, open_store
-from lumos_dagster.cli.output import fail
+from lumos_dagster.cli.output import echo, fail
 from lumos_dagster.cli.portable import TARGET_HELP, _catalog, _config, _estate, _problems, counts
 from lumos_dagster.errors import LumosError
 from lumos_dagster.estate import carry, portable
@@ -51,7 +51,7 @@ def _target_reader(spec: str, config):
 
 
 def progress(message: str) -> None:
-    click.echo(message, err=True)
+    echo(message, err=True)
 
 
 @click.command()
@@ -72,11 +72,11 @@ def migrate(config_file, source, target, allow_limits) -> None:
         read, name, limits, write = _target_reader(target, config)
         before = carry.carried(estate, read(), name, limits)
         if before.complete:
-            click.echo(f"nothing to migrate: {name} already holds everything")
+            echo(f"nothing to migrate: {name} already holds everything")
             _finish(before, allow_limits)
         doc = portable.to_json(estate)
         check = portable.validate(doc)
-        click.echo(f"exported from {estate.source}: {counts(check)}")
+        echo(f"exported from {estate.source}: {counts(check)}")
         if not check.ok:
             _problems(check)
             fail(f"{source}: the export is invalid, nothing was written to {name}", 1)
@@ -88,5 +88,5 @@ def migrate(config_file, source, target, allow_limits) -> None:
 
 def _finish(report: carry.Carried, allow_limits: bool) -> None:
     for line in report.lines():
-        click.echo(line)
+        echo(line)
     sys.exit(1 if report.lost or (report.not_held and not allow_limits) else 0)

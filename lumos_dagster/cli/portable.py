@@ -14,7 +14,7 @@ from lumos_dagster.catalog.datahub_file import DataHubFileCatalog
 from lumos_dagster.catalog.datahub_lite import DataHubLiteCatalog
 from lumos_dagster.catalog.registry import CATALOGS
 from lumos_dagster.cli.common import config_option, load, open_store, text_or_json
-from lumos_dagster.cli.output import fail
+from lumos_dagster.cli.output import echo, echo_json, fail
 from lumos_dagster.config import LumosConfig
 from lumos_dagster.delivery.catalogs import build_catalogs
 from lumos_dagster.delivery.outbox import deliver
@@ -80,7 +80,7 @@ def _cannot_hold(spec: str, config: LumosConfig | None) -> frozenset[str]:
 
 
 def _notice(message: str) -> None:
-    click.echo(message, err=True)
+    echo(message, err=True)
 
 
 def _config(config_file: str | None, required: bool) -> LumosConfig | None:
@@ -108,24 +108,24 @@ def sync(config_file, status, retry_quarantined) -> None:
         for catalog in build_catalogs(config):
             if status:
                 counts = store.outbox_counts(catalog.name)
-                click.echo(f"{catalog.name}: " + (", ".join(f"{n} {s}" for s, n in sorted(counts.items())) or "empty"))
+                echo(f"{catalog.name}: " + (", ".join(f"{n} {s}" for s, n in sorted(counts.items())) or "empty"))
                 for urn, attempts, error, queued in store.outbox_errors(catalog.name):
                     age = datetime.now(UTC) - queued
-                    click.echo(f"  pending {urn} for {age.total_seconds() / 3600:.1f} h, {attempts} attempts: {error}")
+                    echo(f"  pending {urn} for {age.total_seconds() / 3600:.1f} h, {attempts} attempts: {error}")
                 _show_quarantined(store, catalog.name)
                 continue
             try:
                 if retry_quarantined:
-                    click.echo(f"{catalog.name}: {store.retry_quarantined(catalog.name)} quarantined queued again")
-                report = deliver(store, catalog, progress=lambda m: click.echo(m, err=True))
+                    echo(f"{catalog.name}: {store.retry_quarantined(catalog.name)} quarantined queued again")
+                report = deliver(store, catalog, progress=lambda m: echo(m, err=True))
             finally:
                 catalog.close()
-            click.echo(
+            echo(
                 f"{catalog.name}: {report.delivered} delivered, {report.unchanged} unchanged, "
                 f"{report.superseded} superseded, {len(report.failed)} failed, {len(report.quarantined)} quarantined"
             )
             for name, error in list(report.failed.items())[:10]:
-                click.echo(f"  {name}: {error}")
+                echo(f"  {name}: {error}")
             _show_quarantined(store, catalog.name)
             failed |= bool(report.failed or report.quarantined)
         alerts = config.governance.alerts
@@ -133,7 +133,7 @@ def sync(config_file, status, retry_quarantined) -> None:
             from lumos_dagster.governance.alerts import send_pending
 
             sent, pending = send_pending(store.engine, alerts.webhook, alerts.format)
-            click.echo(f"alerts: {sent} sent, {pending} pending")
+            echo(f"alerts: {sent} sent, {pending} pending")
             failed |= bool(pending)
     finally:
         store.close()
@@ -143,9 +143,9 @@ def sync(config_file, status, retry_quarantined) -> None:
 def _show_quarantined(store, catalog: str) -> None:
     quarantined = store.outbox_errors(catalog, status="quarantined")
     for urn, _, error, _ in quarantined:
-        click.echo(f"  quarantined {urn}: {error}")
+        echo(f"  quarantined {urn}: {error}")
     if quarantined:
-        click.echo("  (the other datasets are delivered; fix these and run `lumos sync --retry-quarantined`)")
+        echo("  (the other datasets are delivered; fix these and run `lumos sync --retry-quarantined`)")
 
 
 @click.command()
@@ -173,11 +173,11 @@ def export(config_file, source, output, target) -> None:
         json.dump(doc, fh, indent=1, sort_keys=True)
     os.replace(tmp, output)
     check = portable.validate(doc)
-    click.echo(f"{output}: {counts(check)} (from {estate.source})")
+    echo(f"{output}: {counts(check)} (from {estate.source})")
     limits = sorted(_cannot_hold(source, config))
     if limits:  # an export from a catalog is its current state: say what it cannot have given
         kinds = ", ".join(carry.NOUNS[w][0] + "s" for w in limits)
-        click.echo(f"  {estate.source} keeps no {kinds}: export from the store for those")
+        echo(f"  {estate.source} keeps no {kinds}: export from the store for those")
     _problems(check)  # e.g. a schema nested deeper than MAX_NESTING: written, but import would refuse it
     sys.exit(0 if check.ok else 1)
 
@@ -189,11 +189,11 @@ def counts(check: portable.Validation) -> str:
 
 def _problems(check: portable.Validation, shown: int = 50) -> None:
     for problem in check.problems[:shown]:
-        click.echo(f"  invalid: {problem}", err=True)
+        echo(f"  invalid: {problem}", err=True)
     for part in check.stale[:shown]:
-        click.echo(f"  recomputed: {part}", err=True)
+        echo(f"  recomputed: {part}", err=True)
     if len(check.problems) > shown:
-        click.echo(f"  … and {len(check.problems) - shown} more problems", err=True)
+        echo(f"  … and {len(check.problems) - shown} more problems", err=True)
 
 
 @click.command("validate")
@@ -206,7 +206,7 @@ def validate_file(file, max_bytes) -> None:
     except LumosError as exc:
         fail(str(exc), 1)
     check = portable.validate(doc)
-    click.echo(f"{file}: {counts(check)}")
+    echo(f"{file}: {counts(check)}")
     _problems(check)
     sys.exit(0 if check.ok else 1)
 
@@ -225,7 +225,7 @@ def import_file(file, target, config_file, max_bytes) -> None:
         estate = _estate(file, None, max_bytes)
     except LumosError as exc:
         fail(str(exc), 1)
-    progress = lambda m: click.echo(m, err=True)  # noqa: E731
+    progress = lambda m: echo(m, err=True)  # noqa: E731
     if target == "store":
         store = open_store(cast(LumosConfig, config))  # _config raised without one: the store needs it
         try:
@@ -237,7 +237,7 @@ def import_file(file, target, config_file, max_bytes) -> None:
             store.close()
         kept = sum(r.name in known for r in estate.releases)
         there_too = [plural(there, "snapshot")] + ([plural(kept, "release")] if kept else [])
-        click.echo(f"store: {plural(len(estate.entries), 'dataset')}, {plural(written, 'snapshot')}, "
+        echo(f"store: {plural(len(estate.entries), 'dataset')}, {plural(written, 'snapshot')}, "
                    f"{plural(len(estate.releases) - kept, 'release')} written "
                    f"({', '.join(there_too)} already there)")  # fmt: skip
         return
@@ -246,7 +246,7 @@ def import_file(file, target, config_file, max_bytes) -> None:
         sent = portable.import_into_catalog(estate, catalog, progress=progress)
     finally:
         catalog.close()
-    click.echo(f"{catalog.name}: {plural(len(estate.entries), 'dataset')}, {plural(sent, 'item')} written")
+    echo(f"{catalog.name}: {plural(len(estate.entries), 'dataset')}, {plural(sent, 'item')} written")
 
 
 @click.command()
@@ -266,18 +266,17 @@ def compare(left, right, config_file, fmt) -> None:
     except LumosError as exc:
         raise click.ClickException(str(exc)) from None
     if fmt == "json":
-        click.echo(json.dumps({"same": result.same, "only_left": result.only_left, "only_right": result.only_right,
-                               "differences": result.differences, "not_carried": not_carried.not_held},
-                              indent=2))  # fmt: skip
+        echo_json({"same": result.same, "only_left": result.only_left, "only_right": result.only_right,
+                   "differences": result.differences, "not_carried": not_carried.not_held})  # fmt: skip
     else:
-        click.echo("the same" if result.same else "they differ")
+        echo("the same" if result.same else "they differ")
         for name in result.only_left:
-            click.echo(f"  only in {left}: {name}")
+            echo(f"  only in {left}: {name}")
         for name in result.only_right:
-            click.echo(f"  only in {right}: {name}")
+            echo(f"  only in {right}: {name}")
         for name, diffs in result.differences.items():
             for d in diffs:
-                click.echo(f"  {name}: {d}")
+                echo(f"  {name}: {d}")
         for line in not_carried.not_held_lines():
-            click.echo(f"  {line}")
+            echo(f"  {line}")
     sys.exit(0 if result.same else 1)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import shlex
@@ -14,13 +13,13 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from lumos_dagster.cli.common import config_option, load, open_store
-from lumos_dagster.cli.output import error, paint
+from lumos_dagster.cli.output import echo, echo_json, error, paint
 from lumos_dagster.config import DEFAULT_CONFIG
 from lumos_dagster.formats import sniff_format
 from lumos_dagster.model import schema_to_json, type_str
 from lumos_dagster.report import failure_lines
 from lumos_dagster.time_partitions import granularity
-from lumos_dagster.wording import few, plural
+from lumos_dagster.wording import few, plural, visible
 
 if TYPE_CHECKING:
     from lumos_dagster.formats import FileResult
@@ -43,6 +42,7 @@ def _table_schema(folder: str) -> tuple[str | None, FileResult]:
     from lumos_dagster.sources.local import LocalSource
     from lumos_dagster.sources.registry import LocalSourceConfig
     from lumos_dagster.tables import claim
+    from lumos_dagster.windows import Window
 
     # a table keeps its log in a folder of its own (`_delta_log/`, `metadata/`): looked for there
     # first, so a folder that is no table is not walked whole
@@ -57,7 +57,7 @@ def _table_schema(folder: str) -> tuple[str | None, FileResult]:
     found = source.dataset(name, fmt.type, ScanReport())
     if found is None:
         return fmt.type, FileResult(folder, error=f"a {fmt.type} table that cannot be listed")
-    _, (contents,) = table_contents(fmt, source, found, [None])
+    _, (contents,) = table_contents(fmt, source, found, [Window(None)])
     if contents.errors:
         return fmt.type, FileResult(folder, error=contents.errors[0].reason)
     if not contents.schema.fields:
@@ -87,18 +87,18 @@ def schema(files: tuple[str, ...], flat: bool) -> None:
             failed += 1
             continue
         if fs.warning:
-            click.echo(f"{paint('Warning:', 'yellow')} {path}: {fs.warning}", err=True)  # its schema follows
+            echo(f"{paint('Warning:', 'yellow')} {path}: {fs.warning}", err=True)  # its schema follows
         if flat:
-            click.echo(f"# {path}")
+            echo(f"# {path}")
             for p, f in fs.schema.flatten():
-                click.echo(f"{p}: {type_str(f.type)}{'' if f.nullable else ' not null'}")
+                echo(f"{p}: {type_str(f.type)}{'' if f.nullable else ' not null'}")
         else:
             fmt = folders[path][0] if path in folders else sniff_format(path)
             named: dict[str, Any] = {} if fs.schema.name is None else {"name": fs.schema.name}  # an Avro record's
             named |= {"aliases": list(fs.schema.aliases)} if fs.schema.aliases else {}
             out[path] = {"format": fmt, "row_count": fs.row_count, **named, "fields": schema_to_json(fs.schema)}
     if out:
-        click.echo(json.dumps(out if len(files) > 1 else next(iter(out.values())), indent=2, default=str))
+        echo_json(out if len(files) > 1 else next(iter(out.values())), default=str)
     if failed:
         sys.exit(1)
 
@@ -115,7 +115,7 @@ def discover(config_file: str | None) -> None:
     config = load(config_file)
     store = open_store(config)
     try:
-        refreshed = refresh_registry(config, store, progress=lambda msg: click.echo(msg, err=True))
+        refreshed = refresh_registry(config, store, progress=lambda msg: echo(msg, err=True))
     finally:
         store.close()
     found, result, code, report = refreshed.found, refreshed.reconciliation, refreshed.code, refreshed.report
@@ -133,26 +133,26 @@ def discover(config_file: str | None) -> None:
         elif not time_keys:
             part = "not partitioned"
         new = "  (new)" if r.name in added else ""
-        click.echo(f"  {r.name:<40} {r.format:<8} {plural(r.file_count, 'file'):>12}  {part}{new}")
+        echo(f"  {visible(r.name):<40} {r.format:<8} {plural(r.file_count, 'file'):>12}  {part}{new}")
     for name in result.removed:
-        click.echo(f"  {name:<40} removed (soft-deleted in the catalogs)")
+        echo(f"  {visible(name):<40} removed (soft-deleted in the catalogs)")
     if added or result.removed:
         # a code location builds its assets from the registry when it loads
-        click.echo(
+        echo(
             f"{len(added)} new, {len(result.removed)} removed: a running `dagster dev` shows the change after "
             '"Reload definitions" (Deployment → Code locations); a deployment\'s sensors reload on their own'
         )
     else:
-        click.echo("no dataset new or removed")
+        echo("no dataset new or removed")
     if code is not None:
         edges = sum(len(d.edges) for d in code.docs.values())
         built = plural(len(code.docs), "dataset")
-        click.echo(f"code: {built} built by SQL, dbt or views, {plural(edges, 'lineage edge')}")
+        echo(f"code: {built} built by SQL, dbt or views, {plural(edges, 'lineage edge')}")
         for table, jobs in sorted(code.external.items()):
-            click.echo(f"  {table:<40} read or written by {', '.join(jobs)}, not a dataset Lumos manages")
+            echo(f"  {table:<40} read or written by {', '.join(jobs)}, not a dataset Lumos manages")
         for problem in code.problems:
-            click.echo(f"  warning: {problem}")
-    click.echo(report.render())
+            echo(f"  warning: {problem}")
+    echo(*report.render().split("\n"))
     if not report.ok:
         sys.exit(1)
 
@@ -170,7 +170,7 @@ def demo_lake(config_file: str | None, root: str | None) -> None:
             raise click.ClickException(f"{config.source_file}: sources: no source to write the demo lake into")
         root = config.resolve(config.sources[0].root)
     files = build_demo_lake(root)
-    click.echo(f"wrote {plural(len(files), 'file')} under {root}")
+    echo(f"wrote {plural(len(files), 'file')} under {root}")
 
 
 @click.command()
@@ -197,12 +197,12 @@ def summary(config_file: str | None, partition: str | None) -> None:
     for f in found:
         s, said = f.snapshot, f.said
         if s is None:
-            rows.append(((f.spec.name, "-", "-", "-", "-", "-"), f.status, said))
+            rows.append(((visible(f.spec.name), "-", "-", "-", "-", "-"), f.status, said))
             continue
         rows.append(
             (
-                (
-                    f.spec.name,
+                (  # as shown: the columns line up on what is printed
+                    visible(f.spec.name),
                     s.partition_key or "",
                     s.version or "-",
                     str(len(s.schema.flatten())),
@@ -218,13 +218,13 @@ def summary(config_file: str | None, partition: str | None) -> None:
         problems += [("WARN", f"{f.spec.name}: field {c.path}: {c.resolution}") for c in s.conflicts]
     header = ("dataset", "partition", "version", "fields", "files", "rows")
     widths = [max(len(r[i]) for r in [header, *(cells for cells, _, _ in rows)]) for i in range(len(header))]
-    click.echo("  ".join(c.ljust(w) for c, w in zip(header, widths, strict=True)) + "  status")
+    echo("  ".join(c.ljust(w) for c, w in zip(header, widths, strict=True)) + "  status")
     for cells, word, said in rows:
-        click.echo("  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)) + "  " + status(word, said))
+        echo("  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)) + "  " + status(word, said))
     for severity, p in problems:
-        click.echo(f"  {paint('!', 'red' if severity == 'ERROR' else 'yellow')} {p}")
+        echo(f"  {paint('!', 'red' if severity == 'ERROR' else 'yellow')} {p}")
     counts = {word: sum(1 for _, w, _ in rows if w == word) for word in STATUSES}
-    click.echo(
+    echo(
         f"{plural(len(rows), 'dataset')}: "
         + ", ".join(status(w, f"{n} {'with warnings' if w == WARNING else w}") for w, n in counts.items() if n)
     )
@@ -243,7 +243,7 @@ def summary(config_file: str | None, partition: str | None) -> None:
             if os.path.abspath(DEFAULT_CONFIG) == os.path.abspath(config.source_file)
             else (f" --config {shlex.quote(config.source_file)}")
         )
-        click.echo(f"DataHub Lite {path}: {plural(len(urns), 'dataset')} (browse it: lumos lite{where} ls /)")
+        echo(f"DataHub Lite {path}: {plural(len(urns), 'dataset')} (browse it: lumos lite{where} ls /)")
 
 
 def _unread(captures) -> list[tuple[str, str]]:

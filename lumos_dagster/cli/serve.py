@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import ipaddress
-import json
 import sys
 
 import click
 
 from lumos_dagster.cli.common import config_option, load
+from lumos_dagster.cli.output import echo, echo_json
 
 
 def _loopback(host: str) -> bool:
@@ -38,18 +38,18 @@ def serve(config_file, host, port, hash_token, new_token, openapi, log_level) ->
         token = sys.stdin.readline().strip()
         if not token:
             raise click.ClickException("no token on stdin")
-        click.echo(hash_of(token))
+        echo(hash_of(token))
         return
     if new_token:
         token = make_token()
-        click.echo(f"token: {token}")
-        click.echo(f"hash:  {hash_of(token)}")
-        click.echo("Give the token to its holder; put only the hash in lumos.yaml (api.tokens[].hash).", err=True)
+        echo(f"token: {token}")
+        echo(f"hash:  {hash_of(token)}")
+        echo("Give the token to its holder; put only the hash in lumos.yaml (api.tokens[].hash).", err=True)
         return
     if openapi:
         from lumos_dagster.api.app import openapi_document
 
-        click.echo(json.dumps(openapi_document(), indent=2, sort_keys=True))
+        echo_json(openapi_document(), sort_keys=True)
         return
 
     import uvicorn
@@ -62,9 +62,9 @@ def serve(config_file, host, port, hash_token, new_token, openapi, log_level) ->
     api = config.api
     host, port = host or api.host, api.port if port is None else port
     if not api.tokens:
-        click.echo("warning: no api.tokens in lumos.yaml: every path but /health answers 401", err=True)
+        echo("warning: no api.tokens in lumos.yaml: every path but /health answers 401", err=True)
     if not _loopback(host):
-        click.echo(f"warning: listening on {host}, beyond this machine: put TLS in front of it", err=True)
+        echo(f"warning: listening on {host}, beyond this machine: put TLS in front of it", err=True)
     try:
         lumos = Lumos(config, connections=api.workers, timeout=api.limits.request_timeout)
     except LumosError as exc:
@@ -89,7 +89,7 @@ def serve(config_file, host, port, hash_token, new_token, openapi, log_level) ->
             return
         await app(scope, receive, send)
 
-    click.echo(f"Lumos API on http://{host}:{port} (OpenAPI: /openapi.json, with a token)", err=True)
+    echo(f"Lumos API on http://{host}:{port} (OpenAPI: /openapi.json, with a token)", err=True)
     # requests get the interpreter back sooner while a thread rebuilds a whole-estate cache (the
     # search index, the lineage graph): 5 ms turns put that rebuild into their tail latency
     sys.setswitchinterval(0.0005)

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import fnmatch
-import json
 import sys
 from datetime import datetime, timezone
 
 import click
 
 from lumos_dagster.cli.common import config_option, load, open_store
+from lumos_dagster.cli.output import echo, echo_json
 from lumos_dagster.wording import plural
 
 
@@ -37,7 +37,7 @@ def snapshot(config_file: str | None, select: str | None, partition: str | None,
     config = load(config_file)
     sources = build_sources(config)
     store = open_store(config)
-    say = (lambda text: click.echo(text, err=True)) if not as_json else (lambda text: None)
+    say = (lambda text: echo(text, err=True)) if not as_json else (lambda text: None)
     try:
         catalogue = load_catalogue(config, store, {name: s.root for name, s in sources.items()})
         patterns = [p.strip() for p in select.split(",")] if select else ["*"]
@@ -71,15 +71,15 @@ def snapshot(config_file: str | None, select: str | None, partition: str | None,
         store.close()
     failure = run.failure
     if as_json:
-        click.echo(json.dumps({
+        echo_json({
             "datasets": {name: {pk: s.version for pk, s in snaps.items()} for name, snaps in done.items()},
             "failed": failure,
             "report": {"files_listed": run.report.files_listed, "files_read": run.report.files_read,
                        "failures": [list(f) for f in run.report.failures]},
             "seconds": run.seconds,
-        }, indent=2))  # fmt: skip
+        })  # fmt: skip
     else:
-        click.echo(run.report.render())
+        echo(*run.report.render().split("\n"))
         if failure:
-            click.echo(f"failed blocking checks:\n{failure}")
+            echo("failed blocking checks:", *failure.split("\n"))
     sys.exit(1 if failure else 0)

@@ -26,7 +26,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable
 
-from lumos_dagster.catalog.base import CatalogAdapter, Undeliverable
+from lumos_dagster.catalog.base import CatalogAdapter, Claiming, Undeliverable
+from lumos_dagster.masking import mask_secrets
 from lumos_dagster.store import Delivery, SnapshotStore, claim_owner
 
 # Snapshots per emit call. A batch is one DataHub Lite transaction (or a few GMS requests) and one
@@ -92,29 +93,54 @@ def _deliver(
     if not by_dataset:
         return report
     state = store.catalog_state(catalog.name, list(by_dataset))
-    superseded: list[int] = []
+    older: list[Delivery] = []  # partitions the catalog shows no longer (or not), but for their own results
     unchanged: list[int] = []
     to_send: list[tuple[Delivery, str]] = []
     for urn, queued in by_dataset.items():
         best = _choose(queued)
-        superseded += [d.outbox_id for d in queued if d is not best]
+        older += [d for d in queued if d is not best]
         shown_partition, sent_hash = state.get(urn, ("", None))
         if not best.removed and (best.partition_key or "") < shown_partition:
-            superseded.append(best.outbox_id)  # the catalog already shows a newer partition
+            older.append(best)  # the catalog already shows a newer partition
             continue
         content = _fingerprint(catalog, best)
         if content == sent_hash:
             unchanged.append(best.outbox_id)
             continue
         to_send.append((best, content))
+    partitions = getattr(catalog, "emit_partitions", None)
+    if partitions is not None:  # each older partition's own results (its checks, its profile) reach it first
+        for start in range(0, len(older), BATCH):
+            try:
+                report.aspects += partitions([d.snapshot for d in older[start : start + BATCH] if not d.removed])
+            except Exception as exc:  # the catalog cannot take them now: they wait, as any queued snapshot
+                error = f"{type(exc).__name__}: {exc}"
+                store.mark([d.outbox_id for d in older[start:]], "pending", error)
+                report.failed.update({d.snapshot.dataset.name: error for d in older[start:]})
+                older = older[:start]
+                break
+    superseded = [d.outbox_id for d in older]
     store.mark_many({"superseded": superseded, "unchanged": unchanged})
     report.superseded, report.unchanged = len(superseded), len(unchanged)
+    # a catalog shared with other writers: what Lumos added to each dataset there before, so that it
+    # removes that and nothing else ("" for a dataset delivered before Lumos kept it)
+    claiming = isinstance(catalog, Claiming)
+    before = store.catalog_claims(catalog.name, [d.urn for d, _ in to_send]) if claiming else {}
+
+    def emit(batch: list[tuple[Delivery, str]]) -> int:
+        snapshots = [d.snapshot for d, _ in batch]
+        if isinstance(catalog, Claiming):
+            return catalog.emit(snapshots, [before.get(d.urn) for d, _ in batch])
+        return catalog.emit(snapshots)
 
     def delivered(sent: list) -> None:
         store.record_deliveries(
             catalog.name,
             [(d.urn, d.partition_key or "", content) for d, content in sent],
             delivered=[d.outbox_id for d, _ in sent],
+            claims={d.urn: catalog.claims(d.snapshot, before.get(d.urn)) for d, _ in sent}
+            if isinstance(catalog, Claiming)
+            else None,
         )
         report.delivered += len(sent)
         progress(f"{catalog.name}: {report.delivered}/{len(to_send)} delivered")
@@ -126,10 +152,10 @@ def _deliver(
             batch = [(d, content) for d, content in batch if d.outbox_id in held]
         while batch:
             try:
-                report.aspects += catalog.emit([d.snapshot for d, _ in batch])
+                report.aspects += emit(batch)
             except Undeliverable as exc:  # quarantine those, keep what went through, send the rest
                 for i, reason in exc.rejected.items():
-                    d = batch[i][0]
+                    d, reason = batch[i][0], mask_secrets(reason)
                     store.mark([d.outbox_id], "quarantined", reason)
                     report.quarantined[d.urn] = reason
                 if exc.delivered:
@@ -137,7 +163,7 @@ def _deliver(
                 batch = [b for i, b in enumerate(batch) if i not in exc.rejected and i not in exc.delivered]
                 continue
             except Exception as exc:  # any other failure to deliver keeps the batch queued
-                error = f"{type(exc).__name__}: {exc}"
+                error = mask_secrets(f"{type(exc).__name__}: {exc}")  # a client's message may quote its URL
                 store.mark([d.outbox_id for d, _ in batch], "pending", error)
                 report.failed.update({d.snapshot.dataset.name: error for d, _ in batch})
                 break

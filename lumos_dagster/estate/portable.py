@@ -32,8 +32,9 @@ from lumos_dagster.errors import LumosError
 from lumos_dagster.estate import parts as estate_parts
 from lumos_dagster.estate.migration import STEPS, migrate_document
 from lumos_dagster.graphs import first_cycle
+from lumos_dagster.limits import MAX_COUNT, MAX_NESTING
+from lumos_dagster.masking import shown_url
 from lumos_dagster.model import (
-    MAX_NESTING,
     DatasetRecord,
     Snapshot,
     dataset_urn,
@@ -41,7 +42,6 @@ from lumos_dagster.model import (
     snapshot_to_json,
     unstorable_strings,
 )
-from lumos_dagster.plugins import mask_secrets
 from lumos_dagster.store import Release, SnapshotStore
 from lumos_dagster.store.tables import datasets_table, releases_table, snapshots_table
 
@@ -101,7 +101,7 @@ def from_store(store: SnapshotStore) -> Estate:
                 earlier.pop(s.version, None)
                 earlier[s.version] = s
         entries.append(Entry(current, list(earlier.values())))
-    return Estate(entries, store.releases(), source=f"store:{mask_secrets(store.url)}")
+    return Estate(entries, store.releases(), source=f"store:{shown_url(store.url)}")
 
 
 def from_snapshots(snapshots: Iterable[Snapshot], source: str, environment: str | None = None) -> Estate:
@@ -160,12 +160,11 @@ def _schema(version: str = ESTATE_VERSION) -> dict:
     return estate
 
 
-_INT64 = (-(2**63), 2**63 - 1)
 # integers as the store and DataHub (longs) hold them; JSON's 1e30 is "integer" to JSON Schema, not to them
 _Validator = jsonschema.validators.extend(
     jsonschema.Draft202012Validator,
     type_checker=jsonschema.Draft202012Validator.TYPE_CHECKER.redefine(
-        "integer", lambda _, v: type(v) is int and _INT64[0] <= v <= _INT64[1]
+        "integer", lambda _, v: type(v) is int and -MAX_COUNT - 1 <= v <= MAX_COUNT
     ),
 )
 _DATES = jsonschema.FormatChecker(formats=())

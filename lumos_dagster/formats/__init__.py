@@ -27,7 +27,8 @@ from lumos_dagster.formats.base import (
     filesystem,
     too_deep,
 )
-from lumos_dagster.model import Array, DataType, Map, Schema, SchemaTooLarge, Struct, UnionType
+from lumos_dagster.limits import MAX_COUNT
+from lumos_dagster.model import Array, DataType, Map, Schema, SchemaTooLarge, Struct, UnionType, beyond_limits
 from lumos_dagster.plugins import Registry
 
 __all__ = [
@@ -215,6 +216,13 @@ def read_file_schema(path: str, fmt: str | None = None, fs: FsSpec | None = None
         found = reader.read(path, remote)
         if _too_deep(found.schema):  # Lumos' own code (diff, pickling between processes) recurses
             raise too_deep(path)
+        beyond = beyond_limits(found.schema)
+        if beyond is not None:
+            raise SchemaReadError(path, beyond)
+        if found.row_count is not None and not 0 <= found.row_count <= MAX_COUNT:
+            # a footer's word, summed with others' (2^62 + 2^62) or negative: no count kept is a lie
+            claim = f"its metadata claims {found.row_count:,} rows, which no 64-bit count holds: row count unknown"
+            return replace(found, row_count=None, damaged=found.damaged or claim, size=size)
         return replace(found, size=size)
     except SchemaReadError:
         raise

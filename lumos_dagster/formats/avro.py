@@ -13,8 +13,8 @@ import pyarrow.fs as pafs
 from fastavro.read import HEADER_SCHEMA, MAGIC
 
 from lumos_dagster.formats.base import FileSchema, open_random
+from lumos_dagster.limits import MAX_FIELDS
 from lumos_dagster.model import (
-    MAX_FIELDS,
     NO_DEFAULT,
     Array,
     DataType,

@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 
 from lumos_dagster.errors import SchemaReadError
 from lumos_dagster.formats.compression import SUFFIXES, codec_of
-from lumos_dagster.model import MAX_NESTING, Schema
+from lumos_dagster.limits import MAX_NESTING
+from lumos_dagster.model import Schema
 
 if TYPE_CHECKING:  # pyarrow is imported where a file is opened: listing and discovery never load it
     import pyarrow as pa

@@ -44,8 +44,8 @@ from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import DecodeError, Message
 from google.protobuf.message_factory import GetMessageClass
 
+from lumos_dagster.limits import MAX_FIELDS
 from lumos_dagster.model import (
-    MAX_FIELDS,
     NO_DEFAULT,
     Array,
     DataType,

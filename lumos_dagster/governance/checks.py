@@ -14,16 +14,19 @@ from lumos_dagster.config import LumosConfig
 from lumos_dagster.datasets import Catalogue, DatasetSpec
 from lumos_dagster.governance.rules import has_quality_sources, missing_context, required_of
 from lumos_dagster.lineage.impact import Affected, downstream
-from lumos_dagster.model import SchemaChange, Snapshot
+from lumos_dagster.model import (  # noqa: F401  the check names: the checks' own
+    COMPATIBLE_CHECK,
+    COMPLETE_CHECK,
+    QUALITY_CHECK,
+    READABLE_CHECK,
+    SchemaChange,
+    Snapshot,
+)
 from lumos_dagster.schema.gate import Verdict, how_to_accept, judge_snapshot
-from lumos_dagster.wording import few, plural
+from lumos_dagster.wording import few, plural, visible
 
 T = TypeVar("T")
 
-READABLE_CHECK = "files_readable"
-COMPATIBLE_CHECK = "schema_compatible"
-COMPLETE_CHECK = "metadata_complete"
-QUALITY_CHECK = "data_quality"
 ERROR, WARN = "ERROR", "WARN"
 
 
@@ -272,4 +275,4 @@ def failure_message(judgements: Mapping[str, Judgement], blocking: frozenset[str
     held = [
         f"{name} (upstream {j.held_back[1]} failed {j.held_back[0]})" for name, j in judgements.items() if j.held_back
     ]
-    return "\n".join(failed + ([f"held back: {', '.join(held)}"] if held else []))
+    return "\n".join(map(visible, failed + ([f"held back: {', '.join(held)}"] if held else [])))

@@ -15,8 +15,9 @@ from lumos_dagster.config import LumosConfig, RequiredConfig
 from lumos_dagster.errors import LumosError
 from lumos_dagster.governance.quality import Assertion, freshness, quality_score, read_dbt, read_great_expectations
 from lumos_dagster.lineage.resolve import TableNames
+from lumos_dagster.masking import webhook_shown
 from lumos_dagster.model import AssertionResult, Profile, Quality, Snapshot
-from lumos_dagster.plugins import webhook_shown
+from lumos_dagster.wording import visible
 
 
 def has_quality_sources(config: LumosConfig) -> bool:
@@ -147,7 +148,7 @@ def missing_by_owner(
 
 def todo_line(t: Todo) -> str:
     where = " · ".join(f"[{label}]({url})" for label, url in t.links)
-    return f"- `{t.dataset}`: {', '.join(t.missing)}" + (f" — {where}" if where else "")
+    return visible(f"- `{t.dataset}`: {', '.join(t.missing)}" + (f" — {where}" if where else ""))
 
 
 def todo_markdown(todos: Mapping[str, Sequence[Todo]], required: RequiredConfig) -> str:

@@ -65,10 +65,12 @@ def reconcile(
 ) -> Reconciliation:
     """Record what was found; soft-delete what vanished from a source that was scanned
     (queued as tombstones for every catalog, asked for only then). A source that could not be
-    listed, or lost more than `max_share` of its datasets at once, removes nothing."""
+    listed, wholly or in part, or lost more than `max_share` of its datasets at once, removes nothing."""
     out = Reconciliation()
     found = {r.urn for r in discovery.records}
     registered: set[str] = set()
+    for source in discovery.partial:
+        registered.update(r.urn for r in store.datasets(sources=[source]))
     for source in discovery.scanned:
         known = store.datasets(sources=[source])
         registered.update(r.urn for r in known)

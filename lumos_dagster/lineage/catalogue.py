@@ -85,11 +85,14 @@ def resolve_datasets(
             by_name[record.name] = record
     names = list(by_name) + [d.name for d in config.datasets if d.name not in by_name]
     platform_of = {n: by_name[n].platform if n in by_name else "file" for n in names}
+    instance_of = {s.name: getattr(s, "platform_instance", None) for s in config.sources}  # plug-ins may lack it
 
     def ref(name: str) -> DatasetRef:
         rec = by_name.get(name)
-        uri = f"{source_roots[rec.source].rstrip('/')}/{rec.location}" if rec else UNDISCOVERED
-        return DatasetRef(platform_of.get(name, "file"), name, uri, rec.format if rec else None)
+        if rec is None:
+            return DatasetRef(platform_of.get(name, "file"), name, UNDISCOVERED, None)
+        uri = f"{source_roots[rec.source].rstrip('/')}/{rec.location}"
+        return DatasetRef(rec.platform, name, uri, rec.format, instance_of.get(rec.source))
 
     graph: dict[str, tuple[str, ...]] = {}
     missing: dict[str, list[str]] = {}
@@ -137,6 +140,7 @@ def resolve_datasets(
             first_partition=rec.first_partition if rec else None,
             file_count=rec.file_count if rec else 0,
             total_bytes=rec.total_bytes if rec else 0,
+            instance=r.instance,
         )
     try:
         order = list(TopologicalSorter(graph).static_order())

@@ -12,6 +12,7 @@ from typing import Sequence
 from lumos_dagster.lineage.impact import Affected
 from lumos_dagster.model import BREAKING, INFORMATIONAL, SchemaChange, change_to_json
 from lumos_dagster.schema.gate import how_to_accept
+from lumos_dagster.wording import visible
 
 
 @dataclass(frozen=True)
@@ -107,7 +108,7 @@ def _verdict(r: ChangeReport, c: SchemaChange) -> str:
 def to_text(reports: Sequence[ChangeReport]) -> str:
     lines = [_headline(reports)]
     for r in reports:
-        lines.append(f"\n{r.name}  {_versions(r)}  policy {r.policy}")
+        lines += ["", f"{r.name}  {_versions(r)}  policy {r.policy}"]
         if not r.changes:
             lines.append("  no changes")
         for c in r.changes:
@@ -120,7 +121,7 @@ def to_text(reports: Sequence[ChangeReport]) -> str:
             lines.append("  downstream: " + ", ".join(f"{a.name} (depth {a.depth})" for a in r.affected))
         if r.unaccepted and r.of_dataset:
             lines.append(f"  to accept: {how_to_accept(r.name)}")
-    return "\n".join(lines)
+    return "\n".join(map(visible, lines))  # a line each: a name's newline must not start one
 
 
 def to_markdown(reports: Sequence[ChangeReport]) -> str:
@@ -151,12 +152,10 @@ def to_markdown(reports: Sequence[ChangeReport]) -> str:
                     for a in r.affected
                 ),
             ]
-    lines += [
-        f"\nTo accept the changes of `{r.name}`: {how_to_accept(r.name)}."
-        for r in reports
-        if r.unaccepted and r.of_dataset
-    ]
-    return "\n".join(lines)
+    for r in reports:
+        if r.unaccepted and r.of_dataset:
+            lines += ["", f"To accept the changes of `{r.name}`: {how_to_accept(r.name)}."]
+    return "\n".join(map(visible, lines))  # a line each: a name's newline must not start one
 
 
 def render(reports: Sequence[ChangeReport], fmt: str) -> str:

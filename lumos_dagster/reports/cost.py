@@ -17,6 +17,7 @@ from lumos_dagster.datasets import Catalogue
 from lumos_dagster.model import Cost, RolledUpCost, Snapshot
 from lumos_dagster.reports.csvsafe import SafeWriter
 from lumos_dagster.store import SnapshotStore
+from lumos_dagster.wording import visible
 
 #: a month as the report takes it: YYYY-MM, a month that exists (2026-13 is none)
 MONTH = r"^\d{4}-(0[1-9]|1[0-2])$"
@@ -221,7 +222,7 @@ def to_markdown(report: CostReport) -> str:
             lines.append(f"| `{found.requested[0]}` | {found.monthly:,.2f} | {found.annual:,.2f} | "
                          f"{found.storage:,.2f} | {found.compute:,.2f} | {len(found.removed)} | {found.risk} | "
                          f"{', '.join(owners) or 'no owner'} |")  # fmt: skip
-    return "\n".join(lines)
+    return "\n".join(map(visible, lines))  # a line each: a name's newline must not start one
 
 
 def to_text(report: CostReport) -> str:
@@ -239,7 +240,7 @@ def to_text(report: CostReport) -> str:
     for found, _ in report.savings:
         lines.append(f"switching off {found.requested[0]} saves {found.monthly:,.2f} a month, "
                      f"{found.annual:,.2f} a year ({len(found.removed)} datasets go, risk {found.risk})")  # fmt: skip
-    return "\n".join(lines)
+    return "\n".join(map(visible, lines))  # a line each: a name's newline must not start one
 
 
 RENDER = {"text": to_text, "markdown": to_markdown, "csv": to_csv, "json": lambda r: json.dumps(to_json(r), indent=2)}

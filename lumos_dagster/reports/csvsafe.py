@@ -1,6 +1,6 @@
-"""CSV that a spreadsheet opens as data: a text cell that would start a formula (`=1+1`,
-`@SUM(…)`, `-2+3`) gets a leading `'`, as OWASP advises against CSV injection; numbers,
-negative ones included, stay as they are."""
+"""CSV that a spreadsheet opens as data: a text cell has its control characters made visible
+(`wording.visible`), and one that would start a formula (`=1+1`, `@SUM(…)`, `-2+3`) gets a leading
+`'`, as OWASP advises against CSV injection; numbers, negative ones included, stay as they are."""
 
 from __future__ import annotations
 
@@ -8,14 +8,17 @@ import csv
 import re
 from typing import Any, Iterable
 
-_FORMULA = re.compile(r"[=+\-@\t\r]")
+from lumos_dagster.wording import visible
+
+_FORMULA = re.compile(r"[=+\-@]")
 _NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
 
 
 def cell(value: Any) -> Any:
-    if isinstance(value, str) and _FORMULA.match(value) and not _NUMBER.fullmatch(value):
-        return "'" + value
-    return value
+    if not isinstance(value, str):
+        return value
+    value = visible(value)
+    return "'" + value if _FORMULA.match(value) and not _NUMBER.fullmatch(value) else value
 
 
 class SafeWriter:

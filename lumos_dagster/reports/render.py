@@ -21,6 +21,7 @@ from openpyxl.utils import get_column_letter
 
 from lumos_dagster.governance.status import OK, STATUSES
 from lumos_dagster.reports.csvsafe import SafeWriter
+from lumos_dagster.wording import visible
 
 Table = tuple[tuple[str, ...], list[tuple[Any, ...]]]
 
@@ -134,8 +135,8 @@ def to_json(overview: dict[str, Any]) -> str:
 
 
 def _md(text: Any) -> str:
-    """Dataset names are data: no markdown or HTML of theirs reaches the renderer."""
-    return re.sub(r"([\\`*_\[\]<>|])", r"\\\1", str(text))
+    """Dataset names are data: no markdown or HTML of theirs reaches the renderer, nor a control character."""
+    return re.sub(r"([\\`*_\[\]<>|])", r"\\\1", visible(str(text)))
 
 
 def _md_table(columns: tuple[str, ...], rows: list[tuple[Any, ...]]) -> list[str]:
@@ -211,7 +212,7 @@ def _fill_sheet(sheet: Any, table: Table) -> None:
     columns, rows = table
     sheet.append(columns)
     for row in rows:
-        sheet.append(row)
+        sheet.append([visible(v) if isinstance(v, str) else v for v in row])  # openpyxl refuses control characters
         for cell in sheet[sheet.max_row]:
             if cell.data_type == "f":  # a name starting with "=" is text, never a formula Excel would run
                 cell.data_type = "s"
@@ -362,7 +363,7 @@ _JS = """
 
 
 def _h(value: Any) -> str:
-    return html.escape("" if value is None else str(value))
+    return html.escape("" if value is None else visible(str(value)))
 
 
 def _script_json(overview: dict[str, Any]) -> str:

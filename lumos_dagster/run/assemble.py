@@ -15,6 +15,7 @@ from lumos_dagster.model import (
     Schema,
     Snapshot,
     Snapshots,
+    TableTotals,
     map_struct_fields,
 )
 from lumos_dagster.report import ScanReport
@@ -58,6 +59,7 @@ def build_snapshot(
     contents: Contents,
     enrichment: Enrichment,
     policy: str = DEFAULT_POLICY,
+    totals: TableTotals | None = None,
 ) -> Snapshot:
     """The snapshot as observed, not yet versioned: its version is decided when the store keeps it
     (`run.record`), against what the store holds then."""
@@ -79,7 +81,16 @@ def build_snapshot(
         conflicts=contents.conflicts,
         table=contents.table,
         policy=policy,
+        totals=totals,
     )
+
+
+def _totals(spec: DatasetSpec) -> TableTotals | None:
+    """The whole table's figures when a partition is one day of it (files in dated folders); a table
+    format's version and a database table are the whole table already."""
+    if spec.time_partition_key is None or spec.source is None:
+        return None
+    return TableTotals(spec.file_count, spec.total_bytes, spec.first_partition)
 
 
 def assemble(datasets: Sequence[DatasetSpec], keys: Sequence[str | None], observed: Observed,
@@ -87,9 +98,10 @@ def assemble(datasets: Sequence[DatasetSpec], keys: Sequence[str | None], observ
     """Each partition's snapshot (dataset → partition key → snapshot); unreadable files go to `report`."""
     out: Snapshots = {}
     for spec in datasets:
+        totals = _totals(spec)
         out[spec.name] = per_partition = {
             pk: build_snapshot(spec.ref, pk, captured_at, observed.contents[spec.name, pk], spec.enrichment,
-                               spec.policy)
+                               spec.policy, totals)
             for pk in keys
         }  # fmt: skip
         for s in per_partition.values():

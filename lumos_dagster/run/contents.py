@@ -3,13 +3,14 @@ window, read (`file_contents`), or from a table's description; `Observed` is all
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta, timezone
 from typing import Mapping, Sequence
 
 from lumos_dagster.formats import FileResult
 from lumos_dagster.formats.merge import merge_schemas
-from lumos_dagster.model import FileError, OperationalStats, Schema, SchemaConflict, TableVersion
+from lumos_dagster.limits import MAX_COUNT
+from lumos_dagster.model import FileError, OperationalStats, Schema, SchemaConflict, TableVersion, beyond_limits
 from lumos_dagster.sources.discovery import DatasetFile, DiscoveredDataset
 from lumos_dagster.time_partitions import granularity
 
@@ -96,6 +97,26 @@ def file_contents(
         errors=tuple(errors),
         conflicts=conflicts,
     )
+
+
+def _kept(count: int | None) -> bool:
+    return count is None or 0 <= count <= MAX_COUNT
+
+
+def within_limits(c: Contents, where: str) -> Contents:
+    """`c` as Lumos keeps it (`lumos_dagster.limits`), `where` naming the dataset: a schema beyond the
+    limits is the partition's error, and a count past 64 bits (two Parquet footers' 2^62 rows summed, a
+    table log's word) is not kept, said so: a row count becomes unknown, a size the largest kept."""
+    beyond = beyond_limits(c.schema)
+    if beyond is not None:
+        return Contents(stats=replace(c.stats, row_count=None), errors=(*c.errors, FileError(where, beyond)))
+    rows, size = c.stats.row_count, c.stats.total_bytes
+    if _kept(rows) and _kept(size):
+        return c
+    past = f"a row count of {rows:,}" if not _kept(rows) else f"a size of {size:,} bytes"
+    stats = replace(c.stats, row_count=rows if _kept(rows) else None, total_bytes=min(max(size, 0), MAX_COUNT))
+    error = FileError(where, f"{past}, which no 64-bit count holds: not kept")
+    return replace(c, stats=stats, errors=(*c.errors, error))
 
 
 @dataclass(frozen=True)

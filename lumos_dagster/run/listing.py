@@ -15,11 +15,11 @@ from typing import Callable, Mapping, Sequence
 
 from lumos_dagster.datasets import DatasetSpec
 from lumos_dagster.formats import FileResult
-from lumos_dagster.model import FileError
+from lumos_dagster.model import Commit, FileError
 from lumos_dagster.progress import Progress
 from lumos_dagster.report import ScanReport
-from lumos_dagster.run.contents import Cell, Contents, Observed, file_contents, files_in_window
-from lumos_dagster.run.tables import table_contents
+from lumos_dagster.run.contents import Cell, Contents, Observed, file_contents, files_in_window, within_limits
+from lumos_dagster.run.tables import table_contents, with_commits
 from lumos_dagster.sources import FileSource, Source, TableDescription, TableSource
 from lumos_dagster.sources.discovery import DatasetFile, DiscoveredDataset
 from lumos_dagster.tables import table_format
@@ -55,8 +55,9 @@ def _contents(desc: TableDescription) -> Contents:
     return Contents(schema=desc.schema, stats=desc.stats, description=desc.description, table=desc.table)
 
 
-def _describe(source: TableSource, spec: DatasetSpec, ends: Sequence[datetime | None]) -> tuple[int, list[Contents]]:
-    """The table's bytes now, and its contents for windows ending at each of `ends`."""
+def _describe(source: TableSource, spec: DatasetSpec, windows: Sequence[Window]) -> tuple[int, list[Contents]]:
+    """The table's bytes now, and its contents for each of `windows` (a table format's, with its commits in it)."""
+    ends = [w.end for w in windows]
     try:
         states = source.history(spec.location)
         now = source.describe(spec.location) if states is None else (states[-1] if states else None)
@@ -70,7 +71,12 @@ def _describe(source: TableSource, spec: DatasetSpec, ends: Sequence[datetime | 
     if states is None:
         return now.stats.total_bytes, [_contents(now)] * len(ends)
     # a window before the table's first commit has nothing to read, like a day without files
-    return now.stats.total_bytes, [_contents(state) if state else Contents() for state in seen]
+    commits: list[Commit] = getattr(states, "commits", list)()  # a table format's history (Iceberg)
+    described = [
+        with_commits(_contents(state), w, commits) if state else Contents()
+        for state, w in zip(seen, windows, strict=True)
+    ]
+    return now.stats.total_bytes, described
 
 
 def list_datasets(datasets: Sequence[DatasetSpec], windows: Sequence[Window], sources: Mapping[str, Source],
@@ -85,18 +91,17 @@ def list_datasets(datasets: Sequence[DatasetSpec], windows: Sequence[Window], so
 
     out = Listing(specs={d.name: d for d in datasets})
     progress = Progress(say, len(datasets), say=line)
-    ends = [w.end for w in windows]
     for spec in datasets:
         source = sources.get(spec.source) if spec.source else None
         if isinstance(source, TableSource):
-            out.sizes[spec.name], described = _describe(source, spec, ends)
+            out.sizes[spec.name], described = _describe(source, spec, windows)
             out.described.update({(spec.name, w.key): c for w, c in zip(windows, described, strict=True)})
         else:
             found = source.dataset(spec.location, spec.format, report) if source else None
             table = table_format(found.format) if found else None
             if source is not None and found is not None and table is not None:
                 # a table folder: its log says what each window sees, no file is read
-                out.sizes[spec.name], described = table_contents(table, source, found, ends)
+                out.sizes[spec.name], described = table_contents(table, source, found, windows)
                 out.described.update({(spec.name, w.key): c for w, c in zip(windows, described, strict=True)})
             else:
                 out.found[spec.name] = found
@@ -124,11 +129,12 @@ def files_to_read(listing: Listing, sources: Mapping[str, Source]) -> list[tuple
 def observe(listing: Listing, results: Mapping[str, FileResult], report: ScanReport) -> Observed:
     """Each partition's contents, from the files' read `results` (keyed by path) and the tables'."""
     report.files_read += len(results)
-    contents: dict[Cell, Contents] = dict(listing.described)
+    # what the files and tables say enters the snapshot here: within the limits the store keeps
+    contents = {cell: within_limits(c, listing.specs[cell[0]].uri) for cell, c in listing.described.items()}
     readable: dict[Cell, list[str]] = {}
     for (name, pk), files in listing.files.items():
         missing = () if listing.found[name] is not None else (not_found(listing.specs[name]),)
-        found = contents[name, pk] = file_contents(files, results, missing)
+        found = contents[name, pk] = within_limits(file_contents(files, results, missing), listing.specs[name].uri)
         failed = {e.path for e in found.errors}  # unreadable, damaged, or still being written
         readable[name, pk] = [p for p, _ in files if p not in failed]
     return Observed(contents, readable, listing.sizes)

@@ -13,13 +13,13 @@ run lets it through.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Mapping, Sequence
 
 from lumos_dagster.config import LumosConfig
 from lumos_dagster.datasets import Catalogue, DatasetSpec
-from lumos_dagster.governance.checks import Judgement, has_data, judge
-from lumos_dagster.model import Snapshot, Snapshots
+from lumos_dagster.governance.checks import READABLE_CHECK, CheckOutcome, Judgement, Table, has_data, judge, readable
+from lumos_dagster.model import CheckResult, Snapshot, Snapshots
 from lumos_dagster.schema.versioning import slot
 from lumos_dagster.store import SnapshotStore
 from lumos_dagster.store.store import Versioning
@@ -81,10 +81,28 @@ def record(store: SnapshotStore, config: LumosConfig, catalogue: Catalogue, data
         judgements = judge(config, catalogue, datasets, judged, v.acceptances([d.name for d in datasets]),
                            unread=past)  # fmt: skip
         held = {name for name, j in judgements.items() if j.held_back is not None}
-        v.put([s for (name, _), s in zip(cells, versioned, strict=True) if name not in held], catalogs)
+        roots = {d.name: d.source_root for d in datasets}
+        judged_captures = [with_checks(s, judgements[name], roots[name]) for (name, _), s in zip(cells, versioned,
+                                                                                              strict=True)]  # fmt: skip
+        v.put([s for (name, _), s in zip(cells, judged_captures, strict=True) if name not in held], catalogs)
         v.revise([(sid, s) for sid, s in moved if urns[s.dataset.urn] not in held])
         v.queue([entry for entry in requeue if urns[entry[1]] not in held], catalogs)  # after the new ones
     return Recorded(kept, judgements)
+
+
+def with_checks(s: Snapshot, judgement: Judgement, root: str | None) -> Snapshot:
+    """The capture with its dataset's checks, as catalogs show them; its files' readability its own
+    partition's (a backfill judges every partition's files together)."""
+    results = tuple(
+        CheckResult(c.name, c.passed, c.severity, c.description, _affected(c))
+        for c in (readable({s.partition_key: s}, root) if c.name == READABLE_CHECK else c for c in judgement.checks)
+    )
+    return replace(s, checks=results)
+
+
+def _affected(c: CheckOutcome) -> tuple[str, ...]:
+    table = c.metadata.get("lumos/downstream")
+    return tuple(row[0] for row in table.rows) if isinstance(table, Table) else ()
 
 
 def store_versioned(

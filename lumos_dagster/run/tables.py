@@ -10,14 +10,16 @@ windows thus rebuilds the schema history in one run. A version the format's refe
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import datetime
 from typing import Sequence
 
-from lumos_dagster.model import FileError, TableVersion
+from lumos_dagster.model import Commit, FileError, TableVersion
 from lumos_dagster.run.contents import Contents
 from lumos_dagster.sources.base import FileSource
 from lumos_dagster.sources.discovery import DiscoveredDataset
 from lumos_dagster.tables import ListedFile, Table, TableFormat, UnreadableVersion
+from lumos_dagster.windows import Window
 
 
 def version_at(versions: Sequence[TableVersion], end: datetime | None) -> TableVersion | None:
@@ -28,9 +30,10 @@ def version_at(versions: Sequence[TableVersion], end: datetime | None) -> TableV
 
 
 def table_contents(
-    fmt: TableFormat, source: FileSource, found: DiscoveredDataset, ends: Sequence[datetime | None]
+    fmt: TableFormat, source: FileSource, found: DiscoveredDataset, windows: Sequence[Window]
 ) -> tuple[int, list[Contents]]:
-    """The table's bytes now, and its contents for windows ending at each of `ends`."""
+    """The table's bytes now, and its contents for each of `windows`, with the commits made in it."""
+    ends = [w.end for w in windows]
     uri = source.uri(found.location)
     prefix = len(found.location) + 1
     listed = [ListedFile(f.entry.path[prefix:], f.entry.mtime) for f in found.files]
@@ -43,7 +46,32 @@ def table_contents(
     seen = [version_at(versions, end) for end in ends]
     # each version read once, however many windows see it; one that cannot be read fails only those
     read = {v: _contents(fmt, table, uri, v) for v in dict.fromkeys([v for v in seen if v is not None] + versions[-1:])}
-    return (read[versions[-1]].stats.total_bytes if versions else 0), [read[v] if v else Contents() for v in seen]
+    commits = _commits(table)
+    out = [with_commits(read[v], w, commits) if v else Contents() for v, w in zip(seen, windows, strict=True)]
+    return (read[versions[-1]].stats.total_bytes if versions else 0), out
+
+
+#: commits a window's snapshot carries at most (the newest): an operation each in the catalog
+MAX_COMMITS = 100
+
+
+def _commits(table: Table) -> list[Commit]:
+    try:
+        return table.commits()
+    except Exception:  # noqa: BLE001  a history the reference cannot read costs the operations, not the schema
+        return []
+
+
+def with_commits(contents: Contents, window: Window, commits: Sequence[Commit]) -> Contents:
+    """The window's commits with the version it sees (without a window: that version's own commit)."""
+    seen = contents.table
+    if seen is None or seen.committed_at is None:
+        return contents
+    if window.start is None:
+        made = [c for c in commits if c.version == seen.version]
+    else:
+        made = [c for c in commits if window.start <= c.committed_at <= seen.committed_at]
+    return replace(contents, table=replace(seen, commits=tuple(made[-MAX_COMMITS:])))
 
 
 def _contents(fmt: TableFormat, table: Table, uri: str, version: TableVersion) -> Contents:

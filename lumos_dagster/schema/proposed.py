@@ -14,9 +14,8 @@ from collections import Counter
 from typing import Any
 
 from lumos_dagster.errors import LumosError
+from lumos_dagster.limits import MAX_FIELDS, MAX_NESTING
 from lumos_dagster.model import (
-    MAX_FIELDS,
-    MAX_NESTING,
     NO_DEFAULT,
     Array,
     DataType,

@@ -6,11 +6,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable, Union
 
-from lumos_dagster.model import DatasetRecord
+from lumos_dagster.limits import MAX_NAME
+from lumos_dagster.model import DatasetRecord, unstorable
 from lumos_dagster.plugins import BuildContext
 from lumos_dagster.report import ScanReport
 from lumos_dagster.sources.base import FileSource, Progress, TableDescription, TableSource
 from lumos_dagster.sources.discovery import DiscoveredDataset
+from lumos_dagster.sources.local import UNLISTED
 from lumos_dagster.sources.registry import SOURCES
 
 if TYPE_CHECKING:  # lumos_dagster.config imports this package's registry
@@ -43,6 +45,7 @@ def build_sources(config: LumosConfig) -> dict[str, Source]:
 class Discovery:
     records: list[DatasetRecord] = field(default_factory=list)
     scanned: list[str] = field(default_factory=list)  # sources that could be listed
+    partial: list[str] = field(default_factory=list)  # sources listed but for folders that could not be
 
 
 def file_records(source: FileSource, found: Mapping[str, DiscoveredDataset]) -> list[DatasetRecord]:
@@ -74,17 +77,36 @@ def discover(
     records = out.records
     for source in sources.values():
         progress(f"scanning {source.name} ({source.root})")
+        unlisted = _unlisted(report)
         found = _records(source, report, progress=lambda n: progress(f"  listed {n} files"))
         if found is None:
             continue
-        out.scanned.append(source.name)
-        records += found
+        # listed whole, what is not there vanished; in part, it may be where the listing could not go
+        (out.scanned if _unlisted(report) == unlisted else out.partial).append(source.name)
+        records += [r for r in found if _storable(r, report)]
     names = [r.name for r in records]
     duplicated = {n for n in names if names.count(n) > 1}
     for name in sorted(duplicated):
         report.fail(name, "found in more than one source; give the sources distinct templates or roots")
     out.records = [r for r in records if r.name not in duplicated]
     return out
+
+
+def _unlisted(report: ScanReport) -> int:
+    return sum(n for reason, n in report.skipped.items() if reason.startswith(UNLISTED))
+
+
+def _storable(record: DatasetRecord, report: ScanReport) -> bool:
+    """Whether the store can keep the dataset's name; if not, a skip in the report (the name cut short)."""
+    held = unstorable(record.name)
+    if held is not None:
+        why = f"a name holding {held}, which the store cannot keep"
+    elif len(record.urn) > MAX_NAME:
+        why = f"a name longer than the store keeps (its URN past {MAX_NAME:,} characters)"
+    else:
+        return True
+    report.skip(record.name if len(record.name) <= 80 else f"{record.name[:40]}…{record.name[-20:]}", why)
+    return False
 
 
 def _records(source: Source, report: ScanReport, progress: Progress) -> list[DatasetRecord] | None:

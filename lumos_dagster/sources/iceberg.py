@@ -14,8 +14,9 @@ from pyiceberg.catalog import Catalog, load_catalog
 from pyiceberg.exceptions import NoSuchTableError
 
 from lumos_dagster.errors import ConfigError
-from lumos_dagster.model import DatasetRecord
-from lumos_dagster.plugins import expand_secrets, mask_secrets
+from lumos_dagster.masking import mask_secrets, shown_url
+from lumos_dagster.model import Commit, DatasetRecord
+from lumos_dagster.plugins import expand_secrets
 from lumos_dagster.report import ScanReport
 from lumos_dagster.sources.base import Progress, TableDescription, TableSource
 from lumos_dagster.tables.base import TableState
@@ -37,6 +38,10 @@ class _Described(Sequence[TableDescription]):
     def __len__(self) -> int:
         return len(self.history.states)
 
+    def commits(self) -> list[Commit]:
+        """The table's snapshots, as commits (`tables.Table.commits`)."""
+        return self.history.commits()
+
     def __getitem__(self, i):
         found = range(len(self))[i]  # as a list indexes: from the end when negative, IndexError past it
         if isinstance(found, range):
@@ -51,7 +56,7 @@ class IcebergSource(TableSource):
         """`where` names the URI in errors, e.g. `lumos.yaml: sources[0].uri`."""
         super().__init__(config)
         self.where = where
-        self.root = mask_secrets(config.uri)
+        self.root = shown_url(config.uri)
         self._catalog: Catalog | None = None
 
     def catalog(self) -> Catalog:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import posixpath
+import stat
 from typing import Iterator
 
 from lumos_dagster.formats import HEAD_BYTES
@@ -17,10 +19,11 @@ def list_files(root: str, subpath: str = "", report: ScanReport | None = None) -
     """Every file under root/subpath, as paths relative to root.
 
     Folders named `.x` or `_x` (`_temporary`, `.git`) are not walked, but for a table's own
-    (`_delta_log`: `lumos_dagster.tables.hidden_folders`); symlinked
-    folders are not followed (no loops), symlinked files only to a file under the root (a link
-    to /etc/passwd would otherwise publish its first line as column names). Unreadable folders
-    go to the report.
+    (`_delta_log`: `lumos_dagster.tables.hidden_folders`); symlinked folders are not followed (no
+    loops), symlinked files only to a file under the root (a link to /etc/passwd would otherwise
+    publish its first line as column names). What cannot be walked is one skip in the report, with
+    its reason, and the walk goes on: a link in a loop or to nothing, a folder that cannot be listed
+    (`UNLISTED`: its source then removes nothing), a file gone since it was listed.
     """
     start = os.path.join(root, subpath) if subpath else root
     if os.path.isfile(start):
@@ -45,22 +48,42 @@ def list_files(root: str, subpath: str = "", report: ScanReport | None = None) -
                 entries = sorted(it, key=lambda e: e.name)
         except OSError as exc:
             if report is not None:
-                report.fail(folder, f"cannot list folder: {exc.strerror or exc}")
+                report.skip(prefix or ".", f"{UNLISTED} ({exc.strerror or type(exc).__name__})")
             continue
         for e in reversed(entries):
-            if e.is_dir(follow_symlinks=False):
-                if e.name[:1] not in (".", "_") or e.name in walked:
-                    stack.append((e.path, f"{prefix}{e.name}/"))
-            elif e.is_file():
-                if e.is_symlink() and _outside(e.path, root):
-                    if report is not None:
-                        report.skip(prefix + e.name, OUTSIDE)
+            try:
+                if e.is_dir(follow_symlinks=False):
+                    if e.name[:1] not in (".", "_") or e.name in walked:
+                        stack.append((e.path, f"{prefix}{e.name}/"))
                     continue
-                st = e.stat()
-                yield FileEntry(prefix + e.name, st.st_size, st.st_mtime_ns / 1e9, str(st.st_mtime_ns))
+                # a link is followed here: in a loop, to itself or to nothing, it raises
+                st = os.stat(e.path) if e.is_symlink() else e.stat()
+            except OSError as exc:
+                if report is not None:
+                    report.skip(prefix + e.name, _unwalkable(exc))
+                continue
+            if not stat.S_ISREG(st.st_mode):
+                continue  # a link to a folder (not followed), a socket
+            if e.is_symlink() and _outside(e.path, root):
+                if report is not None:
+                    report.skip(prefix + e.name, OUTSIDE)
+                continue
+            yield FileEntry(prefix + e.name, st.st_size, st.st_mtime_ns / 1e9, str(st.st_mtime_ns))
 
 
 OUTSIDE = "symlink to a file outside the source's root"
+#: why a folder was not walked; what was found under it before is kept
+UNLISTED = "folder that cannot be listed: its datasets are kept, and its source removes none this time"
+_UNWALKABLE = {
+    errno.ELOOP: "symlink in a loop (to itself, or back to itself through others)",
+    errno.ENOENT: "dangling symlink, or a file gone since it was listed",
+    errno.EACCES: "permission denied",
+    errno.EPERM: "permission denied",
+}
+
+
+def _unwalkable(exc: OSError) -> str:
+    return _UNWALKABLE.get(exc.errno or 0) or f"cannot be read ({exc.strerror or type(exc).__name__})"
 
 
 def _outside(link: str, root: str) -> bool:

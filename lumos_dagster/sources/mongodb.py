@@ -14,6 +14,7 @@ from decimal import Decimal as PyDecimal
 from fnmatch import fnmatchcase
 
 from lumos_dagster.formats.merge import widen
+from lumos_dagster.masking import mask_secrets
 from lumos_dagster.model import (
     Array,
     DatasetRecord,
@@ -27,7 +28,7 @@ from lumos_dagster.model import (
     UnionType,
     type_str,
 )
-from lumos_dagster.plugins import expand_secrets, mask_secrets
+from lumos_dagster.plugins import expand_secrets
 from lumos_dagster.report import ScanReport
 from lumos_dagster.sources.base import Progress, TableDescription, TableSource
 

@@ -20,6 +20,7 @@ import psycopg
 
 from lumos_dagster.code import StoredSql
 from lumos_dagster.errors import ConfigError
+from lumos_dagster.masking import AMBIGUOUS_PASSWORD
 from lumos_dagster.model import (
     NO_DEFAULT,
     Array,
@@ -147,7 +148,10 @@ class PostgresSource(TableSource):
 
     def _connect(self) -> psycopg.Connection:
         dsn = expand_secrets(self.config.dsn, self.where)
-        self.database = _database(psycopg.conninfo.conninfo_to_dict(dsn))  # names the datasets
+        info = psycopg.conninfo.conninfo_to_dict(dsn)
+        if "@" in str(info.get("host", "")):  # libpq's errors would quote the password's end as the host
+            raise ConfigError(f"{self.where}: {AMBIGUOUS_PASSWORD}")
+        self.database = _database(info)  # names the datasets
         return psycopg.connect(dsn, autocommit=True, connect_timeout=30)
 
     def name_of(self, schema: str, table: str) -> str:

@@ -17,7 +17,8 @@ from pydantic import Field, field_validator, model_validator
 
 from lumos_dagster.errors import ConfigError
 from lumos_dagster.formats import FORMATS
-from lumos_dagster.plugins import SOURCES, BuildContext, ConfigModel, Plugin, Secret
+from lumos_dagster.masking import AMBIGUOUS_PASSWORD
+from lumos_dagster.plugins import SOURCES, BuildContext, Plugin, Secret, SourceEntry
 from lumos_dagster.sources.discovery import PathTemplate
 from lumos_dagster.sources.warehouse_config import (
     BigQuerySourceConfig,
@@ -30,7 +31,7 @@ from lumos_dagster.sources.warehouse_config import (
 Format = Literal[FORMATS]  # type: ignore[valid-type]
 
 
-class FileSourceConfig(ConfigModel):
+class FileSourceConfig(SourceEntry):
     """What every file source shares: how files group into datasets."""
 
     template: str | None = Field(
@@ -173,7 +174,7 @@ class HDFSSourceConfig(FileSourceConfig):
         return webhdfs_address(self.url, self.webhdfs_port, self.https)
 
 
-class PostgresSourceConfig(ConfigModel):
+class PostgresSourceConfig(SourceEntry):
     type: Literal["postgres"] = "postgres"
     name: str = Field("postgres", description="Unique source name.")
     dsn: Secret = Field(
@@ -189,7 +190,8 @@ class PostgresSourceConfig(ConfigModel):
         import psycopg
 
         try:
-            psycopg.conninfo.conninfo_to_dict(value)
+            if "@" in str(psycopg.conninfo.conninfo_to_dict(value).get("host", "")):
+                raise ValueError(AMBIGUOUS_PASSWORD)
         except psycopg.ProgrammingError:
             if "${" not in value:  # a DSN kept in a variable is checked when it is read
                 # libpq's reason may quote part of the password: not repeated
@@ -199,7 +201,7 @@ class PostgresSourceConfig(ConfigModel):
         return value
 
 
-class MongoSourceConfig(ConfigModel):
+class MongoSourceConfig(SourceEntry):
     type: Literal["mongodb"] = "mongodb"
     name: str = Field("mongodb", description="Unique source name.")
     uri: Secret = Field(description="MongoDB connection URI; use ${ENV} for credentials (read when connecting).")
@@ -211,7 +213,7 @@ class MongoSourceConfig(ConfigModel):
     platform: str = Field("mongodb", description="Catalog platform of the collections.")
 
 
-class IcebergSourceConfig(ConfigModel):
+class IcebergSourceConfig(SourceEntry):
     type: Literal["iceberg"] = "iceberg"
     name: str = Field("iceberg", description="Unique source name.")
     uri: Secret = Field(
@@ -228,7 +230,7 @@ class IcebergSourceConfig(ConfigModel):
     platform: str = Field("iceberg", description="Catalog platform of the tables (DataHub's is `iceberg`).")
 
 
-class KafkaSourceConfig(ConfigModel):
+class KafkaSourceConfig(SourceEntry):
     type: Literal["kafka"] = "kafka"
     name: str = Field("kafka", description="Unique source name.")
     bootstrap_servers: str = Field(description="Brokers to bootstrap from, `host:port[,host:port…]`.")

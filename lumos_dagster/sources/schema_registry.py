@@ -21,8 +21,8 @@ from urllib.request import Request, urlopen
 from lumos_dagster.formats.avro import from_avro_schema
 from lumos_dagster.formats.json_schema import from_json_schema
 from lumos_dagster.formats.protobuf import ProtoFile, compile_proto
+from lumos_dagster.masking import mask_secrets, shown_url
 from lumos_dagster.model import Schema, storable_json
-from lumos_dagster.plugins import mask_secrets
 
 
 class RegistryError(Exception):
@@ -69,7 +69,7 @@ class SchemaRegistry:
     def __init__(self, url: str, auth: tuple[str, str] | None = None, timeout: float = 10.0):
         """`url` with its ${VAR}s already expanded; `auth` is basic auth (user, password)."""
         self.url = url.rstrip("/")
-        self.shown = mask_secrets(self.url)
+        self.shown = shown_url(self.url)
         self.timeout = timeout
         self._headers = {"Accept": "application/vnd.schemaregistry.v1+json, application/json"}
         if auth is not None:

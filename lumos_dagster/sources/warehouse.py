@@ -31,6 +31,7 @@ from sqlglot.errors import SqlglotError
 
 from lumos_dagster.code import StoredSql
 from lumos_dagster.errors import ConfigError
+from lumos_dagster.masking import mask_secrets
 from lumos_dagster.model import (
     NO_DEFAULT,
     Array,
@@ -47,7 +48,7 @@ from lumos_dagster.model import (
     Timestamp,
 )
 from lumos_dagster.naming import name_part
-from lumos_dagster.plugins import expand_secrets, mask_secrets
+from lumos_dagster.plugins import expand_secrets
 from lumos_dagster.report import ScanReport
 from lumos_dagster.sources.base import Progress, TableDescription, TableSource
 from lumos_dagster.sources.postgres import default_value, quote, unquote

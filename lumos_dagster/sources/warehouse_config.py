@@ -10,10 +10,10 @@ from typing import Literal
 
 from pydantic import Field, field_validator
 
-from lumos_dagster.plugins import ConfigModel, Secret
+from lumos_dagster.plugins import Secret, SourceEntry
 
 
-class WarehouseSourceConfig(ConfigModel):
+class WarehouseSourceConfig(SourceEntry):
     schemas: list[str] = Field(default_factory=lambda: ["*"], description="Schema (dataset) name globs to include.")
     exclude: list[str] = Field(default_factory=list, description="`schema.table` globs to leave out.")
 

@@ -19,7 +19,9 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
 from lumos_dagster.errors import StoreError
-from lumos_dagster.plugins import expand_secrets, mask_secrets
+from lumos_dagster.masking import AMBIGUOUS_PASSWORD, ambiguous_password, mask_secrets, shown_url
+from lumos_dagster.plugins import expand_secrets
+from lumos_dagster.store.faults import fault_message
 from lumos_dagster.store.tables import MIGRATIONS, SCHEMA_VERSION, meta_table, metadata
 
 
@@ -56,22 +58,28 @@ class StoreConnection:
         self._conn: Connection | None = None
         self._used = 0.0  # monotonic time the connection was last used
         self._lock = threading.RLock()  # a Connection is not thread-safe
+        expanded = expand_secrets(url, where)
+        if ambiguous_password(expanded):  # the driver's errors would quote the password's end as the host
+            raise StoreError(f"cannot open the snapshot store at {shown_url(url)}: {AMBIGUOUS_PASSWORD}")
         try:
-            self.engine = _engine(expand_secrets(url, where))
+            self.engine = _engine(expanded)
             with self._tx() as conn:
                 tables = set(sa.inspect(conn).get_table_names())
                 if "lumos_snapshots" in tables and "lumos_meta" not in tables:
                     raise StoreError(
-                        f"the snapshot store at {mask_secrets(url)} was written by an earlier Lumos, before stores had "
+                        f"the snapshot store at {shown_url(url)} was written by an earlier Lumos, before stores had "
                         "a schema version: start a new store (e.g. remove .lumos/store.db and run `lumos discover`)"
                     )
                 metadata.create_all(conn)
             self._check_schema_version()
         except sa.exc.SQLAlchemyError as exc:
             self.close()
+            fault = fault_message(exc, url)  # once connected, a fault is what it is, not "cannot open"
+            if fault is not None:
+                raise StoreError(fault) from exc
             # the driver's message may quote the URL, password included
             reason = " ".join(str(getattr(exc, "orig", None) or exc).split())  # the driver's words, on one line
-            raise StoreError(mask_secrets(f"cannot open the snapshot store at {url}: {reason}")) from exc
+            raise StoreError(f"cannot open the snapshot store at {shown_url(url)}: {mask_secrets(reason)}") from exc
         except BaseException:
             self.close()
             raise
@@ -140,6 +148,9 @@ class StoreConnection:
                 inspector = sa.inspect(conn)
                 for step in range(int(found) + 1, SCHEMA_VERSION + 1):
                     for change in MIGRATIONS[step]:
+                        if callable(change):
+                            change(conn)
+                            continue
                         if isinstance(change, sa.Index):
                             change.create(conn, checkfirst=True)
                             continue
@@ -152,7 +163,7 @@ class StoreConnection:
                 conn.execute(t.update().where(version).values(value=str(SCHEMA_VERSION)))
             elif int(found) > SCHEMA_VERSION:
                 raise StoreError(
-                    f"the snapshot store at {mask_secrets(self.url)} has schema version {found}, this Lumos uses "
+                    f"the snapshot store at {shown_url(self.url)} has schema version {found}, this Lumos uses "
                     f"{SCHEMA_VERSION}: use the Lumos that wrote it, or export it with that one (`lumos export`) and "
                     "import it here"
                 )

@@ -11,8 +11,8 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from lumos_dagster.errors import StoreError
+from lumos_dagster.masking import shown_url
 from lumos_dagster.model import DatasetRecord, Snapshot, snapshot_dumps
-from lumos_dagster.plugins import mask_secrets
 from lumos_dagster.store.connection import StoreConnection
 from lumos_dagster.store.releases import Release
 from lumos_dagster.store.rows import _chunks, _insert_or_ignore, _now, _snapshot_row, _with_bodies
@@ -74,5 +74,5 @@ class Imports(StoreConnection):
                 ])  # fmt: skip
         except sa.exc.SQLAlchemyError as exc:
             reason = str(getattr(exc, "orig", None) or exc).strip().splitlines()[0]
-            raise StoreError(f"import into {mask_secrets(self.url)} failed, nothing was written: {reason}") from exc
+            raise StoreError(f"import into {shown_url(self.url)} failed, nothing was written: {reason}") from exc
         return written, skipped

@@ -161,15 +161,32 @@ class Outbox(StoreConnection):
     def record_delivery(self, catalog: str, urn: str, partition_key: str, content_hash: str) -> None:
         self.record_deliveries(catalog, [(urn, partition_key, content_hash)])
 
+    def catalog_claims(self, catalog: str, urns: Sequence[str]) -> dict[str, str]:
+        """urn → what Lumos added to the dataset's shared aspects in the catalog (the catalog's own text),
+        for the `urns` delivered there: "" for those delivered before Lumos kept it."""
+        t = catalog_state_table
+        q = sa.select(t.c.urn, t.c.claims).where(t.c.catalog == catalog)
+        out = {}
+        with self._tx() as conn:
+            for chunk in _chunks(list(urns)):
+                out.update({urn: text or "" for urn, text in conn.execute(q.where(t.c.urn.in_(chunk)))})
+        return out
+
     def record_deliveries(
-        self, catalog: str, states: Sequence[tuple[str, str, str]], delivered: Sequence[int] = ()
+        self,
+        catalog: str,
+        states: Sequence[tuple[str, str, str]],
+        delivered: Sequence[int] = (),
+        claims: Mapping[str, str] | None = None,
     ) -> None:
-        """What the catalog now shows, (urn, partition, content hash) each, and, in the same
-        transaction, the outbox entries that brought it marked delivered: the outbox never says
-        delivered without the hash that lets the next run skip the same content."""
+        """What the catalog now shows, (urn, partition, content hash) each, and what Lumos added there
+        (`claims`, urn → the catalog's JSON), and, in the same transaction, the outbox entries that
+        brought it marked delivered: the outbox never says delivered without the hash that lets the
+        next run skip the same content."""
         by_urn = {urn: (pk, h) for urn, pk, h in states}  # one row per dataset: the last one given
         now = _now()
-        rows = [dict(catalog=catalog, urn=u, partition_key=pk, content_hash=h, delivered_at=now)
+        claims = claims or {}
+        rows = [dict(catalog=catalog, urn=u, partition_key=pk, content_hash=h, delivered_at=now, claims=claims.get(u))
                 for u, (pk, h) in by_urn.items()]  # fmt: skip
 
         def write() -> None:
@@ -184,7 +201,7 @@ class Outbox(StoreConnection):
         t = catalog_state_table
         name = conn.dialect.name
         if name in ("sqlite", "postgresql"):  # INSERT … ON CONFLICT DO UPDATE: one statement, no race
-            changed = ("partition_key", "content_hash", "delivered_at")
+            changed = ("partition_key", "content_hash", "delivered_at", "claims")
             conn.execute(_upsert(conn, t, [t.c.catalog, t.c.urn], changed), rows)
             return
         existing: set[str] = set()
@@ -195,7 +212,7 @@ class Outbox(StoreConnection):
             t.update()
             .where(t.c.catalog == sa.bindparam("b_catalog"), t.c.urn == sa.bindparam("b_urn"))
             .values(partition_key=sa.bindparam("partition_key"), content_hash=sa.bindparam("content_hash"),
-                    delivered_at=sa.bindparam("delivered_at"))
+                    delivered_at=sa.bindparam("delivered_at"), claims=sa.bindparam("claims"))
         )  # fmt: skip
         old = [{**r, "b_catalog": r["catalog"], "b_urn": r["urn"]} for r in rows if r["urn"] in existing]
         if old:

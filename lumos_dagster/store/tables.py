@@ -7,15 +7,18 @@ capture's own fields (partition, capture time, the data's age) in its `lumos_sna
 the body's id. Rows written before keep their whole document inline (`document`, `body` null); the
 reads below give back the same document either way (`stored_document`)."""
 
+from typing import Callable
+
 import sqlalchemy as sa
 from sqlalchemy.ext.compiler import compiles
 
+from lumos_dagster.masking import mask_secrets, shown_url
 from lumos_dagster.store.documents import DOCUMENT_MODES, assemble, packed
 
 metadata = sa.MetaData()
 
 #: bumped when the tables change; an older store is brought up to date by MIGRATIONS, a newer one is refused
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 6
 
 meta_table = sa.Table(
     "lumos_meta",
@@ -109,6 +112,9 @@ catalog_state_table = sa.Table(
     sa.Column("partition_key", sa.String(64), nullable=False),  # newest partition the catalog shows
     sa.Column("content_hash", sa.String(64), nullable=False),  # of what was last sent: same again = no write
     sa.Column("delivered_at", sa.DateTime(timezone=True), nullable=False),
+    # JSON: what Lumos added there to the dataset's shared aspects, and the entity (a catalog's `claims`):
+    # what it may remove later, and where it was. Null: delivered before Lumos kept it
+    sa.Column("claims", sa.Text),
 )
 
 file_state_table = sa.Table(
@@ -211,10 +217,35 @@ def latest_captures(*conditions, mode: str = "text") -> sa.Select:
     )
 
 
-#: what each schema version added: (table, column) for a column, an index as itself; an older store
-#: gets them when opened (a table new in a version is created with the others when the store opens)
-MIGRATIONS: dict[int, list[tuple[sa.Table, str] | sa.Index]] = {
+def _catalogs_without_credentials(conn: sa.Connection) -> None:
+    """Schema version 4: a catalog is named by its endpoint without credentials (`masking.shown_url`);
+    before, `datahub-rest:http://user:SECRET@gms` and the like were kept whole in the outbox and the
+    catalog state. Their rows take the new name, so what waits is delivered under it, and the errors
+    kept with them lose the credentials they quote."""
+    o, c = outbox_table, catalog_state_table
+    names = {n for t in (o, c) for n in conn.execute(sa.select(t.c.catalog).distinct()).scalars()}
+    for old in names:
+        kind, _, endpoint = old.partition(":")
+        new = f"{kind}:{shown_url(endpoint)}" if "://" in endpoint else old
+        if new == old:
+            continue
+        # the same catalog under another password: its state stands, this one goes (the next delivery compares)
+        taken = sa.select(c.c.urn).where(c.c.catalog == new).scalar_subquery()
+        conn.execute(c.delete().where(c.c.catalog == old, c.c.urn.in_(taken)))
+        conn.execute(c.update().where(c.c.catalog == old).values(catalog=new))
+        conn.execute(o.update().where(o.c.catalog == old).values(catalog=new))
+    for row_id, error in conn.execute(sa.select(o.c.id, o.c.last_error).where(o.c.last_error.is_not(None))):
+        if mask_secrets(error) != error:
+            conn.execute(o.update().where(o.c.id == row_id).values(last_error=mask_secrets(error)))
+
+
+#: what each schema version added: (table, column) for a column, an index as itself, a function for a
+#: change of the rows; an older store gets them when opened (a table new in a version is created with the
+#: others when the store opens)
+MIGRATIONS: dict[int, list[tuple[sa.Table, str] | sa.Index | Callable[[sa.Connection], None]]] = {
     2: [(outbox_table, "claimed_by"), (outbox_table, "claimed_until")],  # outbox claims
     3: [(snapshots_table, "body"), (snapshots_table, "capture")],  # bodies kept once (lumos_documents)
-    4: [(snapshots_table, "unread"), UNREAD_INDEX],  # past partitions' unread files (governance.checks)
+    4: [_catalogs_without_credentials],
+    5: [(catalog_state_table, "claims")],  # what Lumos added to shared aspects in each catalog
+    6: [(snapshots_table, "unread"), UNREAD_INDEX],  # past partitions' unread files (governance.checks)
 }

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Protocol, Sequence, runtime_checkable
 
 from lumos_dagster.formats.base import FsSpec
-from lumos_dagster.model import OperationalStats, Schema, TableVersion
+from lumos_dagster.model import Commit, OperationalStats, Schema, TableVersion
 
 
 @dataclass(frozen=True)
@@ -44,6 +44,9 @@ class Table(Protocol):
     def state(self, version: TableVersion) -> TableState:
         """The table as of `version`, one of `versions()`. Raises (best: `UnreadableVersion`) when
         that one version cannot be read."""
+
+    def commits(self) -> list[Commit]:
+        """The commits the table's log still lists, oldest first, with what the format records of each."""
 
 
 def table_url(uri: str, fs: FsSpec | None) -> str:

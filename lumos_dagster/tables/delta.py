@@ -28,7 +28,18 @@ from typing import TYPE_CHECKING, Any, Sequence
 from urllib.parse import urlsplit
 
 from lumos_dagster.formats.base import FsSpec, fsspec_filesystem
-from lumos_dagster.model import Array, DataType, Field, Map, OperationalStats, Primitive, Schema, Struct, TableVersion
+from lumos_dagster.model import (
+    Array,
+    Commit,
+    DataType,
+    Field,
+    Map,
+    OperationalStats,
+    Primitive,
+    Schema,
+    Struct,
+    TableVersion,
+)
 from lumos_dagster.tables.base import ListedFile, TableState, UnreadableVersion, table_url
 
 if TYPE_CHECKING:
@@ -136,11 +147,11 @@ class DeltaLog:
         self.uri = uri
         self.table: DeltaTable = DeltaTable(table_url(uri, fs), storage_options=storage_options(fs))
         self.latest = self.table.version()
-        self.commits = {int(m.group(1)): f for f in listed if (m := _COMMIT.fullmatch(f.path))}
+        self.commit_files = {int(m.group(1)): f for f in listed if (m := _COMMIT.fullmatch(f.path))}
         self.checkpoints = {int(m.group(1)): f for f in listed if (m := _CHECKPOINT.fullmatch(f.path))}
 
     def versions(self) -> list[TableVersion]:
-        files = {**self.checkpoints, **self.commits}  # a version's commit file dates it, if it is still there
+        files = {**self.checkpoints, **self.commit_files}  # a version's commit file dates it, if it is still there
         times = {v: datetime.fromtimestamp(f.mtime, timezone.utc) for v, f in files.items() if v <= self.latest}
         configuration = self.table.metadata().configuration
         if configuration.get("delta.enableInCommitTimestamps") == "true":
@@ -154,6 +165,19 @@ class DeltaLog:
             out.append(TableVersion(FORMAT, str(v), at))
             previous = at
         return out
+
+    def commits(self) -> list[Commit]:
+        """Each version's commit as delta-rs' history gives it: its operation and, flattened as DataHub's
+        delta-lake source flattens them (`operationMetrics_num_added_rows`), its parameters and metrics;
+        dated as `versions` dates it."""
+        at = {int(v.version): v.committed_at for v in self.versions() if v.committed_at is not None}
+        out = []
+        for h in self.table.history():
+            version = h.get("version")
+            if version in at:
+                metrics = tuple(sorted(_flat(h, skip=("timestamp", "operation", "version"))))
+                out.append(Commit(str(version), at[version], str(h.get("operation") or "UNKNOWN"), metrics))
+        return sorted(out, key=lambda c: int(c.version))
 
     def _in_commit_times(self, enabled_at: str | None) -> dict[int, datetime]:
         """The in-commit timestamps of the versions from `enabled_at` on (None: since the table was
@@ -206,12 +230,25 @@ class DeltaLog:
         needs (from the newest checkpoint at or before it, or from version 0) and the log no longer
         holds, or else the version's own file and delta-rs' reason."""
         base = max((c for c in self.checkpoints if c <= version), default=-1)
-        missing = next((v for v in range(base + 1, version + 1) if v not in self.commits), None)
+        missing = next((v for v in range(base + 1, version + 1) if v not in self.commit_files), None)
         if missing is not None:
             return f"{LOG}/{missing:020d}.json, which it is replayed from, is missing"
-        own = self.commits.get(version) or self.checkpoints.get(version)
+        own = self.commit_files.get(version) or self.checkpoints.get(version)
         text = str(exc).strip().splitlines()
         return f"{own.path if own else LOG}: {text[0] if text else type(exc).__name__}"
+
+
+def _flat(entry: dict, skip: tuple[str, ...] = (), prefix: str = "") -> list[tuple[str, str]]:
+    """A history entry's values as text, nested ones as `outer_inner`; nulls left out."""
+    out = []
+    for key, value in entry.items():
+        if key in skip or value is None:
+            continue
+        if isinstance(value, dict):
+            out += _flat(value, prefix=f"{prefix}{key}_")
+        else:
+            out.append((f"{prefix}{key}", str(value)))
+    return out
 
 
 def _deleted_rows(dt: DeltaTable) -> int:

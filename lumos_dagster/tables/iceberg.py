@@ -15,7 +15,7 @@ import re
 from typing import Iterable, Sequence
 
 from lumos_dagster.formats.base import FsSpec, fsspec_filesystem
-from lumos_dagster.model import TableVersion
+from lumos_dagster.model import Commit, TableVersion
 from lumos_dagster.tables.base import ListedFile, TableState, table_url
 
 FORMAT = "iceberg"
@@ -112,3 +112,6 @@ class IcebergTable:
 
     def state(self, version: TableVersion) -> TableState:
         return self.history.with_partitions(self.states[version])
+
+    def commits(self) -> list[Commit]:
+        return self.history.commits()

@@ -29,6 +29,7 @@ from pyiceberg.transforms import IdentityTransform, VoidTransform
 
 from lumos_dagster.model import (
     Array,
+    Commit,
     DataType,
     Decimal,
     Field,
@@ -248,6 +249,17 @@ class IcebergHistory:
         self._converted: dict[int, Schema] = {}  # most states share a schema: each is converted once
         self._manifests: dict[str, _Live] = {}
         self.states = self._history()
+
+    def commits(self) -> list[Commit]:
+        """Each snapshot the metadata keeps: its operation (append, overwrite, delete, replace) and its
+        summary's figures (`added-records`, `deleted-data-files`…)."""
+        out = []
+        for snap in sorted(self.metadata.snapshots, key=lambda s: s.timestamp_ms):
+            summary = snap.summary
+            operation = str(summary.operation.value) if summary is not None else "unknown"
+            metrics = tuple(sorted((k, str(v)) for k, v in (summary.additional_properties if summary else {}).items()))
+            out.append(Commit(str(snap.snapshot_id), _ms(snap.timestamp_ms), operation, metrics))
+        return out
 
     def _history(self) -> list[TableState]:
         md = self.metadata
