@@ -94,11 +94,26 @@ def project(work: Path, lake: Path, store_db: str) -> Path:
     return path
 
 
+def datahub_urns(config_path: Path) -> dict[str, str]:
+    """Dataset name → its urn in DataHub, as the DataHub catalog names it (DataHub's own source's urn)."""
+    from lumos_dagster.catalog.datahub import dataset_urn
+    from lumos_dagster.config import load_config
+    from lumos_dagster.lineage.catalogue import load_catalogue
+    from lumos_dagster.sources import build_sources
+    from lumos_dagster.store import SnapshotStore
+
+    config = load_config(str(config_path))
+    roots = {name: s.root for name, s in build_sources(config).items()}
+    with SnapshotStore(config.store_url) as store:
+        return {d.name: dataset_urn(d.ref) for d in load_catalogue(config, store, roots).datasets}
+
+
 class Observer:
     """Polls DataHub Lite for the expectations not met yet; records when each is first met."""
 
-    def __init__(self, lite_path: str):
-        self.lite_path = lite_path
+    def __init__(self, lite_path: str, config_path: Path):
+        self.lite_path, self.config_path = lite_path, config_path
+        self.urns: dict[str, str] = {}  # name → DataHub urn, of every dataset seen in the registry so far
         self.pending: list[Expectation] = []
         self.done: list[Expectation] = []
         self.lock = threading.Lock()
@@ -117,9 +132,10 @@ class Observer:
         from lumos_dagster.catalog.datahub import snapshot_from_aspects
         from lumos_dagster.catalog.datahub_lite import open_lite
 
-        def urn(name: str) -> str:  # the lake's Delta tables are on DataHub's delta-lake platform
-            platform = "delta-lake" if name.startswith("tables/") else "file"
-            return f"urn:li:dataset:(urn:li:dataPlatform:{platform},{name},PROD)"
+        def urn(name: str) -> str | None:
+            if name not in self.urns:  # a new dataset: once the registry has it
+                self.urns.update(datahub_urns(self.config_path))
+            return self.urns.get(name)
 
         while not self.stop.wait(2.0):
             if not os.path.exists(self.lite_path):
@@ -136,8 +152,9 @@ class Observer:
             try:
                 for e in pending:
                     try:
-                        aspects = lite.get(urn(e.dataset), None, typed=True)
-                        snap = snapshot_from_aspects(urn(e.dataset), aspects, stamp) if aspects else None
+                        found = urn(e.dataset)
+                        aspects = lite.get(found, None, typed=True) if found else None
+                        snap = snapshot_from_aspects(found, aspects, stamp) if aspects else None
                     except Exception as exc:  # noqa: BLE001  (a half-written entity: the next round reads it)
                         log(f"observer: {e.dataset}: {type(exc).__name__}: {exc}")
                         continue
@@ -334,7 +351,7 @@ def soak(datasets: int, minutes: float, rate: float, tuned: bool, png: Path | No
         denv = {**env, **deployment.instance_env()}
         api = _serve(work, config, token)
         sampler = Sampler(deployment.running())
-        observer = Observer(str(work / "lite.db"))
+        observer = Observer(str(work / "lite.db"), config)
         firsts = lake.first(up_at)  # nobody materializes anything: the sensors' first tick does
         for e in firsts:
             observer.add(e)
