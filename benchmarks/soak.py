@@ -129,7 +129,7 @@ class Observer:
             self.pending.append(e)
 
     def run(self) -> None:
-        from lumos_dagster.catalog.datahub import snapshot_from_aspects
+        from lumos_dagster.catalog.datahub_read import snapshot_from_aspects
         from lumos_dagster.catalog.datahub_lite import open_lite
 
         def urn(name: str) -> str | None:
