@@ -73,6 +73,11 @@ class Dataset:
     columns: dict[str, str]  # top-level column → type (int32, int64, string, bool, double, struct)
     nested: dict[str, str] = field(default_factory=dict)  # children of the `info` struct column
     files: int = 1  # files in today's partition
+    older: int = 0  # files in its other partitions: the catalog counts the whole table's
+
+    @property
+    def total_files(self) -> int:
+        return self.older + self.files
 
     def fields(self) -> list[str]:
         """Flat field paths the catalog should show."""
@@ -207,6 +212,7 @@ class Lake:
             ds = self._new(fmts[i % len(fmts)])
             for d in range(days):
                 self._write(ds, today() - timedelta(days=d))
+            ds.older = days - 1
             self.datasets[ds.name] = ds
         for _ in range(deltas):
             self._new_delta()
@@ -246,9 +252,9 @@ class Lake:
             return None
         self._write(ds, today(), ds.files)
         ds.files += 1
-        files, day = ds.files, today().isoformat()
+        files, day = ds.total_files, today().isoformat()
 
-        def shown(s: Snapshot | None) -> bool:
+        def shown(s: Snapshot | None) -> bool:  # DataHub holds the whole table's file count, as its s3 source does
             return s is not None and s.partition_key == day and s.stats.file_count >= files
 
         return Expectation("new_file", ds.name, time.time(), shown)
@@ -340,9 +346,9 @@ class Lake:
         return path
 
     def _files_shown(self, change: str, ds: Dataset, delay: float = 0.0, exact: bool = False) -> Expectation:
-        """The catalog shows today's partition with the dataset's files (`exact`: no more) and fields, its
-        columns unchanged."""
-        files, day, fields = ds.files, today().isoformat(), ds.fields()
+        """The catalog shows today's partition with the dataset's files (the whole table's: `exact`, no more)
+        and fields, its columns unchanged."""
+        files, day, fields = ds.total_files, today().isoformat(), ds.fields()
 
         def shown(s: Snapshot | None) -> bool:
             count = s is not None and (s.stats.file_count == files if exact else s.stats.file_count >= files)

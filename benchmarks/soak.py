@@ -129,8 +129,8 @@ class Observer:
             self.pending.append(e)
 
     def run(self) -> None:
-        from lumos_dagster.catalog.datahub_read import snapshot_from_aspects
         from lumos_dagster.catalog.datahub_lite import open_lite
+        from lumos_dagster.catalog.datahub_read import snapshot_from_aspects
 
         def urn(name: str) -> str | None:
             if name not in self.urns:  # a new dataset: once the registry has it
