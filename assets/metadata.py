@@ -109,16 +109,40 @@ def newest(snapshots: Mapping[str | None, Snapshot]) -> Snapshot:
     return snapshots[max(snapshots, key=lambda k: k or "")]
 
 
+def partition_metadata(snapshot: Snapshot, time_key: str | None) -> dict[str, Any]:
+    """One partition's own figures, on its materialization, a backfill's as a single partition's: its
+    rows, as `dagster/partition_row_count` when the dataset is date-partitioned (that day's rows), else
+    `dagster/row_count` (the table's)."""
+    if snapshot.stats.row_count is None:
+        return {}
+    dated = snapshot.stats.partition_values.get(time_key or "")
+    return {
+        "dagster/partition_row_count" if dated else "dagster/row_count": MetadataValue.int(snapshot.stats.row_count)
+    }
+
+
+def not_snapshotted(keys: Sequence[str], dated: bool) -> dict[str, Any]:
+    """Why partitions of a run over several are not materialized: they held no file. A dataset not
+    partitioned by date has no history in storage but its files' times: a partition holds the files
+    modified before its end, so a backfill over days before they were written finds nothing there."""
+    if not keys:
+        return {}
+    span = keys[0] if len(keys) == 1 else f"{keys[0]} … {keys[-1]} ({len(keys)} partitions)"
+    undated = ("no file modified before its end: the dataset is not partitioned by date, and its files were all "
+               "written since (a partition holds the files that existed by its end)")  # fmt: skip
+    why = "no file dated in it" if dated else undated
+    return {"lumos/not_snapshotted": MetadataValue.text(f"{span}: {why}")}
+
+
 def snapshot_metadata(
     snapshots: Mapping[str | None, Snapshot],
     time_key: str | None = None,
     keys: Mapping[str, AssetKey] | None = None,
     root: str | None = None,
 ) -> dict[str, Any]:
-    """Metadata of one materialization. Over a partition range Dagster records the same
-    metadata on every partition, so it describes the newest partition, and per-partition
-    figures that would mislead there (row counts) are left to the store. `root`: the source's,
-    which unreadable files are shown relative to."""
+    """What the materializations of one run of a dataset share: over a partition range it describes
+    the newest partition; each partition's own figures are `partition_metadata`'s. `root`: the
+    source's, which unreadable files are shown relative to."""
     last = newest(snapshots)
     md: dict[str, Any] = {
         "dagster/column_schema": MetadataValue.table_schema(column_schema(last)),
@@ -134,10 +158,6 @@ def snapshot_metadata(
         md["lumos/previous_version"] = MetadataValue.text(last.previous_version)
     if last.changes:
         md["lumos/changes"] = changes_table(last.changes)
-    if len(snapshots) == 1 and last.stats.row_count is not None:
-        # a date-partitioned dataset's partition holds that day's rows, not the table's
-        key = "dagster/partition_row_count" if last.stats.partition_values.get(time_key or "") else "dagster/row_count"
-        md[key] = MetadataValue.int(last.stats.row_count)
     if len(snapshots) > 1:
         md["lumos/partitions_in_run"] = MetadataValue.int(len(snapshots))
         in_order = [s for _, s in sorted(snapshots.items(), key=lambda i: i[0] or "")]

@@ -21,7 +21,7 @@ from dagster import AssetExecutionContext, AssetKey, AssetMaterialization, Asset
 from dagster._core.definitions.data_version import DATA_VERSION_IS_USER_PROVIDED_TAG, DATA_VERSION_TAG
 
 from lumos_dagster.assets.checks import evaluation
-from lumos_dagster.assets.metadata import newest, snapshot_metadata
+from lumos_dagster.assets.metadata import newest, not_snapshotted, partition_metadata, snapshot_metadata
 from lumos_dagster.assets.runtime import hours_from_runs
 from lumos_dagster.config import LumosConfig
 from lumos_dagster.cost.pricing import Bills
@@ -73,11 +73,14 @@ def _events(context: AssetExecutionContext, batch: BatchOutcome, keys: Mapping[s
             continue
         key, snaps, checks = keys[o.spec.name], o.recorded, o.judgement.checks
         if snaps:
-            metadata = {**snapshot_metadata(snaps, o.spec.time_partition_key, keys, o.spec.source_root), **pending}
+            empty = [pk for pk in context.partition_keys if pk not in snaps]  # said on the others: Missing, why
+            metadata = {**snapshot_metadata(snaps, o.spec.time_partition_key, keys, o.spec.source_root), **pending,
+                        **not_snapshotted(empty, o.spec.time_partition_key is not None)}  # fmt: skip
             tags = {DATA_VERSION_TAG: newest(snaps).fingerprint, DATA_VERSION_IS_USER_PROVIDED_TAG: "true"}
             for pk in context.partition_keys:
                 if pk in snaps:
-                    yield AssetMaterialization(asset_key=key, partition=pk, metadata=metadata, tags=tags)
+                    own = {**metadata, **partition_metadata(snaps[pk], o.spec.time_partition_key)}
+                    yield AssetMaterialization(asset_key=key, partition=pk, metadata=own, tags=tags)
         else:  # nothing landed for any partition: only the check that says so
             checks = tuple(c for c in checks if c.name == READABLE_CHECK)
         for outcome in checks:

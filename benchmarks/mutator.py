@@ -9,13 +9,18 @@ dataset as DataHub Lite holds it (a Lumos snapshot read back), and when the chan
 Changes: new datasets, new files in today's partition, added, dropped, widened and renamed
 columns (nested ones too), deleted datasets, torn files (a CSV written in two halves a few seconds
 apart: the half must never become a version), files dated tomorrow (must never fail a tick), and
-commits to Delta tables.
+commits to Delta tables. What writers really do (issue 41): a CSV cut inside its header (the copy
+completes seconds later), a header-only CSV as a partition's only file and beside others, a file whose
+modification time is hours or a day ahead of the sensor's clock, and a file written in several appends
+seconds apart. None of those may become a version: `Lake.partial` names the datasets they touched, whose
+columns no other change touches.
 """
 
 from __future__ import annotations
 
 import io
 import json
+import os
 import random
 import shutil
 import threading
@@ -47,7 +52,14 @@ WEIGHTS = {
     "torn_file": 6,
     "tomorrow_file": 4,
     "delta_commit": 6,
+    "header_cut": 4,
+    "header_only": 3,
+    "header_only_beside": 3,
+    "future_file": 4,
+    "appended_file": 4,
 }
+#: how far ahead of the sensor's clock a future_file's modification time is (a writer's clock, a copy's)
+AHEAD = (2 * 3600, 86400)
 
 
 def today() -> date:
@@ -61,6 +73,11 @@ class Dataset:
     columns: dict[str, str]  # top-level column → type (int32, int64, string, bool, double, struct)
     nested: dict[str, str] = field(default_factory=dict)  # children of the `info` struct column
     files: int = 1  # files in today's partition
+    older: int = 0  # files in its other partitions: the catalog counts the whole table's
+
+    @property
+    def total_files(self) -> int:
+        return self.older + self.files
 
     def fields(self) -> list[str]:
         """Flat field paths the catalog should show."""
@@ -87,6 +104,7 @@ class Expectation:
     test: Callable[[Snapshot | None], bool]
     note: str = ""
     seen: float | None = None  # when the catalog first showed it
+    shown: Snapshot | None = None  # what it showed then
 
 
 def _rows(ds: Dataset, n: int = 5) -> list[dict]:
@@ -134,6 +152,18 @@ def encode(ds: Dataset) -> bytes:
     return sink.getvalue().to_pybytes()
 
 
+def _later(seconds: float, path: Path, data: bytes, mode: str = "wb") -> None:
+    """Write (or append) `data` to `path` `seconds` from now, as a writer still at it does; not when a
+    later change removed its folder meanwhile."""
+
+    def write() -> None:
+        if path.parent.exists():
+            with open(path, mode) as fh:
+                fh.write(data)
+
+    threading.Timer(seconds, write).start()
+
+
 class Lake:
     """The lake and its model: what every dataset holds now."""
 
@@ -142,6 +172,7 @@ class Lake:
         self.rng = random.Random(seed)
         self.datasets: dict[str, Dataset] = {}
         self.removed: set[str] = set()
+        self.partial: set[str] = set()  # datasets a cut, header-only or appended file touched: never a version
         self.counter = 0
         self.lock = threading.Lock()
 
@@ -181,6 +212,7 @@ class Lake:
             ds = self._new(fmts[i % len(fmts)])
             for d in range(days):
                 self._write(ds, today() - timedelta(days=d))
+            ds.older = days - 1
             self.datasets[ds.name] = ds
         for _ in range(deltas):
             self._new_delta()
@@ -220,9 +252,9 @@ class Lake:
             return None
         self._write(ds, today(), ds.files)
         ds.files += 1
-        files, day = ds.files, today().isoformat()
+        files, day = ds.total_files, today().isoformat()
 
-        def shown(s: Snapshot | None) -> bool:
+        def shown(s: Snapshot | None) -> bool:  # DataHub holds the whole table's file count, as its s3 source does
             return s is not None and s.partition_key == day and s.stats.file_count >= files
 
         return Expectation("new_file", ds.name, time.time(), shown)
@@ -301,10 +333,95 @@ class Lake:
         ds.files += 1
         cut = data.rindex(b"\n", 0, len(data) - 1) + 3  # inside the last row's first values
         path.write_bytes(data[:cut])
-        threading.Timer(3.0, path.write_bytes, args=(data,)).start()
+        _later(3.0, path, data)
         expected = self._expect_fields("torn_file", ds, note=f"torn:{path}")
         expected.landed += 3.0
         return expected
+
+    def _part(self, ds: Dataset) -> Path:
+        """The path of a new file of today's partition."""
+        path = self.folder(ds, today()) / f"part-{ds.files}.{ds.fmt}"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        ds.files += 1
+        return path
+
+    def _files_shown(self, change: str, ds: Dataset, delay: float = 0.0, exact: bool = False) -> Expectation:
+        """The catalog shows today's partition with the dataset's files (the whole table's: `exact`, no more)
+        and fields, its columns unchanged."""
+        files, day, fields = ds.total_files, today().isoformat(), ds.fields()
+
+        def shown(s: Snapshot | None) -> bool:
+            count = s is not None and (s.stats.file_count == files if exact else s.stats.file_count >= files)
+            return (s is not None and count and s.partition_key == day
+                    and sorted(p for p, _ in s.schema.flatten()) == fields)  # fmt: skip
+
+        return Expectation(change, ds.name, time.time() + delay, shown)
+
+    def header_cut(self) -> Expectation | None:
+        """A CSV cut inside its header (`id,amount,nam`: a copy still in flight), completed seconds later: the
+        cut file is unreadable, never a version (it was 2.0.0: fields removed, added, retyped null)."""
+        ds = self._pick("csv")
+        if ds is None:
+            return None
+        data, path = encode(ds), self._part(ds)
+        header = data.index(b"\n")
+        path.write_bytes(data[: max(1, header - 2)])
+        _later(4.0, path, data)
+        self.partial.add(ds.name)
+        return self._files_shown("header_cut", ds, delay=4.0)
+
+    def header_only(self) -> Expectation | None:
+        """Today's partition becomes one header-only CSV: its columns keep the types the dataset has (it was
+        every column TYPE_NARROWED to null, 2.0.0)."""
+        ds = self._pick("csv")
+        if ds is None:
+            return None
+        shutil.rmtree(self.folder(ds, today()), ignore_errors=True)
+        ds.files = 0
+        path, data = self._part(ds), encode(ds)
+        tmp = path.with_name(f".{path.name}.tmp")
+        tmp.write_bytes(data[: data.index(b"\n") + 1])
+        tmp.replace(path)
+        self.partial.add(ds.name)
+        return self._files_shown("header_only", ds, exact=True)
+
+    def header_only_beside(self) -> Expectation | None:
+        """A header-only CSV beside the partition's other files."""
+        ds = self._pick("csv")
+        if ds is None:
+            return None
+        path, data = self._part(ds), encode(ds)
+        path.write_bytes(data[: data.index(b"\n") + 1])
+        self.partial.add(ds.name)
+        return self._files_shown("header_only_beside", ds)
+
+    def future_file(self) -> Expectation | None:
+        """A whole new file whose modification time is hours or a day ahead (it was never taken)."""
+        ds = self._pick("parquet", "jsonl", "avro")
+        if ds is None:
+            return None
+        path = self._write(ds, today(), ds.files)
+        ds.files += 1
+        ahead = time.time() + self.rng.choice(AHEAD)
+        os.utime(path, (ahead, ahead))
+        return self._files_shown("future_file", ds)
+
+    def appended_file(self) -> Expectation | None:
+        """A CSV or JSON lines file written in four appends two seconds apart, the last one's rows whole."""
+        ds = self._pick("csv", "jsonl")
+        if ds is None:
+            return None
+        data, path = encode(ds), self._part(ds)
+        lines = data.splitlines(keepends=True)
+        chunks = [b"".join(lines[i::4]) for i in range(4)] if ds.fmt == "jsonl" else None
+        if chunks is None:  # a CSV's header first, then its rows
+            header, rows = lines[0], lines[1:]
+            chunks = [header + b"".join(rows[:1])] + [b"".join(rows[i::3]) for i in range(1, 4)]
+        path.write_bytes(chunks[0])
+        for i, chunk in enumerate(chunks[1:], 1):
+            _later(2.0 * i, path, chunk, "ab")
+        self.partial.add(ds.name)
+        return self._files_shown("appended_file", ds, delay=6.0)
 
     def tomorrow_file(self) -> None:
         ds = self._pick("parquet")
@@ -320,6 +437,13 @@ class Lake:
         write_deltalake(str(self.root / ds.name), pa.Table.from_pylist(_rows(ds), schema=ds.arrow_schema()),
                         mode="append", schema_mode="merge")  # fmt: skip
         return self._expect_fields("delta_commit", ds)
+
+    def first(self, since: float) -> list[Expectation]:
+        """Every dataset's first snapshot, today's partition, which nobody materializes (issue 41): the
+        sensors' first tick requests it, the deployment started at `since` (epoch s)."""
+        day = today().isoformat()
+        return [Expectation("first_snapshot", name, since, lambda s: s is not None and s.partition_key == day)
+                for name in self.datasets]  # fmt: skip
 
     def truth(self) -> dict[str, list[str]]:
         return {n: d.fields() for n, d in self.datasets.items() if n not in self.removed}

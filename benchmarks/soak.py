@@ -6,12 +6,17 @@
 
 It brings up the deployment `make deploy` runs (`lumos deploy`: Dagster's PostgreSQL storage, the
 daemon with queued runs, the webserver, the code location in its own code server; Lumos' sensors
-and schedules running as shipped), over a generated lake (benchmarks/mutator.py), snapshots today's
-partition once, then changes the lake `--rate` times a second for `--minutes`. Nothing else touches
-the deployment: every change must reach the catalog by itself. From outside it measures:
+and schedules running as shipped), over a generated lake (benchmarks/mutator.py), waits for the first
+snapshot of every dataset, which nobody materializes (the sensors' first tick requests it), then
+changes the lake `--rate` times a second for `--minutes`. Nothing else touches the deployment: every
+change must reach the catalog by itself. From outside it measures:
 
+* how long the first snapshot of every dataset took from `up`, and the datasets it missed;
 * the lag from each change landing to DataHub Lite showing it (read back as Lumos snapshots), by
   kind of change; changes never seen (missed);
+* versions from torn or partial files (a CSV cut in its header or mid-row, header-only files, files
+  written in appends): any version of a dataset they touched beyond its first and its removal;
+* each removal's version and change class, in the store (the API's history) and in DataHub Lite;
 * runs failed (the webserver's GraphQL); versions wrong or duplicated (each dataset's history
   through `lumos serve`'s API); deliveries duplicated (an OpenLineage file catalog beside DataHub
   Lite logs every delivery: the same content delivered twice in a row is a duplicate); torn files
@@ -49,6 +54,7 @@ BIN = Path(sys.executable).parent
 ROOT = Path(__file__).resolve().parents[1]
 PG = "postgresql+psycopg://postgres@127.0.0.1:5432"
 GRACE = 240  # seconds after the last change for the catalog to catch up before a change counts as missed
+FIRST_WITHIN = 600  # seconds after `up` for the first snapshot of every dataset before one counts as missed
 
 
 def log(text: str) -> None:
@@ -88,11 +94,26 @@ def project(work: Path, lake: Path, store_db: str) -> Path:
     return path
 
 
+def datahub_urns(config_path: Path) -> dict[str, str]:
+    """Dataset name → its urn in DataHub, as the DataHub catalog names it (DataHub's own source's urn)."""
+    from lumos_dagster.catalog.datahub import dataset_urn
+    from lumos_dagster.config import load_config
+    from lumos_dagster.lineage.catalogue import load_catalogue
+    from lumos_dagster.sources import build_sources
+    from lumos_dagster.store import SnapshotStore
+
+    config = load_config(str(config_path))
+    roots = {name: s.root for name, s in build_sources(config).items()}
+    with SnapshotStore(config.store_url) as store:
+        return {d.name: dataset_urn(d.ref) for d in load_catalogue(config, store, roots).datasets}
+
+
 class Observer:
     """Polls DataHub Lite for the expectations not met yet; records when each is first met."""
 
-    def __init__(self, lite_path: str):
-        self.lite_path = lite_path
+    def __init__(self, lite_path: str, config_path: Path):
+        self.lite_path, self.config_path = lite_path, config_path
+        self.urns: dict[str, str] = {}  # name → DataHub urn, of every dataset seen in the registry so far
         self.pending: list[Expectation] = []
         self.done: list[Expectation] = []
         self.lock = threading.Lock()
@@ -108,12 +129,13 @@ class Observer:
             self.pending.append(e)
 
     def run(self) -> None:
-        from lumos_dagster.catalog.datahub import snapshot_from_aspects
         from lumos_dagster.catalog.datahub_lite import open_lite
+        from lumos_dagster.catalog.datahub_read import snapshot_from_aspects
 
-        def urn(name: str) -> str:  # the lake's Delta tables are on DataHub's delta-lake platform
-            platform = "delta-lake" if name.startswith("tables/") else "file"
-            return f"urn:li:dataset:(urn:li:dataPlatform:{platform},{name},PROD)"
+        def urn(name: str) -> str | None:
+            if name not in self.urns:  # a new dataset: once the registry has it
+                self.urns.update(datahub_urns(self.config_path))
+            return self.urns.get(name)
 
         while not self.stop.wait(2.0):
             if not os.path.exists(self.lite_path):
@@ -130,13 +152,14 @@ class Observer:
             try:
                 for e in pending:
                     try:
-                        aspects = lite.get(urn(e.dataset), None, typed=True)
-                        snap = snapshot_from_aspects(urn(e.dataset), aspects, stamp) if aspects else None
+                        found = urn(e.dataset)
+                        aspects = lite.get(found, None, typed=True) if found else None
+                        snap = snapshot_from_aspects(found, aspects, stamp) if aspects else None
                     except Exception as exc:  # noqa: BLE001  (a half-written entity: the next round reads it)
                         log(f"observer: {e.dataset}: {type(exc).__name__}: {exc}")
                         continue
                     if e.test(snap):
-                        e.seen = now
+                        e.seen, e.shown = now, snap
                         with self.lock:
                             if e in self.pending:
                                 self.pending.remove(e)
@@ -248,14 +271,34 @@ def _timelines(api: str, token: str, names: set[str]) -> dict[str, list[dict]]:
 
 
 def _torn(timelines: dict[str, list[dict]], names: set[str]) -> list[str]:
-    """Datasets written torn whose schema ever changed: the mutator never changes a torn dataset's
-    columns, so any version after its first (its removal aside) is a torn file become a version."""
+    """Datasets written torn or partial (cut, header-only, appended) whose schema ever changed: the mutator
+    never changes such a dataset's columns, so any version after its first (its removal aside) is a torn
+    or partial file become a version."""
     out = []
     for name in sorted(names & timelines.keys()):
         kinds = {c["kind"] for e in timelines[name] for c in e["changes"]} - {"DATASET_REMOVED", "DATASET_ADDED"}
         if kinds:
             out.append(f"{name}: {sorted(kinds)}")
     return out
+
+
+def _removals(done: list[Expectation], store_url: str) -> tuple[int, list[str]]:
+    """(removals shown, those whose version or change class differ between the store's tombstone and
+    DataHub Lite, as `name: store 2.0.0 major, catalog 1.0.0 new`). The store is read directly: the API
+    answers for datasets it has, and a removed one it has not."""
+    from lumos_dagster.store import SnapshotStore
+
+    shown = [e for e in done if e.change == "delete_dataset" and e.shown is not None]
+    differ = []
+    with SnapshotStore(store_url) as store:
+        urns = {r.name: r.urn for r in store.datasets(include_removed=True)}
+        for e in shown:
+            stones = [s for s in store.history(urns[e.dataset]) if s.removed] if e.dataset in urns else []
+            kept = (stones[-1].version, stones[-1].change_class) if stones else (None, None)
+            seen = (e.shown.version, e.shown.change_class)
+            if kept != seen:
+                differ.append(f"{e.dataset}: store {kept[0]} {kept[1]}, catalog {seen[0]} {seen[1]}")
+    return len(shown), differ
 
 
 def _histories(timelines: dict[str, list[dict]]) -> tuple[int, int, list[str]]:
@@ -302,18 +345,29 @@ def soak(datasets: int, minutes: float, rate: float, tuned: bool, png: Path | No
     token = "lumos_soak_" + tag
     api = None
     try:
-        started = time.perf_counter()
+        started, up_at = time.perf_counter(), time.time()
         deployment.up()
         log(f"deployment up in {time.perf_counter() - started:.0f} s: {deployment.running()}")
         denv = {**env, **deployment.instance_env()}
-        log(f"today's partition of every dataset: {_materialize(denv, str(today())):.0f} s")
         api = _serve(work, config, token)
         sampler = Sampler(deployment.running())
-        observer = Observer(str(work / "lite.db"))
+        observer = Observer(str(work / "lite.db"), config)
+        firsts = lake.first(up_at)  # nobody materializes anything: the sensors' first tick does
+        for e in firsts:
+            observer.add(e)
         threads = [threading.Thread(target=t.run, daemon=True) for t in (sampler, observer)]
         for t in threads:
             t.start()
-        time.sleep(45)  # the storage sensor's first tick records its baseline
+        deadline = time.time() + FIRST_WITHIN
+        while any(e.seen is None for e in firsts) and time.time() < deadline:
+            time.sleep(5)
+        first = {"datasets": len(firsts), "missed": sorted(e.dataset for e in firsts if e.seen is None),
+                 "seconds": max((e.seen - e.landed for e in firsts if e.seen), default=float("nan"))}  # fmt: skip
+        log(
+            f"first snapshot of {len(firsts) - len(first['missed'])}/{len(firsts)} datasets in {first['seconds']:.0f} s"
+        )
+        with observer.lock:  # the soak's lag and misses are its changes'
+            observer.pending = [e for e in observer.pending if e.change != "first_snapshot"]
         rows0, bytes0, cpu0 = _event_rows(dagster_db), _store_bytes(store_db), sampler.cpu()
         soak_start, changes, end = time.time(), 0, time.time() + minutes * 60
         while time.time() < end:
@@ -339,16 +393,19 @@ def soak(datasets: int, minutes: float, rate: float, tuned: bool, png: Path | No
         rows2, bytes2 = _event_rows(dagster_db), _store_bytes(store_db)
         _materialize(denv, day)  # the same day again: nothing changed
         rows3, bytes3 = _event_rows(dagster_db), _store_bytes(store_db)
-        torn_names = {e.dataset for e in observer.done + observer.pending if e.change == "torn_file"} - lake.removed
-        # one timeline per dataset, read once for both checks
-        timelines = _timelines(api[0], token, set(lake.datasets) | torn_names)
+        torn_names = {e.dataset for e in observer.done + observer.pending if e.change == "torn_file"}
+        partial = (torn_names | lake.partial) - lake.removed
+        # one timeline per dataset, read once for every check
+        timelines = _timelines(api[0], token, set(lake.datasets) | partial)
         wrong, dup, examples = _histories(timelines)
-        torn = _torn(timelines, torn_names)
+        torn = _torn(timelines, partial)
+        removals = _removals(observer.done, f"{PG}/{store_db}")
         result = _result(lake, observer, sampler, runs, changes, minutes, cpu, soak_start,
                          {"rows_soak": rows1 - rows0, "bytes_soak": bytes1 - bytes0, "rows_day": rows2 - rows1,
                           "bytes_day": bytes2 - bytes1, "rows_unchanged_day": rows3 - rows2,
                           "bytes_unchanged_day": bytes3 - bytes2, "day_s": day_s},
-                         wrong, dup, examples, _duplicates(work / "deliveries.jsonl"), datasets, torn)  # fmt: skip
+                         wrong, dup, examples, _duplicates(work / "deliveries.jsonl"), datasets, torn, first,
+                         removals)  # fmt: skip
         if png is not None:
             plot(observer, sampler, soak_start, png)
         return result
@@ -383,9 +440,9 @@ def _serve(work: Path, config: Path, token: str):
 
 
 def _result(lake, observer, sampler, runs, changes, minutes, cpu, start, growth, wrong, dup, examples, dupes,
-            datasets, torn) -> dict:  # fmt: skip
+            datasets, torn, first, removals) -> dict:  # fmt: skip
     # a torn file's test is its dataset's fields, which the torn half never changes: no lag to measure
-    met = [e for e in observer.done if e.seen is not None and e.change != "torn_file"]
+    met = [e for e in observer.done if e.seen is not None and e.change not in ("torn_file", "first_snapshot")]
     lags = [e.seen - e.landed for e in met]
     by_kind: dict[str, list[float]] = {}
     for e in met:
@@ -408,6 +465,8 @@ def _result(lake, observer, sampler, runs, changes, minutes, cpu, start, growth,
         "version_examples": examples[:10],
         "deliveries_duplicated": dupes,
         "torn_versions": torn,
+        "first_snapshot": first,
+        "removals": {"shown": removals[0], "differ": removals[1]},
         "memory_mb_at_10_min": ten[1],
         "memory_mb_at_end": last[1],
         "memory_growth": growth_ratio,
@@ -452,7 +511,12 @@ def render(r: dict) -> str:
         f"| runs by status | {', '.join(f'{k} {v}' for k, v in sorted(r['runs'].items()))} |",
         f"| versions wrong / duplicated | {r['versions_wrong']} / {r['versions_duplicated']} |",
         f"| deliveries duplicated | {r['deliveries_duplicated']} |",
-        f"| torn files that became a version | {len(r['torn_versions'])} |",
+        f"| torn or partial files that became a version | {len(r['torn_versions'])} |",
+        f"| first snapshot of every dataset, nobody materializing: datasets / missed / s after `up` | "
+        f"{r['first_snapshot']['datasets']:,} / {len(r['first_snapshot']['missed'])} / "
+        f"{r['first_snapshot']['seconds']:.0f} |",
+        f"| removals: shown / version or change class differing between store and catalog | "
+        f"{r['removals']['shown']} / {len(r['removals']['differ'])} |",
         f"| CPU seconds per change (every deployment process) | {r['cpu_s_per_change']:.2f} |",
         f"| event-log rows: soak / a day's partition / the same day unchanged | {r['growth']['rows_soak']:,} / "
         f"{r['growth']['rows_day']:,} / {r['growth']['rows_unchanged_day']:,} |",
@@ -472,6 +536,10 @@ def render(r: dict) -> str:
         lines += ["", "Missed: " + ", ".join(r["missed"][:20])]
     if r["version_examples"]:
         lines += ["", "Versions: " + "; ".join(r["version_examples"])]
+    if r["torn_versions"]:
+        lines += ["", "Versions from torn or partial files: " + "; ".join(r["torn_versions"][:10])]
+    if r["removals"]["differ"]:
+        lines += ["", "Removals that differ: " + "; ".join(r["removals"]["differ"][:10])]
     return "\n".join(lines)
 
 

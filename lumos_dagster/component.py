@@ -13,10 +13,13 @@ names): one lumos.yaml names as many sources as the project has lakes.
 """
 
 import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated
 
+import click
 from dagster import Definitions, PreviewWarning
 from dagster.components import (
     ComponentLoadContext,
@@ -29,12 +32,17 @@ from dagster.components import (
     scaffold_component,
     scaffold_with,
 )
+
+# the class Dagster 1.13 passes on as it is (component_tree.augment_component_tree_exception), where it
+# wraps any other in a 160-line view of the component tree: not exported from dagster.components
+from dagster.components.core.component_tree import ComponentTreeException
 from dagster.components.utils.defs_state import DefsStateConfig
 from pydantic import BaseModel, Field
 
 from lumos_dagster.assets.state import state_config
 from lumos_dagster.config import DEFAULT_CONFIG
 from lumos_dagster.definitions import location_config, location_definitions
+from lumos_dagster.errors import LumosError
 from lumos_dagster.lineage.catalogue import RegistryState
 
 #: how defs.yaml names the project's root (Dagster's template scope)
@@ -46,6 +54,20 @@ PROJECT_ROOT = "{{ context.project_root }}"
 warnings.filterwarnings(
     "ignore", message="Class `SparkDeclarativePipelineScaffolder` is currently in preview", category=PreviewWarning
 )
+
+
+class LumosComponentError(ComponentTreeException, click.ClickException):
+    """What Lumos refuses (a lumos.yaml with a typo…), said in a user's project as `lumos` says it: Dagster
+    passes a ComponentTreeException on unwrapped (the UI's code location error is this message), and
+    `dg launch`, whose click prints a ClickException as one `Error: …` line, prints no traceback."""
+
+
+@contextmanager
+def said_as_lumos() -> Iterator[None]:
+    try:
+        yield
+    except LumosError as exc:
+        raise LumosComponentError(str(exc)) from None
 
 
 class LumosScaffoldParams(BaseModel):
@@ -90,20 +112,24 @@ class LumosComponent(StateBackedComponent, Resolvable):
 
     @property
     def defs_state_config(self) -> DefsStateConfig:
-        return state_config(location_config(self.config))
+        with said_as_lumos():
+            return state_config(location_config(self.config))
 
     def write_state_to_path(self, state_path: Path) -> None:
         """The registry document now (`dg utils refresh-defs-state`, the UI's refresh)."""
-        state_path.write_text(RegistryState.of_location(location_config(self.config)).text)
+        with said_as_lumos():
+            state_path.write_text(RegistryState.of_location(location_config(self.config)).text)
 
     def build_defs(self, context: ComponentLoadContext) -> Definitions:
         """Not StateBackedComponent's, which builds a code server from the stored version and refreshes it only
         under `dg dev`: the registry changes while the deployment runs (sensors, `lumos discover`), so each load
         that initializes the code location publishes it, and a run worker builds from the version its run
         pinned (`lumos_dagster.assets.state.registry_state`)."""
-        return location_definitions(self.config)
+        with said_as_lumos():
+            return location_definitions(self.config)
 
     def build_defs_from_state(self, context: ComponentLoadContext, state_path: Path | None) -> Definitions:
         """The definitions of the registry document at `state_path` (none: the registry as this load sees it)."""
         state = RegistryState.loads(state_path.read_text()) if state_path is not None else None
-        return location_definitions(self.config, state)
+        with said_as_lumos():
+            return location_definitions(self.config, state)

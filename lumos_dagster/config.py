@@ -420,7 +420,7 @@ class PartitionsConfig(ConfigModel):
         5000,
         ge=1,
         description="A cadence's schedule splits its datasets into runs of at most this many (whole ops of "
-        "lineage-linked datasets), which a deployment's run workers take at once (docs/deploy.md).",
+        "lineage-linked datasets), which a deployment's run workers take at once (`lumos docs deploy`).",
     )
     snapshot_lag: str = Field(
         "0",
@@ -471,7 +471,7 @@ class LumosConfig(ConfigModel):
     lineage: LineageConfig = Field(default_factory=LineageConfig)
     governance: GovernanceConfig = Field(default_factory=GovernanceConfig)
     quality: QualityConfig = Field(default_factory=QualityConfig)
-    api: ApiConfig = Field(default_factory=ApiConfig, description="`lumos serve`: the HTTP API (docs/api.md).")
+    api: ApiConfig = Field(default_factory=ApiConfig, description="`lumos serve`: the HTTP API (`lumos docs api`).")
     # directory relative paths are resolved against, and the file it came from
     base_dir: str = Field(".", exclude=True)
     source_file: str = Field("<memory>", exclude=True)

@@ -71,7 +71,7 @@ def assemble(config: LumosConfig, state: RegistryState | None = None) -> Assembl
     sync = sync_job(resources)
     sensors = [storage_sensor(s, config, targets, sync) for s in sources.values() if isinstance(s, FileSource)]
     sensors += [
-        table_sensor(s, config.store_url, targets)
+        table_sensor(s, config.store_url, targets, config.partitions.datasets_per_run)
         for s in sources.values()
         if isinstance(s, TableSource) and s.watchable
     ]

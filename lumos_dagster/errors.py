@@ -1,5 +1,10 @@
 """One small exception hierarchy. Messages name the file, dataset or key, and the fix."""
 
+from __future__ import annotations
+
+import difflib
+from typing import Iterable, Sequence
+
 
 class LumosError(Exception):
     """Base of every error Lumos raises on purpose."""
@@ -28,3 +33,20 @@ class CatalogError(LumosError):
 
 class NotProfiled(LumosError):
     """Why a dataset cannot be profiled (said in the run's warnings; its snapshot is unaffected)."""
+
+
+class UnknownDataset(LumosError):
+    """Dataset names Lumos does not know: one message wherever a name is asked for (`lumos history`,
+    `impact`, `diff`, `gate`, `release`, `savings`), with the names closest to each."""
+
+    def __init__(self, names: Sequence[str], known: Iterable[str]):
+        known = sorted(set(known))
+        said = []
+        for name in names:
+            close = difflib.get_close_matches(name, known, n=3, cutoff=0.6)
+            said.append(f"{name} (did you mean {' or '.join(close)}?)" if close else name)
+        super().__init__(
+            f"unknown dataset{'s' if len(names) > 1 else ''} {', '.join(said)}: `lumos discover` records what "
+            "the sources hold, lumos.yaml's `datasets:` declares others"
+        )
+        self.names = tuple(names)

@@ -349,6 +349,48 @@ def map_struct_fields(t: DataType, fn: Callable[[tuple[Field, ...]], tuple[Field
     return t
 
 
+#: the type of a column no value gave a type to (a header-only CSV's columns, a JSON key only ever
+#: null): `unknown` with no native type, where a type a source reported but Lumos cannot map keeps its
+#: native spelling. The merge types it as the partition's other files do, and a snapshot as its
+#: dataset's previous one did (`typed_like`): a file with no rows is no schema change.
+UNTYPED = Primitive("unknown")
+
+
+def untyped(f: Field) -> bool:
+    return f.type == UNTYPED and f.native_type is None
+
+
+def typed_like(current: tuple[Field, ...], previous: Sequence[Field]) -> tuple[Field, ...]:
+    """`current` with each untyped field (nested ones too) as the same field of `previous` is, when
+    that one has a type: its type, nullability and native type. `current` itself when none is."""
+    before = {f.name: f for f in previous}
+    out, changed = [], False
+    for f in current:
+        old = before.get(f.name)
+        if old is not None and untyped(f) and not untyped(old):
+            f, changed = replace(f, type=old.type, nullable=old.nullable, native_type=old.native_type), True
+        elif old is not None and (inner := _struct_inside(old.type)) is not None:
+            typed = _typed_inside(f.type, inner)
+            if typed is not f.type:
+                f, changed = replace(f, type=typed), True
+        out.append(f)
+    return tuple(out) if changed else current
+
+
+def _typed_inside(t: DataType, previous: Struct) -> DataType:
+    """`t` with the fields of the struct it holds typed like `previous`'s (`t` itself when none changes)."""
+    if isinstance(t, Struct):
+        fields = typed_like(t.fields, previous.fields)
+        return t if fields is t.fields else replace(t, fields=fields)
+    if isinstance(t, Array):
+        element = _typed_inside(t.element, previous)
+        return t if element is t.element else replace(t, element=element)
+    if isinstance(t, Map):
+        value = _typed_inside(t.value, previous)
+        return t if value is t.value else replace(t, value=value)
+    return t
+
+
 def _struct_inside(t: DataType) -> Struct | None:
     while isinstance(t, (Array, Map)):
         t = t.element if isinstance(t, Array) else t.value

@@ -4,10 +4,26 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import Sequence
 
 from lumos_dagster.wording import visible
 
 SAMPLES = 5
+#: failures printed one a line; past these, one line counts the others by reason (100,000 unreadable files
+#: were 100,000 lines, 7.8 MB)
+FAILURES_SHOWN = 10
+
+
+def failure_lines(failures: Sequence[tuple[str, str]], shown: int = FAILURES_SHOWN) -> list[str]:
+    """`where: reason` for the first `shown` failures, then one line for the rest, their commonest reasons
+    counted."""
+    lines = [f"{where}: {reason}" for where, reason in failures[:shown]]
+    rest = Counter(reason for _, reason in failures[shown:])
+    if rest:
+        common = "; ".join(f"{n:,} × {reason}" for reason, n in rest.most_common(3))
+        others = sum(rest.values()) - sum(n for _, n in rest.most_common(3))
+        lines.append(f"and {sum(rest.values()):,} more: {common}" + (f"; {others:,} × other reasons" if others else ""))
+    return lines
 
 
 @dataclass
@@ -71,6 +87,5 @@ class ScanReport:
             lines.append(f"skipped {n:>6}  {reason} (e.g. {', '.join(self.skipped_samples[reason][:2])})")
         for note, n in self.notes.most_common():
             lines.append(f"note    {n:>6}  {note} (e.g. {', '.join(self.note_samples[note][:2])})")
-        for where, reason in self.failures:
-            lines.append(f"FAILED  {where}: {reason}")
+        lines += [f"FAILED  {line}" for line in failure_lines(self.failures)]
         return "\n".join(map(visible, lines))  # a line each: a path's newline must not start one

@@ -1,10 +1,11 @@
-"""How Lumos words what it prints: counts ("1 capture", "2 captures", never "1 captures"), and names
-from storage with their control characters made visible."""
+"""How Lumos words what it prints: counts ("1 capture", "2 captures", never "1 captures"), a few names
+then how many others, and names from storage with their control characters made visible."""
 
 from __future__ import annotations
 
 import logging
 import re
+from typing import Iterable
 
 # what a terminal, a log reader or a spreadsheet would act on rather than show: C0 and C1 controls
 # and DEL (ESC opens the sequences that retitle a window, write the clipboard or clear the screen; a
@@ -46,3 +47,10 @@ VISIBLE_LOG = VisibleLog()
 def plural(n: int, word: str, many: str | None = None) -> str:
     """`n` and `word`, or its plural (`many`, else `word` + "s") unless `n` is 1."""
     return f"{n} {word if n == 1 else many or word + 's'}"
+
+
+def few(names: Iterable[str], shown: int = 3) -> str:
+    """`a, b, c and 4 more`: the first `shown` of `names`, then how many others."""
+    names = list(names)
+    rest = len(names) - shown
+    return ", ".join(names[:shown]) + (f" and {rest} more" if rest > 0 else "")

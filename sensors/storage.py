@@ -4,7 +4,13 @@ lumos_dagster.inventory.watch), and requests exactly the dataset assets and part
 changed. Run keys carry a digest of the changes, so a tick evaluated twice requests nothing new.
 
 Nothing waits for a person:
-* a file written moments ago may be torn (still being written): its change waits for a later tick;
+* the first tick records a baseline and requests the newest partition with files (the current one
+  for a dataset without dates) of every dataset Dagster has never materialized: a deployment's first
+  start snapshots the lake at once, not at the schedule's midnight;
+* a file still being written is not taken: a changed file is looked at twice, `SETTLE_SECONDS`
+  apart, and taken when its size and modification time are the same at both, whatever its
+  modification time says (a clock is never trusted: a time ahead of the sensor's is said, naming
+  the file, and the file is taken all the same); one still changing waits for a later tick;
 * a file dated in a partition that does not exist yet (tomorrow's folder) waits until it does,
   said in the tick's log, never failing the tick;
 * a new dataset is recorded in the registry, the code location is asked to reload
@@ -16,22 +22,34 @@ Nothing waits for a person:
 import json
 import time
 from collections import defaultdict
+from typing import Mapping
 
-from dagster import DefaultSensorStatus, JobDefinition, RunRequest, SensorDefinition, SensorResult, SkipReason, sensor
+from dagster import (
+    AssetKey,
+    DefaultSensorStatus,
+    JobDefinition,
+    RunRequest,
+    SensorDefinition,
+    SensorResult,
+    SkipReason,
+    sensor,
+)
 
 from lumos_dagster.config import LumosConfig
 from lumos_dagster.delivery.catalogs import build_catalogs
 from lumos_dagster.inventory.refresh import retire, too_many
-from lumos_dagster.inventory.watch import FileChange, Look, digest, look
+from lumos_dagster.inventory.watch import FileChange, Look, digest, look, still_changing
 from lumos_dagster.naming import TRIGGER_TAG, segment
 from lumos_dagster.report import ScanReport
 from lumos_dagster.sensors.reload import request_reload
 from lumos_dagster.sensors.run_tags import AUTOMATION_RUN_TAGS
+from lumos_dagster.sensors.schedules import run_groups
 from lumos_dagster.sensors.sync import SYNC_JOB
 from lumos_dagster.sensors.triggers import Targets
 from lumos_dagster.sources import file_records
 from lumos_dagster.sources.base import FileSource
 from lumos_dagster.store import SnapshotStore
+from lumos_dagster.wording import few, plural
 
 #: seconds between ticks: a change reaches the catalog within a tick, the queue and one run
 INTERVAL = 30
@@ -63,6 +81,33 @@ def plan(source: str, changes: list[FileChange], targets: Targets) -> tuple[list
         for (cadence, pk), group in sorted(groups.items())
     ]
     return requests, later
+
+
+def first_snapshots(instance, source: str, targets: Targets, max_datasets: int,
+                    newest: Mapping[str, str | None] | None = None) -> list[RunRequest]:  # fmt: skip
+    """The first snapshot of each of the source's datasets that Dagster has never materialized: its
+    partition of `newest[name]` (the date of its newest files: a lake's last day, not an empty today),
+    else the current one, in runs of whole ops of at most `max_datasets` datasets as the schedules run
+    them. What a first start snapshots without a person."""
+    ours = targets.of_source(source)
+    latest = instance.get_latest_materialization_events(ours) if ours else {}
+    never = {key for key in ours if latest.get(key) is None}
+    names = {key: name for name, key in targets.keys.items()}
+    requests = []
+    for cadence, assets_defs in sorted(targets.assets.items()):
+        runs: dict[tuple[str, int], list[AssetKey]] = {}
+        for i, group in enumerate(run_groups(assets_defs, max_datasets)):
+            for key in (k for k in group if k in never):
+                day = (newest or {}).get(names[key])
+                pk = (targets.keys_for_date(names[key], day) or targets.keys_for_date(names[key], None))[-1]
+                runs.setdefault((pk, i), []).append(key)
+        requests += [
+            RunRequest(run_key=f"first:{source}:{pk}:{i}", job_name=targets.jobs[cadence].name, asset_selection=keys,
+                       partition_key=pk, tags={TRIGGER_TAG: "first-start", "lumos/source": source,
+                                               **AUTOMATION_RUN_TAGS})
+            for (pk, i), keys in sorted(runs.items())
+        ]  # fmt: skip
+    return requests
 
 
 def newcomers(waiting: dict[str, str | None]) -> list[FileChange]:
@@ -104,6 +149,10 @@ def _retire(store: SnapshotStore, config: LumosConfig, source: str, vanished: li
             catalog.close()
 
 
+def _duration(seconds: float) -> str:
+    return f"{seconds / 3600:.1f} h" if seconds >= 3600 else f"{seconds / 60:.0f} min"
+
+
 def storage_sensor(
     source: FileSource, config: LumosConfig, targets: Targets, sync: JobDefinition, interval: int = INTERVAL
 ) -> SensorDefinition:
@@ -128,9 +177,12 @@ def storage_sensor(
             if report.failures:  # keep the cursor: the next tick compares with the same state
                 return SkipReason(f"cannot list {source.root}: {report.failures[0][1]}")
             now = time.time()
-            settling = [c for c in seen.changes if c.settling(now)]
             vanished = [name for name in seen.vanished if targets.known(name)]
-            ready = [c for c in seen.changes if not c.settling(now) and c.dataset not in vanished]
+            wanted = [c for c in seen.changes if c.dataset not in vanished]
+            # looked at again a few seconds on: what still changes is still being written
+            settling = still_changing(source, [c for c in wanted if targets.known(c.dataset)], report)
+            moving = {c.path for c in settling}
+            ready = [c for c in wanted if c.path not in moving]
             # the new datasets Dagster knows now, with the changes: one run request a partition for both
             requests, later = plan(source.name, ready + newcomers(waiting), targets)
             said = []
@@ -157,15 +209,34 @@ def storage_sensor(
         deferred = {c.dataset for c in later}
         waiting = {n: day for n, day in waiting.items() if not targets.known(n) or n in deferred}
         if settling:
-            said.append(f"{len(settling)} file(s) written in the last seconds: taken at the next tick")
-        for change in later:
-            said.append(f"{change.path}: dated {change.partition}, a partition that does not exist yet: deferred")
+            said.append(f"{len(settling)} file(s) still being written (changed between two looks): taken once they "
+                        f"stop changing: {few(sorted(c.path for c in settling))}")  # fmt: skip
+        held = {c.path for c in later}
+        ahead = {c.path: c.ahead(now) for c in ready if c.path not in held and c.ahead(now)}  # said once: taken now
+        if ahead:
+            said.append(f"{plural(len(ahead), 'file')} modified up to {_duration(max(ahead.values()))} ahead of this "
+                        f"sensor's clock (a writer's clock ahead, or a copy that kept its times), taken all the same: "
+                        f"{few(sorted(ahead))}")  # fmt: skip
+        if later:
+            days = few(sorted({str(c.partition) for c in later}))
+            said.append(f"{plural(len(later), 'file')} dated in a partition that does not exist yet ({days}): "
+                        f"taken once it does: {few(sorted(c.path for c in later))}")  # fmt: skip
         for line in said:
             context.log.info(line)
         kept = {"generation": seen.generation, "state": state, "new": waiting, "reload_asked": asked}
         next_cursor = json.dumps({k: v for k, v in kept.items() if v}, separators=(",", ":"))  # a few bytes
         if seen.baseline:
-            return SensorResult(skip_reason=f"baseline of {seen.files} files recorded", cursor=next_cursor)
+            newest: dict[str, str | None] = {}
+            for _, dataset, day in seen.current.values():
+                if dataset is not None:
+                    newest[dataset] = max(newest.get(dataset) or "", day or "") or None
+            requests = first_snapshots(context.instance, source.name, targets, config.partitions.datasets_per_run,
+                                       newest)  # fmt: skip
+            if not requests:
+                return SensorResult(skip_reason=f"baseline of {seen.files} files recorded", cursor=next_cursor)
+            first = sum(len(r.asset_selection or ()) for r in requests)
+            context.log.info(f"baseline of {seen.files} files recorded; the first snapshot of "
+                             f"{plural(first, 'dataset')} requested")  # fmt: skip
         return SensorResult(run_requests=requests, cursor=next_cursor)
 
     return _storage

@@ -1,7 +1,8 @@
 """Table change sensors: one per table source with a cheap fingerprint listing (warehouses, Kafka),
 running by default.
 Each tick reads every table's fingerprint in one listing (a warehouse's INFORMATION_SCHEMA) and requests the
-current partition of exactly the datasets whose tables changed (lumos_dagster.inventory.table_watch)."""
+current partition of exactly the datasets whose tables changed (lumos_dagster.inventory.table_watch); the
+first tick, the current partition of every dataset never materialized."""
 
 import json
 
@@ -10,13 +11,15 @@ from dagster import DefaultSensorStatus, SensorDefinition, SensorResult, SkipRea
 from lumos_dagster.inventory.table_watch import look_tables
 from lumos_dagster.naming import segment
 from lumos_dagster.report import ScanReport
-from lumos_dagster.sensors.storage import INTERVAL, is_preview, plan
+from lumos_dagster.sensors.storage import INTERVAL, first_snapshots, is_preview, plan
 from lumos_dagster.sensors.triggers import Targets
 from lumos_dagster.sources.base import TableSource
 from lumos_dagster.store import SnapshotStore
 
 
-def table_sensor(source: TableSource, store_url: str, targets: Targets, interval: int = INTERVAL) -> SensorDefinition:
+def table_sensor(source: TableSource, store_url: str, targets: Targets, max_datasets: int,
+                 interval: int = INTERVAL) -> SensorDefinition:  # fmt: skip
+    """`max_datasets`: the most a first start's run takes (`partitions.datasets_per_run`)."""
     cadences = sorted({s.cadence for s in targets.specs.values() if s.source == source.name})
 
     @sensor(
@@ -39,7 +42,10 @@ def table_sensor(source: TableSource, store_url: str, targets: Targets, interval
         if seen is None:  # keep the cursor: the next tick compares with the same state
             return SkipReason(f"cannot read {source.root}: {report.failures[0][1]}")
         next_cursor = json.dumps({"generation": seen.generation, "state": seen.state})
-        if seen.baseline:
+        if seen.baseline:  # the first start: what was never materialized is snapshotted now
+            first = first_snapshots(context.instance, source.name, targets, max_datasets)
+            if first:
+                return SensorResult(run_requests=first, cursor=next_cursor)
             return SensorResult(skip_reason=f"baseline of {seen.files} tables recorded", cursor=next_cursor)
         unknown = sorted({c.dataset for c in seen.changes if c.kind == "created" and not targets.known(c.dataset)})
         if unknown:  # `lumos discover` (or its job) records them; they become assets after a reload

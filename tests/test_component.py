@@ -1,8 +1,8 @@
 """The Lumos component in a Dagster project of the user's own, as README's "Using it on your own lake" runs it:
-a project as `create-dagster project` makes one, Lumos installed beside it, `lumos init` on a lake in it, then
-the commands it prints: `dg scaffold defs`, `dg dev` (a materialization launched there as the UI launches one,
-run by the daemon in a run worker of its own) and `dg launch`. The lake reaches DataHub Lite, and no command
-prints a traceback or a Dagster warning."""
+a project as `create-dagster project` makes one (and one it made), Lumos installed beside it, `lumos init` on
+a lake in it, then the commands it prints: `dg scaffold defs`, `dg dev` (a materialization launched there as
+the UI launches one, run by the daemon in a run worker of its own) and `dg launch`. The lake reaches DataHub
+Lite, and no command prints a traceback or a Dagster warning."""
 
 import json
 import os
@@ -12,6 +12,8 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
@@ -31,6 +33,7 @@ from tests.test_init import DAGSTER_WARNING, DAYS, make_lake
 pytestmark = pytest.mark.dagster
 
 BIN = Path(sys.executable).parent
+ROOT = Path(__file__).resolve().parents[1]
 DATASETS = {"ref/countries", "sales/orders", "web/events"}
 REPORTS = {"lumos_cost_report", "lumos_overview"}
 
@@ -70,6 +73,8 @@ LOCATION = """{ workspaceOrError { ... on Workspace { locationEntries { loadStat
 LAUNCH = """mutation($params: ExecutionParams!) { launchRun(executionParams: $params) { __typename
   ... on LaunchRunSuccess { run { runId } } ... on Error { message } } }"""
 RUN = "query($id: ID!) { runOrError(runId: $id) { ... on Run { status } } }"
+LOAD_ERROR = """{ workspaceOrError { ... on Workspace { locationEntries { loadStatus locationOrLoadError {
+  ... on PythonError { message errorChain { error { message } } } } } } } }"""
 
 
 def user_project(folder: Path) -> None:
@@ -117,9 +122,10 @@ def loaded(url: str) -> tuple[str, set[str]] | None:
     return location["name"], {"/".join(node["assetKey"]["path"]) for node in repository["assetNodes"]}
 
 
-def ui_materializes(env: dict, folder: Path, dataset: str, day: str) -> None:
-    """`dg dev` shows the lake's assets; a run of `dataset`'s `day` launched there succeeds. The webserver's,
-    daemon's and code server's output go to a file that no pipe blocks."""
+@contextmanager
+def dg_dev(env: dict, folder: Path) -> Iterator[tuple[str, Path]]:
+    """`dg dev` in `folder`: (its URL, its log), until stopped as Ctrl-C stops it (webserver, daemon and code
+    server with it). Its output goes to a file that no pipe blocks."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
@@ -127,8 +133,21 @@ def ui_materializes(env: dict, folder: Path, dataset: str, day: str) -> None:
     with open(log, "w") as out:
         dev = subprocess.Popen(["dg", "dev", "-p", str(port)], cwd=folder, env=env, stdout=out, stderr=out,
                                start_new_session=True)  # fmt: skip
-    url = f"http://127.0.0.1:{port}"
     try:
+        yield f"http://127.0.0.1:{port}", log
+    finally:
+        os.killpg(dev.pid, signal.SIGINT)
+        try:
+            dev.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(dev.pid, signal.SIGKILL)
+            dev.wait()
+
+
+def ui_materializes(env: dict, folder: Path, dataset: str, day: str, catalog: DataHubLiteCatalog) -> None:
+    """`dg dev` shows the lake's assets; a run of `dataset`'s `day` launched there succeeds; and every dataset
+    reaches the catalog with nobody launching the others: the storage sensor's first tick snapshots them."""
+    with dg_dev(env, folder) as (url, log):
         location, assets = wait("dg dev loading the project", lambda: loaded(url), 90, log)
         assert assets == DATASETS | REPORTS
         selector = {"repositoryLocationName": location, "repositoryName": "__repository__",
@@ -142,13 +161,8 @@ def ui_materializes(env: dict, folder: Path, dataset: str, day: str) -> None:
             return status if status in ("SUCCESS", "FAILURE", "CANCELED") else None
 
         assert wait("the launched run", finished, 90, log) == "SUCCESS", log.read_text()[-3000:]
-    finally:
-        os.killpg(dev.pid, signal.SIGINT)  # as Ctrl-C stops it: webserver, daemon and code server with it
-        try:
-            dev.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(dev.pid, signal.SIGKILL)
-            dev.wait()
+        every = lambda: {s.dataset.name for s in catalog.read_all()} == DATASETS  # noqa: E731
+        wait("the first snapshot of every dataset, by the sensors (issue 41)", every, 120, log)
     clean(log.read_text())
 
 
@@ -158,9 +172,13 @@ def test_lumos_init_then_dg_put_the_lake_into_datahub_lite(tmp_path):
     make_lake(folder / "lake")
     backdate(folder / "lake" / "ref")  # the undated CSV, in the windows of DAYS
     env = {k: v for k, v in os.environ.items() if k not in ("DAGSTER_HOME", "LUMOS_CONFIG", "PYTHONWARNINGS")}
-    # the project as `pip install -e .` would make it importable; Lumos and dg from this environment; a home
-    # of the test's own, where dg keeps its telemetry folder (~/.dagster/.telemetry, whatever DAGSTER_HOME says)
-    env |= {"PATH": f"{BIN}{os.pathsep}{env.get('PATH', '')}", "PYTHONPATH": str(folder / "src")}
+    # the project as `pip install -e .` would make it importable; Lumos (this checkout's) and dg from this
+    # environment; a home of the test's own, where dg keeps its telemetry folder (~/.dagster/.telemetry,
+    # whatever DAGSTER_HOME says)
+    env |= {
+        "PATH": f"{BIN}{os.pathsep}{env.get('PATH', '')}",
+        "PYTHONPATH": os.pathsep.join([str(folder / "src"), str(ROOT)]),
+    }
     env["HOME"] = str(tmp_path / "home")
 
     def run(command: list[str]) -> str:
@@ -189,8 +207,7 @@ def test_lumos_init_then_dg_put_the_lake_into_datahub_lite(tmp_path):
     assert {a["asset_key"] for a in listed["assets"]} == DATASETS | REPORTS
 
     catalog = DataHubLiteCatalog(str(folder / ".lumos/catalog.db"))
-    ui_materializes(env, folder, "sales/orders", DAYS[0])
-    assert {s.dataset.name for s in catalog.read_all()} == {"sales/orders"}
+    ui_materializes(env, folder, "sales/orders", DAYS[0], catalog)
     run([*shlex.split(launch)[:-1], DAYS[1]])  # every dataset's second day
 
     snapshots = {s.dataset.name: s for s in catalog.read_all()}
@@ -216,3 +233,55 @@ def test_the_components_state_is_the_registry_document_it_builds_from(tmp_path, 
     context = None  # what a project's load gives it: the component reads nothing of it
     assert keys(component.build_defs_from_state(context, state)) == DATASETS | REPORTS
     assert keys(component.build_defs_from_state(context, None)) == {"ref/countries", "sales/orders"} | REPORTS
+
+
+def test_create_dagster_then_a_lumos_yaml_typo_is_lumos_own_one_line_in_dg_and_in_the_ui(tmp_path):
+    """Issue 41: the README's `create-dagster project` comes with Lumos (it was not installed), and a typo
+    in lumos.yaml, which `lumos` says in one line, was 161 lines of traceback ending in a
+    ComponentTreeException through `dg launch`, and a code location "Failed" in the UI without saying why."""
+    env = {k: v for k, v in os.environ.items() if k not in ("DAGSTER_HOME", "LUMOS_CONFIG", "PYTHONWARNINGS")}
+    env |= {"PATH": f"{BIN}{os.pathsep}{env.get('PATH', '')}", "HOME": str(tmp_path / "home")}
+    created = subprocess.run([str(BIN / "create-dagster"), "project", "my-project"], cwd=tmp_path, env=env,
+                             capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert created.returncode == 0, created.stdout + created.stderr
+    folder = tmp_path / "my-project"
+    assert "[tool.dg]" in (folder / "pyproject.toml").read_text()
+    # the project importable as `pip install -e .` makes it, and this checkout's Lumos before any installed one
+    env |= {
+        "PYTHONPATH": os.pathsep.join([str(folder / "src"), str(ROOT)]),
+        "DAGSTER_HOME": str(folder / ".lumos/dagster"),
+    }
+
+    def run(command: list[str], ok: bool = True) -> subprocess.CompletedProcess:
+        done = subprocess.run(command, cwd=folder, env=env, capture_output=True, text=True, timeout=180)
+        assert (done.returncode == 0) == ok, done.stdout + done.stderr
+        return done
+
+    make_lake(folder / "lake")
+    run(["lumos", "init", "lake"])
+    run(["dg", "scaffold", "defs", "lumos_dagster.component.LumosComponent", "lumos"])
+    config = folder / "lumos.yaml"
+    config.write_text(config.read_text().replace("\nstore:", "\nstroe:"))
+    said = run(["lumos", "summary", "--config", str(config)], ok=False).stderr
+    assert said.startswith("Error: ") and "stroe: unknown key (did you mean 'store'?)" in said
+    launched = run(["dg", "launch", "--assets", 'key:"*"', "--partition", DAYS[0]], ok=False)
+    assert launched.stderr == said and launched.stdout == ""  # lumos' own words, and nothing else
+    listed = run(["dg", "list", "defs"], ok=False)
+    assert (listed.stdout + listed.stderr).strip() == said.strip()
+
+    def failed_to_load(url: str) -> list[str] | None:
+        """The messages of the code location's error and of its causes, as the UI shows them."""
+        (entry,) = graphql(url, LOAD_ERROR)["workspaceOrError"]["locationEntries"]
+        error = entry["locationOrLoadError"]
+        if entry["loadStatus"] != "LOADED" or "message" not in (error or {}):
+            return None
+        return [error["message"], *(cause["error"]["message"] for cause in error["errorChain"])]
+
+    with dg_dev(env, folder) as (url, log):
+        messages = wait("dg dev failing to load the project", lambda: failed_to_load(url), 90, log)
+    # the UI: Dagster's "Error occurred during the loading of Dagster definitions", caused by what lumos
+    # says, and nothing else (it was caused by the component tree's ComponentTreeException, caused in turn
+    # by the error)
+    loading, *causes = messages
+    assert loading.startswith("dagster._core.errors.DagsterUserCodeLoadError: ")
+    assert causes == [f"lumos_dagster.component.LumosComponentError: {said.removeprefix('Error: ')}"]

@@ -8,6 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lumos_dagster.cost.attribution import GIB, METHODS, Node, attribute, contributions, storage_cost, switch_off
+from lumos_dagster.errors import UnknownDataset
 
 # The design's graph: raw_events (storage $500/mo) feeds cleaned_events (compute $3,000,
 # reads 60% of raw_events) and event_metrics (compute $1,000, 40%); cleaned_events feeds
@@ -116,8 +117,8 @@ def test_switching_datasets_off(requested, removed, monthly, risk):
 def test_savings_split_storage_and_compute():
     savings = switch_off(EXAMPLE, ["feature_store"], OWNERS)
     assert (savings.storage, savings.compute) == (200, 6500)
-    with pytest.raises(KeyError, match="unknown dataset"):
-        switch_off(EXAMPLE, ["nope"], OWNERS)
+    with pytest.raises(UnknownDataset, match="unknown dataset feature_stor \\(did you mean feature_store\\?\\)"):
+        switch_off(EXAMPLE, ["feature_stor"], OWNERS)
 
 
 def test_storage_cost_is_per_gib_month():

@@ -2,8 +2,9 @@
 test's own), two code locations each served by its own `dagster code-server start`, the daemon and
 the webserver as separate processes. A run launched through the webserver's GraphQL goes through
 the queue, runs on its location's code server and reaches DataHub Lite. The storage sensors tick
-without anyone starting them: a day that lands is snapshotted, and a new dataset too, once its
-sensor had the webserver reload its location. `down` leaves no process behind."""
+without anyone starting them: their first tick snapshots every dataset's current partition (nobody
+materializes anything), a day that lands is snapshotted, and a new dataset too, once its sensor had
+the webserver reload its location. `down` leaves no process behind."""
 
 from __future__ import annotations
 
@@ -31,8 +32,9 @@ LAUNCH = """mutation($params: ExecutionParams!) { launchRun(executionParams: $pa
   ... on LaunchRunSuccess { run { runId status } }
   ... on Error { message } } }"""
 RUN = "query($id: ID!) { runOrError(runId: $id) { ... on Run { status } } }"
-RUNS = """query($source: String!) {
-  runsOrError(filter: {tags: [{key: "lumos/source", value: $source}]}) { ... on Runs { results { runId } } } }"""
+RUNS = """query($source: String!, $trigger: String!) {
+  runsOrError(filter: {tags: [{key: "lumos/source", value: $source}, {key: "lumos/trigger", value: $trigger}]}) {
+    ... on Runs { results { runId } } } }"""
 SENSORS = """query($location: String!) {
   sensorsOrError(repositorySelector: {repositoryLocationName: $location, repositoryName: "__repository__"}) {
     ... on Sensors { results { name sensorState { status ticks(limit: 5) { status skipReason } } } } } }"""
@@ -132,12 +134,11 @@ def _check_instance(deployment: Deployment) -> None:
         }  # fmt: skip
 
 
-def _baseline(deployment: Deployment, location: str) -> bool:
-    """Whether `location`'s storage sensor, which must be running (by default), recorded its baseline."""
+def _running(deployment: Deployment, location: str) -> bool:
+    """Whether `location`'s storage sensor is running, as it must be by default."""
     sensors = deployment.graphql(SENSORS, {"location": location})["sensorsOrError"]["results"]
     (state,) = [s["sensorState"] for s in sensors if s["name"] == f"lumos_storage_{LOCATIONS[location][1]}"]
-    assert state["status"] == "RUNNING"
-    return any("baseline" in (tick["skipReason"] or "") for tick in state["ticks"])
+    return state["status"] == "RUNNING"
 
 
 def _finished(deployment: Deployment, run_id: str) -> str | None:
@@ -145,9 +146,10 @@ def _finished(deployment: Deployment, run_id: str) -> str | None:
     return status if status in ("SUCCESS", "FAILURE", "CANCELED") else None
 
 
-def _requested(deployment: Deployment, location: str) -> str | None:
-    """How the run `location`'s storage sensor requested ended, once it has."""
-    runs = deployment.graphql(RUNS, {"source": LOCATIONS[location][1]})["runsOrError"]["results"]
+def _requested(deployment: Deployment, location: str, trigger: str = "storage-change") -> str | None:
+    """How the newest run `location`'s storage sensor requested (for `trigger`) ended, once it has."""
+    found = deployment.graphql(RUNS, {"source": LOCATIONS[location][1], "trigger": trigger})
+    runs = found["runsOrError"]["results"]
     return _finished(deployment, runs[0]["runId"]) if runs else None
 
 
@@ -177,9 +179,13 @@ def test_two_code_locations_run_through_the_queue_into_datahub_lite(tmp_path, da
         }
         _check_instance(deployment)
 
-        # the storage sensors run without anyone starting them: the daemon's first tick is the baseline
-        for location in LOCATIONS:
-            _wait(deployment, f"{location}'s baseline", lambda location=location: _baseline(deployment, location), 30)
+        # the storage sensors run without anyone starting them, and their first tick snapshots each dataset's
+        # newest partition with files: the catalog fills with nobody materializing anything (issue 41)
+        for location, (dataset, _) in LOCATIONS.items():
+            assert _running(deployment, location)
+            first = lambda x=location: _requested(deployment, x, "first-start")  # noqa: E731
+            assert _wait(deployment, f"{location}'s first snapshot", first, 90) == "SUCCESS", _logs(deployment)
+            assert _in_lite(catalog, dataset) == str(DAY)
         # a day lands in the sales lake: the next tick (30 s on) requests its partition
         partitioned_lake(tmp_path / "sales", "sales/orders", days=1, start=LANDED, files_per_day=1)
         _wait(deployment, "the crm location to reload", lambda: "crm/contacts" in _assets(deployment, "crm"), 30)

@@ -196,7 +196,7 @@ def test_a_single_run_backfill_snapshots_each_partition_from_its_own_files(proje
     result = _job(cfg).execute_in_process(
         instance=project["instance"],
         tags={"dagster/asset_partition_range_start": "2026-11-22", "dagster/asset_partition_range_end": PK},
-        asset_selection=[AssetKey(["raw", "events"]), AssetKey(["raw", "orders"])],
+        asset_selection=[AssetKey(["raw", "events"]), AssetKey(["raw", "orders"]), AssetKey(["raw", "customers"])],
     )
     assert result.success
     store = SnapshotStore(cfg.store_url)
@@ -212,11 +212,24 @@ def test_a_single_run_backfill_snapshots_each_partition_from_its_own_files(proje
         if e.asset_key == AssetKey(["raw", "events"])
     }  # fmt: skip
     assert materialized == {"2026-11-23", "2026-11-24", "2026-11-25"}
+    # each partition's own rows, as a single partition's run records them (issue 41: a backfill had none)
+    rows = {e.partition: e.metadata["dagster/partition_row_count"].value
+            for e in result.asset_materializations_for_node("lumos_daily_datasets")
+            if e.asset_key == AssetKey(["raw", "events"])}  # fmt: skip
+    assert rows == {d: by_partition[d].stats.row_count for d in materialized} and all(rows.values())
     (readable,) = [e for e in result.get_asset_check_evaluations()
                    if e.asset_key == AssetKey(["raw", "events"]) and e.check_name == "files_readable"]  # fmt: skip
     # not a failure to read (lumos summary says ok too): said, and the day left unmaterialized
     assert readable.passed and readable.description == "no files for 2026-11-22: not snapshotted"
     assert all(by_partition[d].stats.partition_values == {"dt": [d]} for d in ("2026-11-23", "2026-11-24"))
+    # a dataset not partitioned by date, whose files are dated from the lake's first day: its partitions
+    # before it are not snapshotted, and its materializations say why (issue 41: "Missing", no word why)
+    customers = {e.partition: e.metadata for e in result.asset_materializations_for_node("lumos_daily_datasets")
+                 if e.asset_key == AssetKey(["raw", "customers"])}  # fmt: skip
+    assert sorted(customers) == ["2026-11-23", "2026-11-24", "2026-11-25"]
+    said = customers[PK]["lumos/not_snapshotted"].value
+    assert said.startswith("2026-11-22: no file modified before its end: the dataset is not partitioned by date")
+    assert "lumos/not_snapshotted" not in _materializations(project["result"])["raw/events"]  # one partition, all read
     # the catalog keeps showing the newest partition, not the last one backfilled
     assert _get(cfg, "raw/events")["datasetProperties"].customProperties["lumos.partition"] == PK
 

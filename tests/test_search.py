@@ -434,3 +434,20 @@ def test_hits_pass_filters_rank_down_and_put_the_named_dataset_first(docs, data,
     if not query:
         assert names(hits) == sorted(name for name in named if passes(by_name[name], filters))[:limit]
     assert search(list(reversed(docs)), query, limit=limit, **filters) == hits
+
+
+def test_an_exact_field_name_ranks_first():
+    """`lumos search customer_id` split the query on `_` and ranked `view_id` and `customer_name` beside it
+    (issue 41): a dataset with a field named as the query, at any depth, comes before the partial matches."""
+    docs = [
+        Document("web/views", fields=(("view_id", None), ("customer_name", None), ("session_id", None))),
+        Document("web/sessions", fields=(("session_id", None), ("customer", None), ("id", None))),
+        Document("crm/contacts", fields=(("contact_id", None), ("buyer", None), ("buyer.customer_id", None))),
+        Document("sales/orders", fields=(("order_id", None), ("customer_id", None))),
+        Document("customer_id_map", fields=(("key", None),)),
+    ]
+    hits = search(docs, "customer_id")
+    assert [h.dataset for h in hits[:2]] == ["sales/orders", "crm/contacts"]
+    assert {h.dataset for h in hits[2:]} == {"customer_id_map", "web/views", "web/sessions"}
+    assert search(docs, "customer_id_map")[0].dataset == "customer_id_map"  # an exact name still first
+    assert "field:buyer.customer_id" in hits[1].matched

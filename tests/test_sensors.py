@@ -2,14 +2,16 @@
 context on a real instance; release windows across time zones and DST."""
 
 import json
+import logging
 import os
 from datetime import UTC, date, datetime, timedelta
+from unittest import mock
 
 import pyarrow as pa
 import pytest
 import yaml
 from click.testing import CliRunner
-from dagster import DagsterInstance, build_sensor_context
+from dagster import AssetKey, AssetMaterialization, DagsterInstance, SensorEvaluationContext, build_sensor_context
 
 from lumos_dagster.cli import main
 from lumos_dagster.config import load_config
@@ -43,6 +45,15 @@ def make_project(tmp_path, **extra):
     return cfg
 
 
+class _Lines(logging.Handler):
+    def __init__(self, lines: list[str]):
+        super().__init__()
+        self.lines = lines
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(record.getMessage())
+
+
 class Ticks:
     """Evaluates a sensor tick after tick, carrying the cursor like the daemon does."""
 
@@ -51,6 +62,10 @@ class Ticks:
         self.defs = defs
         self.instance = DagsterInstance.ephemeral()
         self.cursor = None
+        self.lines: list[str] = []  # what the ticks logged
+        self.logger = logging.getLogger(f"tests.ticks.{id(self)}")
+        self.logger.setLevel(logging.INFO)
+        self.logger.addHandler(_Lines(self.lines))
 
     def tick(self, cursor="carry", preview=False):
         """A tick of the started sensor, as the daemon evaluates it (with the time it was started), or
@@ -58,7 +73,9 @@ class Ticks:
         started = None if preview else 1.0
         context = build_sensor_context(instance=self.instance, cursor=self.cursor if cursor == "carry" else cursor,
                                        definitions=self.defs, last_sensor_start_time=started)  # fmt: skip
-        result = self.sensor.evaluate_tick(context)
+        with mock.patch.object(SensorEvaluationContext, "log", new_callable=mock.PropertyMock) as log:
+            log.return_value = self.logger
+            result = self.sensor.evaluate_tick(context)
         if not preview:
             self.cursor = result.cursor
         return result
@@ -87,8 +104,7 @@ class Ticks:
 def test_created_modified_and_deleted_files_request_exactly_their_partitions(tmp_path):
     cfg = make_project(tmp_path)
     ticks = Ticks(build_definitions(cfg), "lumos_storage_lake")
-    first = ticks.tick()
-    assert not first.run_requests and "baseline of 3 files" in first.skip_message
+    ticks.tick()  # the baseline (and the first snapshots: below)
     assert len(ticks.cursor) < 100  # a generation number and a digest, not a list of files
 
     part = tmp_path / "lake" / "sales" / "orders" / "dt=2026-11-25" / "part-9.parquet"
@@ -136,20 +152,69 @@ def test_a_new_dataset_is_recorded_then_requested_once_the_code_location_knows_i
     assert not ticks.tick().run_requests  # asked for once
 
 
+def test_the_first_tick_snapshots_what_dagster_never_materialized(tmp_path):
+    """A first start snapshots the lake at once (issue 41: nothing was snapshotted until the schedule's
+    midnight): the current partition of each dataset never materialized, in runs of whole ops as the
+    schedules run them; a dataset Dagster has materialized is left to the sensor and the schedules."""
+    cfg = make_project(tmp_path)
+    for name in ("a", "b", "c"):
+        write_parquet(tmp_path / "lake" / "more" / name / "x.parquet", pa.table({"x": [1]}))
+    register(cfg)
+    defs = build_definitions(cfg)
+    ticks = Ticks(defs, "lumos_storage_lake")
+    countries = AssetKey(["ref", "countries"])
+    ticks.instance.report_runless_asset_event(AssetMaterialization(countries, partition="2026-11-24"))
+    first = ticks.tick()
+    today = datetime.now(UTC).strftime("%Y-%m-%d")
+    # a dated dataset's newest day with files (not an empty today); a dataset without dates, today's
+    assert Ticks.wanted(first) == ["more/a@" + today, "more/b@" + today, "more/c@" + today, "sales/orders@2026-11-25"]
+    assert len(first.run_requests) == 2  # one op: a run for each partition
+    assert {r.tags["lumos/trigger"] for r in first.run_requests} == {"first-start"}
+    assert {r.job_name for r in first.run_requests} == {"lumos_daily_snapshots"}
+    assert not ticks.tick().run_requests  # then it keeps to changes and the schedules
+
+
 def test_files_still_being_written_wait_for_a_later_tick(tmp_path, monkeypatch):
+    """A file is taken once its size and modification time are the same at two looks, whatever its
+    modification time says: a writer appending between the two looks holds it back, and the log names it."""
     cfg = make_project(tmp_path)
     ticks = Ticks(build_definitions(cfg), "lumos_storage_lake")
     ticks.tick()
-    monkeypatch.setattr("lumos_dagster.inventory.watch.SETTLE_SECONDS", 60.0)
     torn = tmp_path / "lake" / "sales" / "orders" / "dt=2026-11-25" / "part-7.parquet"
     torn.parent.mkdir(parents=True, exist_ok=True)
     torn.write_bytes(b"PAR1 half of a file")  # a writer is at it
-    assert not ticks.tick().run_requests
-    write_parquet(torn, pa.table({"id": [1]}))  # done now, but only just
-    assert not ticks.tick().run_requests
+
+    def a_writer_appends(seconds):  # between the tick's two looks
+        with open(torn, "ab") as fh:
+            fh.write(b" and more")
+
+    monkeypatch.setattr("lumos_dagster.inventory.watch.time.sleep", a_writer_appends)
+    result = ticks.tick()
+    assert not result.run_requests
+    assert any("still being written" in line and "sales/orders/dt=2026-11-25/part-7.parquet" in line
+               for line in ticks.lines)  # fmt: skip
+    monkeypatch.setattr("lumos_dagster.inventory.watch.time.sleep", lambda seconds: None)  # the writer is done
     written = os.stat(torn).st_mtime
-    os.utime(torn, (written - 120, written - 120))  # two minutes on: settled
+    os.utime(torn, (written - 3600, written - 3600))  # an old time, a clock behind: the same rule
     assert Ticks.wanted(ticks.tick()) == ["sales/orders@2026-11-25"]
+
+
+@pytest.mark.parametrize("ahead", [2 * 3600, 86400])
+def test_a_file_modified_in_the_future_is_taken_and_said_once(tmp_path, ahead):
+    """A writer's clock ahead of the sensor's, or a copy that kept a future time: was never taken (counted as
+    still being written while now - mtime < 5 s, forever). Now taken at once, said once, naming the file."""
+    cfg = make_project(tmp_path)
+    ticks = Ticks(build_definitions(cfg), "lumos_storage_lake")
+    ticks.tick()
+    future = tmp_path / "lake" / "sales" / "orders" / "dt=2026-11-25" / "part-8.parquet"
+    write_parquet(future, pa.table({"id": [1]}))
+    os.utime(future, (os.stat(future).st_atime, os.stat(future).st_mtime + ahead))
+    assert Ticks.wanted(ticks.tick()) == ["sales/orders@2026-11-25"]
+    said = [line for line in ticks.lines if "ahead of this sensor's clock" in line]
+    assert len(said) == 1 and "sales/orders/dt=2026-11-25/part-8.parquet" in said[0], ticks.lines
+    ticks.lines.clear()
+    assert not ticks.tick().run_requests
+    assert not [line for line in ticks.lines if "ahead" in line]  # once
 
 
 def test_a_file_dated_in_a_partition_that_does_not_exist_yet_waits_and_never_fails_the_tick(tmp_path):

@@ -37,6 +37,7 @@ COMMANDS = {
     "serve": "serve:serve",
     "deploy": "deploy:deploy",
     "init": "init:init",
+    "docs": "docs:docs",
 }
 
 

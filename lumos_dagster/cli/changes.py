@@ -12,7 +12,7 @@ from lumos_dagster.cli.common import config_option, load, open_store, text_or_js
 from lumos_dagster.cli.output import echo, echo_json, fail
 from lumos_dagster.config import LumosConfig, load_config
 from lumos_dagster.datasets import Catalogue
-from lumos_dagster.errors import LumosError
+from lumos_dagster.errors import LumosError, UnknownDataset
 from lumos_dagster.lineage.catalogue import load_catalogue
 from lumos_dagster.lineage.impact import fan_out
 from lumos_dagster.lineage.verdicts import consumer_verdicts
@@ -126,7 +126,7 @@ def gate(config_file, datasets, since, partition, fmt, output) -> None:
         names = [n.strip() for n in datasets.split(",")] if datasets else list(known)
         unknown = [n for n in names if n not in known]
         if unknown:
-            fail(f"unknown dataset(s): {', '.join(unknown)} (run `lumos discover`?)", 2)
+            fail(str(UnknownDataset(unknown, known)), 2)
         with store.engine.connect() as conn:  # breaking changes accepted through the API
             accepted = acceptances_of(conn, names)
         reports = gate_reports(config, store, catalogue, names, cutoff, partition, accepted)
@@ -182,7 +182,7 @@ def impact(dataset, depth, top, fmt, config_file) -> None:
                     echo(f"{k:>10}  {n}")
             return
         if dataset not in catalogue.by_name():
-            raise click.ClickException(f"unknown dataset {dataset} (run `lumos discover`?)")
+            raise click.ClickException(str(UnknownDataset([dataset], catalogue.by_name())))
         spec = catalogue.by_name()[dataset]
         snap = store.latest(spec.ref.urn)
     finally:
@@ -230,14 +230,17 @@ def history(dataset, fmt, config_file) -> None:
     config = load(config_file)
     store = open_store(config)
     try:
-        spec = catalogue_of(config, store).by_name().get(dataset)
+        known = catalogue_of(config, store).by_name()
+        spec = known.get(dataset)
         urn = spec.ref.urn if spec else dataset_urn("file", dataset)
         entries = timeline(store.history(urn))
         releases = store.releases()
     finally:
         store.close()
+    if not entries and spec is None:
+        raise click.ClickException(str(UnknownDataset([dataset], known)))
     if not entries:
-        raise click.ClickException(f"{dataset}: no snapshot in the store (materialize it first)")
+        raise click.ClickException(f"{dataset}: no snapshot in the store yet (materialize it first)")
     in_release = {e.version: [r.name for r in releases if r.versions.get(dataset) == e.version] for e in entries}
     if fmt == "json":
         echo_json(
@@ -311,6 +314,9 @@ def release(name, config_file, datasets, list_) -> None:
                 echo(f"{r.name:<10} {r.created_at:%Y-%m-%d %H:%M}  {plural(len(r.versions), 'dataset')}")
             return
         wanted = {n.strip() for n in datasets.split(",")} if datasets else None
+        registered = {r.name for r in store.datasets()}
+        if wanted and (unknown := sorted(wanted - registered)):
+            raise click.ClickException(str(UnknownDataset(unknown, registered)))
         versions, missing = current_versions(store, wanted)
         if missing:
             raise click.ClickException(f"no version in the store for: {', '.join(missing)} (materialize them first)")

@@ -9,6 +9,7 @@ import click
 from lumos_dagster.cli.changes import catalogue_of
 from lumos_dagster.cli.common import config_option, load, open_store, text_or_json
 from lumos_dagster.cli.output import echo, echo_json
+from lumos_dagster.errors import UnknownDataset
 from lumos_dagster.reports import cost as cost_report
 from lumos_dagster.wording import plural
 
@@ -56,8 +57,8 @@ def savings(config_file, datasets, month, fmt) -> None:
         store.close()
     try:
         result = cost_report.savings(report, catalogue, [d.strip() for d in datasets.split(",")])
-    except KeyError as exc:
-        raise click.ClickException(str(exc.args[0])) from None
+    except UnknownDataset as exc:
+        raise click.ClickException(str(exc)) from None
     owners = cost_report.affected_owners(catalogue, result)
     if fmt == "json":
         doc = {"month": report.month, "currency": report.currency, **cost_report.savings_to_json(result, owners)}

@@ -671,6 +671,9 @@ def up(configs, folder, port, code_port, max_concurrent_runs, pg_url, tuned, tim
         raise click.ClickException(str(exc)) from None
     names = ", ".join(x.name for x in deployment.locations)
     echo(f"code location(s) {names} loaded in {seconds:.1f} s; logs in {deployment.folder / 'logs'}")
+    # nobody needs to materialize anything: sensors/storage.py, first_snapshots
+    echo("the sensors' first tick (within a minute) snapshots every dataset never materialized; then the "
+         "sensors and schedules keep them")  # fmt: skip
     echo(f"Dagster UI: {deployment.url}   (stop: lumos deploy down --folder {folder})")
 
 

@@ -38,9 +38,9 @@ def report(config_file, output_dir, webhook) -> None:
     paths = write_reports(config.resolve(output_dir or config.reports.dir), overview, todos, config.governance.required)
     t = overview["totals"]
     echo(
-        f"{plural(t['datasets'], 'dataset')}: {t['owned']} owned, {t['documented']} documented, {t['stale']} stale, "
-        f"{plural(t['breaking_this_week'], 'breaking change')} this week; "
-        f"{plural(len(todos), 'owner')} with context to fill in"
+        f"{plural(t['datasets'], 'dataset')}: {t['owned']} owned, {t['unowned']} unowned, {t['documented']} "
+        f"documented, {t['stale']} stale, {plural(t['breaking_this_week'], 'breaking change')} this week; "
+        f"riskiest: {_riskiest(overview)}; {plural(len(todos), 'owner')} with context to fill in"
     )
     for fmt, path in paths.items():
         echo(f"  {fmt:<22} {path}")
@@ -52,6 +52,19 @@ def report(config_file, output_dir, webhook) -> None:
         except LumosError as exc:
             raise click.ClickException(str(exc)) from None
         echo(f"  posted the missing-context list to {webhook_shown(config.governance.webhook)}")
+
+
+def _riskiest(overview: dict) -> str:
+    """The riskiest dataset: a breaking change that failed its check, else the widest fan-out; or none."""
+    from lumos_dagster.reports.render import riskiest
+
+    found = riskiest(overview)
+    if not found:
+        return "none"
+    worst = found[0]
+    if worst.get("failed"):
+        return f"{worst['dataset']} {worst['failed']} (failed schema_compatible)"
+    return f"{worst['dataset']} ({plural(worst['downstream'], 'downstream dataset')})"
 
 
 def _quality(ctx, param, value: float | None) -> float | None:

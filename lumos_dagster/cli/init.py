@@ -73,7 +73,7 @@ def source_entry(lake: str, folder: Path, endpoint_url: str | None = None) -> di
     if endpoint_url:
         raise click.ClickException(f"--endpoint-url is for an s3:// lake, not {lake}")
     if "://" in lake:
-        raise click.ClickException(f"{lake}: a folder or s3://bucket/prefix (other stores: see docs/sources.md)")
+        raise click.ClickException(f"{lake}: a folder or s3://bucket/prefix (other stores: `lumos docs sources`)")
     root = Path(lake).resolve()
     if not root.is_dir():
         raise click.ClickException(f"{lake}: no such folder")
@@ -123,10 +123,11 @@ def lumos_yaml(lake: str, source: dict, records: list[DatasetRecord], failures: 
     today = datetime.now(timezone.utc).date().isoformat()
     return (
         f"# Lumos configuration, written by `lumos init` on {today} from a scan of {lake}.\n"
-        "# Every key is documented in docs/configuration.md. Relative paths are relative to this file;\n"
+        "# Every key is documented in `lumos docs configuration`. Relative paths are relative to this file;\n"
         "# strings may use ${ENV_VAR} or ${ENV_VAR:-default}. `lumos discover` scans the sources again.\n"
         "\n"
-        "# Where the datasets are: folders (local), buckets (s3, azure, gcs), databases, Kafka (docs/sources.md).\n"
+        "# Where the datasets are: folders (local), buckets (s3, azure, gcs), databases, Kafka\n"
+        "# (`lumos docs sources`).\n"
         f"# The scan {found_line(records)}:\n"
         f"{inventory}{failed}"
         "sources:\n"
@@ -149,7 +150,7 @@ def lumos_yaml(lake: str, source: dict, records: list[DatasetRecord], failures: 
         "datasets: []\n"
         "\n"
         "# Where each snapshot goes: DataHub Lite, a SQLite file (`lumos lite ls /` browses it); datahub-rest\n"
-        "# sends to a DataHub server instead, and a list sends to several (docs/catalogs.md).\n"
+        "# sends to a DataHub server instead, and a list sends to several (`lumos docs catalogs`).\n"
         "catalog:\n"
         "  type: datahub-lite\n"
         "  path: .lumos/catalog.db\n"

@@ -38,7 +38,7 @@ def _target_reader(spec: str, config):
     catalog = _catalog(spec, config)
     if not hasattr(catalog, "read_all"):
         raise click.ClickException(f"{spec}: Lumos cannot read this catalog back, so a migration into it cannot be "
-                                   "verified (see docs/catalogs.md)")  # fmt: skip
+                                   "verified (see `lumos docs catalogs`)")  # fmt: skip
 
     def write_catalog(estate: portable.Estate) -> None:
         try:

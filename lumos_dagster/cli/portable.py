@@ -66,7 +66,9 @@ def _estate(spec: str, config: LumosConfig | None, max_bytes: int) -> portable.E
             store.close()
     catalog = _catalog(spec, config)
     if not hasattr(catalog, "read_all"):
-        raise click.ClickException(f"{spec}: Lumos cannot read this catalog back (docs/catalogs.md says which it can)")
+        raise click.ClickException(
+            f"{spec}: Lumos cannot read this catalog back (`lumos docs catalogs` says which it can)"
+        )
     return portable.from_snapshots(catalog.read_all(), source=catalog.name, environment=getattr(catalog, "env", None))
 
 

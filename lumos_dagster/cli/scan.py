@@ -17,8 +17,9 @@ from lumos_dagster.cli.output import echo, echo_json, error, paint
 from lumos_dagster.config import DEFAULT_CONFIG
 from lumos_dagster.formats import sniff_format
 from lumos_dagster.model import schema_to_json, type_str
+from lumos_dagster.report import failure_lines
 from lumos_dagster.time_partitions import granularity
-from lumos_dagster.wording import plural, visible
+from lumos_dagster.wording import few, plural, visible
 
 if TYPE_CHECKING:
     from lumos_dagster.formats import FileResult
@@ -213,7 +214,7 @@ def summary(config_file: str | None, partition: str | None) -> None:
             )
         )
         problems += [(c.severity, f"{f.spec.name}: {c.name}: {c.description}") for c in f.failed]
-        problems += [("WARN", f"  {e.path}: {e.reason}") for e in f.errors]
+        problems += [("WARN", f"  {line}") for line in failure_lines(_unread(f.captures))]
         problems += [("WARN", f"{f.spec.name}: field {c.path}: {c.resolution}") for c in s.conflicts]
     header = ("dataset", "partition", "version", "fields", "files", "rows")
     widths = [max(len(r[i]) for r in [header, *(cells for cells, _, _ in rows)]) for i in range(len(header))]
@@ -243,6 +244,15 @@ def summary(config_file: str | None, partition: str | None) -> None:
             else (f" --config {shlex.quote(config.source_file)}")
         )
         echo(f"DataHub Lite {path}: {plural(len(urns), 'dataset')} (browse it: lumos lite{where} ls /)")
+
+
+def _unread(captures) -> list[tuple[str, str]]:
+    """(file, `reason (partitions)`) of each file the captures could not read, once with its partitions."""
+    where: dict[tuple[str, str], list[str]] = {}
+    for s in captures:
+        for e in s.errors:
+            where.setdefault((e.path, e.reason), []).append(s.partition_key or "now")
+    return [(path, f"{reason} ({few(keys)})") for (path, reason), keys in where.items()]
 
 
 @click.command(context_settings={"ignore_unknown_options": True, "allow_extra_args": True})

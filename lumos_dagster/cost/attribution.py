@@ -22,6 +22,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Iterable, Mapping, Sequence
 
+from lumos_dagster.errors import UnknownDataset
 from lumos_dagster.model import DirectCost, RolledUpCost
 from lumos_dagster.wording import plural
 
@@ -171,7 +172,7 @@ def switch_off(nodes: Mapping[str, Node], requested: Iterable[str], owners: Mapp
     requested = tuple(requested)
     unknown = [n for n in requested if n not in nodes]
     if unknown:
-        raise KeyError(f"unknown dataset(s): {', '.join(unknown)}")
+        raise UnknownDataset(unknown, nodes)
     children = consumers(nodes)
     removed = set(requested)
     stack = list(requested)

@@ -210,7 +210,8 @@ def read_file_schema(path: str, fmt: str | None = None, fs: FsSpec | None = None
         raise SchemaReadError(path, f"unrecognised format (supported: {', '.join(REGISTRY.names())})")
     try:
         remote = filesystem(fs) if fs else None
-        if file_size(path, remote) == 0:
+        size = file_size(path, remote)
+        if size == 0:
             raise SchemaReadError(path, "empty file (0 bytes)")
         found = reader.read(path, remote)
         if _too_deep(found.schema):  # Lumos' own code (diff, pickling between processes) recurses
@@ -221,8 +222,8 @@ def read_file_schema(path: str, fmt: str | None = None, fs: FsSpec | None = None
         if found.row_count is not None and not 0 <= found.row_count <= MAX_COUNT:
             # a footer's word, summed with others' (2^62 + 2^62) or negative: no count kept is a lie
             claim = f"its metadata claims {found.row_count:,} rows, which no 64-bit count holds: row count unknown"
-            return replace(found, row_count=None, damaged=found.damaged or claim)
-        return found
+            return replace(found, row_count=None, damaged=found.damaged or claim, size=size)
+        return replace(found, size=size)
     except SchemaReadError:
         raise
     except SchemaTooLarge as exc:
@@ -242,4 +243,4 @@ def read_file_result(item: tuple) -> FileResult:
         found = read_file_schema(path, fmt, rest[0] if rest else None)
     except SchemaReadError as exc:
         return FileResult(path, error=exc.reason)
-    return FileResult(path, found.schema, found.row_count, damaged=found.damaged)
+    return FileResult(path, found.schema, found.row_count, damaged=found.damaged, size=found.size)

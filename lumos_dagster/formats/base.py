@@ -34,6 +34,7 @@ class FileSchema:
     schema: Schema
     row_count: int | None = None
     damaged: str | None = None
+    size: int | None = None  # bytes, when it was read
 
 
 @dataclass(frozen=True)
@@ -46,6 +47,7 @@ class FileResult:
     row_count: int | None = None
     error: str | None = None
     damaged: str | None = None
+    size: int | None = None  # bytes when it was read: a file listed with another size was still being written
 
     @property
     def warning(self) -> str | None:

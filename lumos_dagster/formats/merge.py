@@ -7,6 +7,8 @@ timestamp unit) and otherwise the type most files use wins. Either way the
 disagreement is reported as a `SchemaConflict` naming the files. A record's or a fixed's
 name (Avro) is kept where every file gives the same one; where they differ the merged
 type has none, which matches any name: no conflict. Its aliases are those every file gives.
+A column no value typed in a file (`model.UNTYPED`: a header-only CSV) takes the type the other
+files give it.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from lumos_dagster.model import (
     Struct,
     Timestamp,
     type_str,
+    untyped,
 )
 
 MAX_CONFLICT_FILES = 5
@@ -82,14 +85,16 @@ class _Merger:
         return tuple(self.field(prefix, found[name], len(per_file)) for name in order)
 
     def field(self, prefix: str, variants: list[tuple[str, Field]], file_count: int) -> Field:
-        first = variants[0][1]
-        fields = [f for _, f in variants]
-        dtype = self.type(f"{prefix}{first.name}", [(p, f.type) for p, f in variants])
+        # a file whose column no value typed (a header-only CSV) has it as the other files type it
+        typed = [(p, f) for p, f in variants if not untyped(f)] or variants
+        first = typed[0][1]
+        fields = [f for _, f in typed]
+        dtype = self.type(f"{prefix}{first.name}", [(p, f.type) for p, f in typed])
         same = lambda attr: all(getattr(f, attr) == getattr(first, attr) for f in fields)  # noqa: E731
         return Field(
             name=first.name,
             type=dtype,
-            nullable=len(variants) < file_count or any(f.nullable for f in fields),
+            nullable=len(variants) < file_count or any(f.nullable for _, f in variants),
             default=first.default if same("default") else NO_DEFAULT,
             description=next((f.description for f in fields if f.description), None),
             native_type=first.native_type if same("native_type") else None,

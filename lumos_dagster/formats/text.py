@@ -1,10 +1,19 @@
 """CSV/TSV and JSON: types are inferred by Arrow from the first block of the file
-(1 MiB by default), so a large file costs one block, not a full read."""
+(1 MiB by default), so a large file costs one block, not a full read.
+
+A text file is a schema only when it is whole (docs/sources.md, "Files still being written"): a
+first line without its line end is a header or record cut short (a writer that died, a copy still
+in flight: `id,amount,nam`), so the file is unreadable for now, not a schema; a torn last line is
+left out of the sample. A column no value typed (a header-only CSV, a JSON key only ever null) is
+`model.UNTYPED`, never Arrow's `null`: the merge and the versioning take its type from the
+dataset's other files and its previous snapshot.
+"""
 
 from __future__ import annotations
 
 import json
 import re
+from dataclasses import replace
 from itertools import accumulate
 from operator import sub
 
@@ -13,8 +22,10 @@ import pyarrow.csv as pcsv
 import pyarrow.fs as pafs
 import pyarrow.json as pjson
 
+from lumos_dagster.errors import SchemaReadError
 from lumos_dagster.formats.arrow import converted_schema
 from lumos_dagster.formats.base import MAX_NESTING, FileSchema, open_stream, too_deep
+from lumos_dagster.model import UNTYPED, Field, Primitive, Schema, map_struct_fields
 
 BLOCK_SIZE = 1 << 20
 #: a first row longer than the block (a 50 MB one-line CSV) is retried with 8x bigger blocks up to this
@@ -23,6 +34,26 @@ MAX_BLOCK = 64 << 20
 MAX_COLUMNS = 100_000
 # what Arrow's CSV reader says when its block holds no whole row
 _NO_WHOLE_ROW = ("Empty CSV file or block", "straddles two block boundaries")
+#: the reason a text file whose first line has no line end is not read (yet)
+TORN_FIRST_LINE = "its first line has no line end: cut short or still being written (read once it is whole)"
+_NULL = Primitive("null")
+
+
+def _typed_by_values(fields: tuple[Field, ...]) -> tuple[Field, ...]:
+    """`fields` with those Arrow typed `null` (no value said what they hold) untyped, nested ones too."""
+    return tuple(
+        Field(f.name, UNTYPED, description=f.description)
+        if f.type == _NULL
+        else replace(f, type=map_struct_fields(f.type, _typed_by_values))
+        for f in fields
+    )
+
+
+def _schema(arrow: pa.Schema) -> Schema:
+    schema = converted_schema(arrow)
+    if "null" not in str(arrow):  # what every file with a value in each column spares: a walk of its fields
+        return schema
+    return replace(schema, fields=_typed_by_values(schema.fields))
 
 
 def _too_long() -> ValueError:
@@ -55,13 +86,13 @@ def _csv_schema(source: pa.NativeFile, block: int, delimiter: str) -> pa.Schema:
 
 
 def read_csv(path: str, fs: pafs.FileSystem | None = None, delimiter: str = ",") -> FileSchema:
-    return FileSchema(schema=converted_schema(_csv_first_block(path, fs, delimiter)))
+    return FileSchema(schema=_schema(_csv_first_block(path, fs, delimiter)))
 
 
 def _csv_first_block(path: str, fs: pafs.FileSystem | None, delimiter: str) -> pa.Schema:
-    """When Arrow finds no whole row in its block, either the first row is longer than the
-    block (try a bigger one, unless it is too wide to read) or the file is one line with no
-    line end, which Arrow does not count as a row: it is read again with one."""
+    """When Arrow finds no whole row in its block, the first row is longer than the block: a bigger
+    one is tried, unless the row is too wide to read. A whole file whose first line has no line end
+    is refused (`TORN_FIRST_LINE`)."""
     block = BLOCK_SIZE
     while True:
         # two blocks read here, not the stream handed to Arrow: its reader reads up to 8 blocks
@@ -69,20 +100,24 @@ def _csv_first_block(path: str, fs: pafs.FileSystem | None, delimiter: str) -> p
         with open_stream(path, fs) as stream:
             head = stream.read(2 * block)
         if len(head) < 2 * block:
+            if not _has_line_end(head):
+                raise SchemaReadError(path, TORN_FIRST_LINE)
             head = _without_torn_tail(head, 2, spans=True)
         try:
             return _csv_schema(pa.BufferReader(head), block, delimiter)
         except pa.ArrowInvalid as exc:
-            if not any(sign in str(exc) for sign in _NO_WHOLE_ROW):
-                raise
+            if not any(sign in str(exc) for sign in _NO_WHOLE_ROW) or len(head) <= block:
+                raise  # not a row longer than the block (the whole file was in it)
         head = head[: block + 1]
         if head.count(delimiter.encode(), 0, head.find(b"\n")) >= MAX_COLUMNS:
             raise ValueError(f"the first row has more than {MAX_COLUMNS:,} columns")
-        if len(head) <= block:  # the whole file, and no row in it
-            return _csv_schema(pa.BufferReader(head + b"\n"), block + 1, delimiter)
         if block >= MAX_BLOCK:
             raise _too_long()
         block *= 8
+
+
+def _has_line_end(text: bytes) -> bool:
+    return b"\n" in text or b"\r" in text
 
 
 def read_tsv(path: str, fs: pafs.FileSystem | None = None) -> FileSchema:
@@ -101,7 +136,7 @@ def read_json(path: str, fs: pafs.FileSystem | None = None) -> FileSchema:
         if head.lstrip()[:1] == b"[":
             head = head[:block]
             _check_nesting(path, head)
-            return FileSchema(schema=converted_schema(_array_sample_schema(head.decode("utf-8", "replace"), whole)))
+            return FileSchema(schema=_schema(_array_sample_schema(head.decode("utf-8", "replace"), whole)))
         # whole lines only: in NDJSON a line break always ends a record (JSON strings cannot hold one)
         end = len(_without_torn_tail(head, 1, spans=False)) if whole else head.rfind(b"\n", 0, block) + 1
         if end:
@@ -109,6 +144,11 @@ def read_json(path: str, fs: pafs.FileSystem | None = None) -> FileSchema:
         if block >= MAX_BLOCK:
             raise _too_long()
         block *= 8
+    if whole and not _has_line_end(head):  # one record without its line end: whole when it parses
+        try:
+            return _ndjson_schema(path, head)
+        except pa.ArrowInvalid:
+            raise SchemaReadError(path, TORN_FIRST_LINE) from None
     if end < len(head) <= block:
         # a last line without its line end: a torn record (not JSON: left out below), or the end of a record
         # written over several lines (pretty-printed), which the records before it need
@@ -124,7 +164,7 @@ def _ndjson_schema(path: str, text: bytes) -> FileSchema:
     with pjson.open_json(
         pa.BufferReader(text), read_options=pjson.ReadOptions(block_size=len(text) + 1, use_threads=False)
     ) as reader:
-        return FileSchema(schema=converted_schema(reader.schema))
+        return FileSchema(schema=_schema(reader.schema))
 
 
 # a JSON string, closed by its quote or, in broken text, by the end of the line

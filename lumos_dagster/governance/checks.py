@@ -23,7 +23,7 @@ from lumos_dagster.model import (  # noqa: F401  the check names: the checks' ow
     Snapshot,
 )
 from lumos_dagster.schema.gate import Verdict, how_to_accept, judge_snapshot
-from lumos_dagster.wording import plural, visible
+from lumos_dagster.wording import few, plural, visible
 
 T = TypeVar("T")
 
@@ -105,9 +105,12 @@ def blocking_checks(config: LumosConfig) -> frozenset[str]:
 
 def readable(snapshots: Mapping[str | None, Snapshot], root: str | None = None) -> CheckOutcome:
     errors = error_rows(snapshots, root)
-    unreadable = any(not s.readable for s in snapshots.values() if s.errors)
+    unreadable = [pk or "now" for pk, s in snapshots.items() if s.errors and not s.readable]
+    failing = [pk or "now" for pk, s in snapshots.items() if s.errors]
     empty = sorted(pk or "now" for pk, s in snapshots.items() if not has_data(s))
-    problems = [f"{len(errors)} file(s) could not be read" + ("; no schema could be taken" if unreadable else "")]
+    where = f" in {few(failing)}" if failing != ["now"] else ""
+    problems = [f"{len(errors)} file(s) could not be read{where}"
+                + (f"; no schema could be taken for {few(unreadable)}" if unreadable else "")]  # fmt: skip
     # a day without files is no failure to read (`lumos summary` agrees): said, and left unmaterialized
     notes = [f"no files for {', '.join(empty)}: not snapshotted"] if empty else []
     return CheckOutcome(
@@ -222,11 +225,14 @@ def dataset_checks(config: LumosConfig, catalogue: Catalogue, d: DatasetSpec, sn
 
 def judge(config: LumosConfig, catalogue: Catalogue, datasets: Sequence[DatasetSpec],
           snapshots: Mapping[str, Mapping[str | None, Snapshot]], accepted: Sequence = (),
-          held: Callable[[DatasetSpec, str], bool] | None = None) -> dict[str, Judgement]:  # fmt: skip
+          held: Callable[[DatasetSpec, str], bool] | None = None,
+          unread: Mapping[str, Sequence[Snapshot]] | None = None) -> dict[str, Judgement]:  # fmt: skip
     """Each dataset's checks over its snapshots (`datasets` in lineage order, each one's partitions
     in any order): a dataset downstream of one failing a blocking check is held back instead, when
     `held(dataset, failing upstream)` (default: always, as in a run, which stops there). A dataset
-    without snapshots has no checks."""
+    without snapshots has no checks. `unread`: name → the latest captures of its partitions that could
+    not read some files (the store's `unread`): those of other partitions stay in its files_readable
+    check, naming their partitions, until a capture of theirs reads every file."""
     blocking = blocking_checks(config)
     blocked: dict[str, tuple[str, str]] = {}  # dataset → (blocking check failed, by which dataset)
     out: dict[str, Judgement] = {}
@@ -241,7 +247,12 @@ def judge(config: LumosConfig, catalogue: Catalogue, datasets: Sequence[DatasetS
             out[d.name] = Judgement(())
             continue
         ordered = {pk: snaps[pk] for pk in sorted(snaps, key=lambda k: k or "")}
-        judgement = Judgement(dataset_checks(config, catalogue, d, ordered, accepted))
+        checks = dataset_checks(config, catalogue, d, ordered, accepted)
+        past = {s.partition_key: s for s in (unread or {}).get(d.name, ()) if s.partition_key not in snaps}
+        if past:
+            every = {pk: s for pk, s in sorted({**past, **snaps}.items(), key=lambda kv: kv[0] or "")}
+            checks = tuple(readable(every, d.source_root) if c.name == READABLE_CHECK else c for c in checks)
+        judgement = Judgement(checks)
         failed = judgement.failed_blocking(blocking)
         if failed is not None:
             blocked[d.name] = (failed, d.name)

@@ -79,20 +79,25 @@ class Standing:
 
 
 def judged(config: LumosConfig, catalogue: Catalogue, datasets: Sequence[DatasetSpec],
-           captures: Mapping[str, Sequence[Snapshot]], accepted: Sequence = ()) -> list[Standing]:  # fmt: skip
+           captures: Mapping[str, Sequence[Snapshot]], accepted: Sequence = (),
+           unread: Mapping[str, Sequence[Snapshot]] | None = None) -> list[Standing]:  # fmt: skip
     """`datasets` (lineage order, their upstreams among them) judged on `captures` (name → what its
-    last run took, oldest partition first) as a run judges them; `accepted`: the store's acceptances.
-    Held back: a dataset whose last run is older than its failing upstream's."""
+    last run took, oldest partition first) as a run judges them; `accepted`: the store's acceptances;
+    `unread`: name → its partitions' latest captures that could not read some files, which stay in its
+    files_readable check (`checks.judge`). Held back: a dataset whose last run is older than its failing
+    upstream's."""
     at = {name: max(s.captured_at for s in snaps) for name, snaps in captures.items() if snaps}
     by_partition = {name: {s.partition_key: s for s in snaps} for name, snaps in captures.items()}
-    judgements = judge(config, catalogue, datasets, by_partition, accepted,
+    judgements = judge(config, catalogue, datasets, by_partition, accepted, unread=unread,
                        held=lambda d, upstream: d.name not in at or at[d.name] < at[upstream])  # fmt: skip
-    return [
-        Standing(d, snaps[-1] if snaps else None, j.checks, j.held_back, tuple(snaps))
-        for d in datasets
-        for snaps in (captures.get(d.name, ()),)
-        for j in (judgements[d.name],)
-    ]
+    out = []
+    for d in datasets:
+        snaps, j = captures.get(d.name, ()), judgements[d.name]
+        seen = by_partition.get(d.name, {})
+        past = [s for s in (unread or {}).get(d.name, ()) if s.partition_key not in seen] if j.checks else []
+        every = tuple(sorted([*past, *snaps], key=lambda s: s.partition_key or ""))
+        out.append(Standing(d, snaps[-1] if snaps else None, j.checks, j.held_back, every))
+    return out
 
 
 def standings(config: LumosConfig, catalogue: Catalogue, store: SnapshotStore, names: Sequence[str] | None = None,
@@ -103,11 +108,12 @@ def standings(config: LumosConfig, catalogue: Catalogue, store: SnapshotStore, n
     datasets = list(catalogue.datasets) if names is None else _with_upstreams(catalogue, names)
     urns = [d.ref.urn for d in datasets]
     if partition is None:
-        found = store.last_runs(urns)
+        found, unread = store.last_runs(urns), store.unread(urns)
     else:
-        found = {urn: [s] for urn in urns if (s := store.latest(urn, partition)) is not None}
+        found, unread = {urn: [s] for urn in urns if (s := store.latest(urn, partition)) is not None}, {}
     captures = {d.name: found.get(d.ref.urn, []) for d in datasets}
-    out = judged(config, catalogue, datasets, captures, store.acceptances([d.name for d in datasets]))
+    past = {d.name: unread[d.ref.urn] for d in datasets if d.ref.urn in unread}
+    out = judged(config, catalogue, datasets, captures, store.acceptances([d.name for d in datasets]), past)
     asked = None if names is None else set(names)
     return out if asked is None else [s for s in out if s.spec.name in asked]
 

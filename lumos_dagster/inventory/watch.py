@@ -9,11 +9,18 @@ cursor lost) is simply taken again against the same generation.
 A caller may hold changes back (`Look.save(deferred)`): a file still being written, one dated in
 a partition that does not exist yet. The generation then keeps such a file as it was before, so
 the next look finds the change again, until it is taken.
+
+A clock is never trusted: a file is whole when it stopped changing, not when its modification time
+is old enough (a writer's clock may be hours ahead or behind, a copy may keep the original's times).
+So a file found changed is looked at again `SETTLE_SECONDS` later (`still_changing`), and taken only
+when its fingerprint is the same at both looks; a source whose objects appear whole (S3, Azure, GCS)
+needs no second look.
 """
 
 from __future__ import annotations
 
 import hashlib
+import time
 from dataclasses import dataclass, field
 from typing import Collection
 
@@ -21,8 +28,13 @@ from lumos_dagster.report import ScanReport
 from lumos_dagster.sources.base import FileSource
 from lumos_dagster.store import SnapshotStore
 
-#: a file modified this recently may still be being written: its change waits for the next look
+#: seconds between the two looks at a file found changed: taken when its size and modification time
+#: are the same at both, else its change waits for the next tick (which looks twice again)
 SETTLE_SECONDS = 5.0
+#: a modification time this far ahead of the sensor's clock is said once, naming the file (taken all the same)
+AHEAD_SECONDS = 60.0
+#: above this many files to look at again, one listing of the source costs less than a look at each
+RELIST_AT = 200
 
 
 @dataclass(frozen=True)
@@ -34,9 +46,9 @@ class FileChange:
     fingerprint: str  # the new one; "deleted" for a deletion
     mtime: float = 0.0  # when it was last written (epoch s); 0 for a deletion
 
-    def settling(self, now: float) -> bool:
-        """Whether the file may still be being written (a torn file must not become a version)."""
-        return self.kind != "deleted" and now - self.mtime < SETTLE_SECONDS
+    def ahead(self, now: float) -> float:
+        """Seconds its modification time is ahead of `now` (the sensor's clock) beyond AHEAD_SECONDS; 0 if not."""
+        return self.mtime - now if self.kind != "deleted" and self.mtime - now > AHEAD_SECONDS else 0.0
 
 
 @dataclass
@@ -125,3 +137,15 @@ def look(
     if save:
         out.save(store, source.name)
     return out
+
+
+def still_changing(source: FileSource, changes: list[FileChange], report: ScanReport) -> list[FileChange]:
+    """The created and modified files of `changes` whose fingerprint moved (or which went) between this
+    look and another SETTLE_SECONDS later: still being written. None on a source whose files are whole
+    once listed."""
+    written = [c for c in changes if c.kind != "deleted"]
+    if not written or source.whole_when_listed:
+        return []
+    time.sleep(SETTLE_SECONDS)
+    again = source.fingerprints_of([c.path for c in written], report, relist_at=RELIST_AT)
+    return [c for c in written if again.get(c.path) != c.fingerprint]

@@ -13,14 +13,16 @@ from typing import Any
 
 from lumos_dagster.config import LumosConfig, RequiredConfig
 from lumos_dagster.datasets import Catalogue
+from lumos_dagster.governance.checks import COMPATIBLE_CHECK
 from lumos_dagster.governance.rules import Todo, catalog_link, missing_by_owner, todo_json, todo_markdown
-from lumos_dagster.governance.status import standings
+from lumos_dagster.governance.status import Standing, standings
 from lumos_dagster.lineage.impact import fan_out
 from lumos_dagster.model import BREAKING, Snapshot
 from lumos_dagster.naming import asset_paths
 from lumos_dagster.reports import cost as cost_report
 from lumos_dagster.reports import render as overview_render
 from lumos_dagster.store import SnapshotStore
+from lumos_dagster.wording import few
 
 TITLE = "Lumos estate overview"
 RISKY_ROWS = 10
@@ -138,10 +140,20 @@ def build_overview(
         key=lambda r: (r["when"], r["dataset"]),
         reverse=True,
     )
-    risky = [
+    # each dataset's status as `lumos summary`, the API and Dagster's checks give it (governance.status)
+    standing = sorted(standings(config, catalogue, store), key=lambda f: f.spec.name)
+    downstream = dict(fan_out(catalogue))
+    # the riskiest first: a breaking change that failed its check has happened; then the widest fan-out
+    failed = [
+        {"dataset": f.spec.name, "downstream": downstream.get(f.spec.name, 0),
+         "owners": [o.id for o in f.spec.enrichment.owners], "failed": _failed_change(f)}
+        for f in standing
+        if any(c.name == COMPATIBLE_CHECK for c in f.failed)
+    ]  # fmt: skip
+    risky = failed + [
         {"dataset": name, "downstream": count, "owners": [o.id for o in specs[name].enrichment.owners]}
-        for name, count in fan_out(catalogue)[:RISKY_ROWS]
-        if count > 0
+        for name, count in fan_out(catalogue)[: max(0, RISKY_ROWS - len(failed))]
+        if count > 0 and name not in {r["dataset"] for r in failed}
     ]
     counts = {
         "owned": sum(bool(s.owners) for s in snaps.values()),
@@ -150,12 +162,11 @@ def build_overview(
         "with_quality": sum(bool(s.quality and s.quality.assertions) or bool(s.profile) for s in snaps.values()),
     }
     cost = _cost(store, catalogue)
-    # each dataset's status as `lumos summary`, the API and Dagster's checks give it (governance.status)
-    status = [{"dataset": f.spec.name, "status": f.status, "checks": f.said}
-              for f in sorted(standings(config, catalogue, store), key=lambda f: f.spec.name)]  # fmt: skip
+    status = [{"dataset": f.spec.name, "status": f.status, "checks": f.said} for f in standing]
     totals: dict[str, Any] = {
         "datasets": n,
         **counts,
+        "unowned": len(unowned),
         "stale": len(stale),
         "breaking_this_week": sum(r["breaking"] for r in changes),
     }
@@ -183,6 +194,14 @@ def build_overview(
         },
         "cost": cost,
     }
+
+
+def _failed_change(f: Standing) -> str:
+    """`2.0.0: FIELD_REMOVED name, FIELD_ADDED nam`: the version whose breaking changes failed its check."""
+    s = f.snapshot
+    breaking = [c for c in (s.changes if s else ()) if c.severity == BREAKING]
+    named = few([f"{c.kind} {c.path or '(dataset)'}" for c in breaking])
+    return f"{s.version if s else '-'}: {named}" if breaking else f"{COMPATIBLE_CHECK} failed"
 
 
 def owner_todos(estate: Estate, config: LumosConfig, catalogue: Catalogue) -> dict[str, list[Todo]]:

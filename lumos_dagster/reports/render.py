@@ -25,14 +25,14 @@ from lumos_dagster.wording import visible
 
 Table = tuple[tuple[str, ...], list[tuple[Any, ...]]]
 
-TOTALS_ORDER = ("datasets", "owned", "documented", "tagged", "with_quality", "stale", "breaking_this_week")
+TOTALS_ORDER = ("datasets", "owned", "unowned", "documented", "tagged", "with_quality", "stale", "breaking_this_week")
 COVERAGE_ORDER = ("owners", "docs", "tags", "quality")
 INVENTORY_DIMENSIONS = (("platform", "by_platform"), ("domain", "by_domain"), ("team", "by_team"))
 LIST_SECTIONS = {
     "stale": ("dataset", "last_modified", "days", "owners"),
     "unowned": ("dataset", "platform", "domain"),
     "changes_this_week": ("dataset", "version", "previous_version", "change_class", "breaking", "changes", "when"),
-    "risky": ("dataset", "downstream", "owners"),
+    "risky": ("dataset", "downstream", "owners", "failed"),
 }
 SHEETS = (
     ("Inventory", "inventory"),
@@ -64,9 +64,10 @@ def _flat(value: Any) -> Any:
     return ", ".join(map(str, value)) if isinstance(value, (list, tuple)) else value
 
 
-def _riskiest(overview: dict[str, Any]) -> list[dict[str, Any]]:
-    """Most downstream dependants first: the order a reader should look at them in."""
-    return sorted(overview["risky"], key=lambda r: (-r["downstream"], r["dataset"]))
+def riskiest(overview: dict[str, Any]) -> list[dict[str, Any]]:
+    """A breaking change that failed its check first, then most downstream dependants: the order a reader
+    should look at them in."""
+    return sorted(overview["risky"], key=lambda r: (not r.get("failed"), -r["downstream"], r["dataset"]))
 
 
 def _tables(overview: dict[str, Any]) -> dict[str, Table]:
@@ -78,7 +79,7 @@ def _tables(overview: dict[str, Any]) -> dict[str, Table]:
         )
     }
     for section, columns in LIST_SECTIONS.items():
-        items = _riskiest(overview) if section == "risky" else overview[section]
+        items = riskiest(overview) if section == "risky" else overview[section]
         out[section] = (columns, [tuple(_flat(item.get(c)) for c in columns) for item in items])
     if "status" in overview:  # an overview of an older Lumos has none
         out["status"] = (STATUS_COLUMNS, [tuple(r[c] for c in STATUS_COLUMNS) for r in overview["status"]])
@@ -160,8 +161,8 @@ def to_markdown(overview: dict[str, Any]) -> str:
 
     lines += ["## Riskiest datasets", ""]
     lines += _md_table(
-        ("Dataset", "Downstream", "Owners"),
-        [(r["dataset"], r["downstream"], _flat(r["owners"])) for r in _riskiest(overview)],
+        ("Dataset", "Downstream", "Owners", "Failed"),
+        [(r["dataset"], r["downstream"], _flat(r["owners"]), r.get("failed") or "") for r in riskiest(overview)],
     )
 
     lines += ["", "## Changes this week", ""]

@@ -7,16 +7,18 @@ is given; a `SearchIndex` kept around answers several queries over the same docu
 Ranking, in order of precedence:
 
 1. a dataset whose name equals the query (case-insensitively) comes first;
-2. then documents matching more of the query's words: a word matches a token exactly or,
+2. then a dataset with a field named as the query (its whole path, or its last segment:
+   `customer_id` finds `customer_id` and `buyer.customer_id`, not `view_id` and `customer_name`);
+3. then documents matching more of the query's words: a word matches a token exactly or,
    from three characters on, as the prefix of a longer token ("ord" finds "orders");
-3. then BM25 (k1=1.2, b=0.75): each zone is scored on its own, length-normalised against
+4. then BM25 (k1=1.2, b=0.75): each zone is scored on its own, length-normalised against
    that zone's average, and the zones are summed with weights (name 5, field names 3, tags 3,
    descriptions 2, owners/domain/platform 1) so that a name match keeps its weight however
    often the term recurs elsewhere; a prefix match counts `PREFIX_WEIGHT` of an occurrence.
 
 `Hit.score` carries that order in one number: its integer part is the tier (query words
-matched; an exact name sits one above the most a query can match), its fraction the BM25
-score squashed into [0, 1).
+matched; an exact field name sits one above the most a query can match, an exact name two),
+its fraction the BM25 score squashed into [0, 1).
 """
 
 from __future__ import annotations
@@ -129,9 +131,13 @@ class SearchIndex:
                 counts.append(Counter(tokenize(" ".join(texts))))
         self._norms = [_length_norms(counts) for counts in self._counts]
         self._by_name: defaultdict[str, list[int]] = defaultdict(list)
+        self._by_field: defaultdict[str, set[int]] = defaultdict(set)  # a field's path or last segment
         self._scored: dict[str, np.ndarray] = {}  # term → _dense(term), the newest
         for i, doc in enumerate(self.documents):
             self._by_name[doc.dataset.casefold()].append(i)
+            for path, _ in doc.fields:
+                self._by_field[path.casefold()].add(i)
+                self._by_field[path.rpartition(".")[2].casefold()].add(i)
 
     def prepared(self) -> SearchIndex:
         """The index with everything a query needs built now (a server builds it aside, not in a request)."""
@@ -236,10 +242,13 @@ class SearchIndex:
             bm25 += scores
             if term in atoms:
                 covered += scores > 0
+        fields = sorted(self._by_field.get(query.strip().casefold(), ()))
+        covered[fields] = len(atoms) + 1
         exact = list(self._by_name.get(query.strip().casefold(), ()))
-        covered[exact] = len(atoms) + 1
+        covered[exact] = len(atoms) + 2
         score = covered + bm25 / (bm25 + 1)
         wanted = bm25 > 0
+        wanted[fields] = True
         wanted[exact] = True
         if (platform, owner, tag, min_quality) != (None, None, None, None):
             wanted &= np.fromiter(map(keep, self.documents), bool, len(self.documents))

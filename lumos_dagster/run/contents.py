@@ -18,17 +18,23 @@ from lumos_dagster.time_partitions import granularity
 Cell = tuple[str, "str | None"]
 
 
-def files_in_window(ds: DiscoveredDataset, start: datetime | None, end: datetime | None) -> list[DatasetFile]:
+def files_in_window(
+    ds: DiscoveredDataset, start: datetime | None, end: datetime | None, now: datetime | None = None
+) -> list[DatasetFile]:
     """The files of a time window [start, end): those whose partition date falls in it.
 
     A dataset without a time partition has no history in storage but its files' times: a window
     holds the files that existed by its end (modified before it), as a table's window holds the
     version committed before its end. A file created today is in no earlier window, and a file
-    replaced since a window ended is not in that window any more (what it held then is gone).
+    replaced since a window ended is not in that window any more (what it held then is gone). A
+    window not ended by `now` holds every file listed: a file exists now whatever its time says (a
+    writer's clock ahead, a copy that kept its times).
     """
     if start is None or end is None:
         return list(ds.files)
     if ds.time_partition_key is None:
+        if now is not None and now < end:
+            return list(ds.files)
         cutoff = end.timestamp()
         return [f for f in ds.files if f.entry.mtime < cutoff]
     if granularity(ds.time_format) == "hourly":  # partition values are wall-clock time in the window's zone
@@ -36,6 +42,11 @@ def files_in_window(ds: DiscoveredDataset, start: datetime | None, end: datetime
         return [f for f in ds.files if (t := ds.file_time(f)) is not None and lo <= t < hi]
     first, last = start.date(), (end - timedelta(microseconds=1)).date()
     return [f for f in ds.files if (d := ds.file_date(f)) is not None and first <= d <= last]
+
+
+def still_written(listed: int, read: int) -> str:
+    """Why a file whose size changed between its listing and its reading is not a schema yet."""
+    return f"still being written: {listed:,} bytes when listed, {read:,} when read (taken once it stops changing)"
 
 
 @dataclass(frozen=True)
@@ -56,10 +67,12 @@ def file_contents(
     """`files` are (path, file) pairs in a stable order; `results` is keyed by path."""
     errors = list(extra_errors)
     readable = []
-    for path, _ in files:
+    for path, f in files:
         r = results[path]
         if r.error is not None or r.schema is None:
             errors.append(FileError(path, r.error or "no schema"))
+        elif r.size is not None and r.size != f.entry.size:  # listed, then read: two looks that disagree
+            errors.append(FileError(path, still_written(f.entry.size, r.size)))
         else:
             readable.append((r.path, r.schema, r.row_count))
             if r.warning:  # its schema counts; the snapshot says the file is damaged

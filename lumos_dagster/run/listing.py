@@ -81,7 +81,10 @@ def _describe(source: TableSource, spec: DatasetSpec, windows: Sequence[Window])
 
 
 def list_datasets(datasets: Sequence[DatasetSpec], windows: Sequence[Window], sources: Mapping[str, Source],
-                  report: ScanReport, say: Callable[[str], None]) -> Listing:  # fmt: skip
+                  report: ScanReport, say: Callable[[str], None], now: datetime | None = None) -> Listing:  # fmt: skip
+    """Each dataset's files in each window; `now`: when they were listed (a window not ended by then holds
+    every file, whatever their times say)."""
+
     # a local folder of 1,000 datasets lists in a fraction of a second: no line; an object store
     # paging through a large prefix says how far it got
     def line(count: int, total: int) -> str:
@@ -107,7 +110,7 @@ def list_datasets(datasets: Sequence[DatasetSpec], windows: Sequence[Window], so
                 out.counts[spec.name] = len(found.files) if found else 0
                 for w in windows:
                     out.files[spec.name, w.key] = (
-                        [(source.uri(f.entry.path), f) for f in files_in_window(found, w.start, w.end)]
+                        [(source.uri(f.entry.path), f) for f in files_in_window(found, w.start, w.end, now)]
                         if source is not None and found is not None
                         else []
                     )
@@ -133,6 +136,7 @@ def observe(listing: Listing, results: Mapping[str, FileResult], report: ScanRep
     readable: dict[Cell, list[str]] = {}
     for (name, pk), files in listing.files.items():
         missing = () if listing.found[name] is not None else (not_found(listing.specs[name]),)
-        contents[name, pk] = within_limits(file_contents(files, results, missing), listing.specs[name].uri)
-        readable[name, pk] = [p for p, _ in files if results[p].error is None and results[p].damaged is None]
+        found = contents[name, pk] = within_limits(file_contents(files, results, missing), listing.specs[name].uri)
+        failed = {e.path for e in found.errors}  # unreadable, damaged, or still being written
+        readable[name, pk] = [p for p, _ in files if p not in failed]
     return Observed(contents, readable, listing.sizes, listing.counts)

@@ -76,7 +76,10 @@ def record(store: SnapshotStore, config: LumosConfig, catalogue: Catalogue, data
             kept[name][pk] = s
         later = {d.name: {s.partition_key: s} for d in datasets if (s := newest.get(d.ref.urn)) is not None}
         judged = {d.name: {**later.get(d.name, {}), **kept[d.name]} for d in datasets}
-        judgements = judge(config, catalogue, datasets, judged, v.acceptances([d.name for d in datasets]))
+        unread = v.unread(list(urns))  # past partitions whose files could not all be read stay in the check
+        past = {urns[urn]: captures for urn, captures in unread.items()}
+        judgements = judge(config, catalogue, datasets, judged, v.acceptances([d.name for d in datasets]),
+                           unread=past)  # fmt: skip
         held = {name for name, j in judgements.items() if j.held_back is not None}
         roots = {d.name: d.source_root for d in datasets}
         judged_captures = [with_checks(s, judgements[name], roots[name]) for (name, _), s in zip(cells, versioned,

@@ -167,7 +167,7 @@ class SnapshotRun:
 
         def start(batch: Sequence[DatasetSpec]) -> _Batch:
             report, began = ScanReport(), time.perf_counter()
-            listing = list_datasets(batch, windows, self.sources, report, self.services.say)
+            listing = list_datasets(batch, windows, self.sources, report, self.services.say, self.services.now())
             items = files_to_read(listing, self.sources)
             if len(items) >= MANY_FILES:  # the batch's line comes once they are read: say a long read has begun
                 self.services.say(f"reading the schemas of {len(items)} files")

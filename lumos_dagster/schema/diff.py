@@ -7,7 +7,8 @@ its verdict in both directions.
 The verdicts follow Avro schema resolution (reader fields need a default; enums and
 unions must cover what the writer may send; aliases rename fields; records, enums and
 fixed match by unqualified name or the reader's aliases), Iceberg (field ids rename; optional→required is unsafe)
-and Delta type widening (`lumos_dagster.schema.compat`). Pure functions;
+and Delta type widening (`lumos_dagster.schema.compat`); a column no value typed (`model.UNTYPED`)
+that gets a type is promoted both ways: nobody read it as a type. Pure functions;
 docs/compatibility.md has the table.
 """
 
@@ -32,6 +33,7 @@ from lumos_dagster.model import (
     Struct,
     UnionType,
     type_str,
+    untyped,
 )
 from lumos_dagster.model import Schema as SchemaModel
 from lumos_dagster.schema.compat import promotable
@@ -171,7 +173,10 @@ class _Differ:
                 self.add(prefix + n.name, FIELD_MOVED, str(old_pos[o.name]), str(new_pos[n.name]), True, True)
 
     def field(self, path: str, old: Field, new: Field) -> None:
-        self.type(path, old.type, new.type)
+        if untyped(old) and not untyped(new):  # no value had typed it: no reader relied on a type
+            self.add(path, TYPE_PROMOTED, old, new, True, True)
+        else:
+            self.type(path, old.type, new.type)
         self.nullability(path, old.nullable, new.nullable)
         if old.has_default != new.has_default or (old.has_default and old.default != new.default):
             kind = DEFAULT_ADDED if not old.has_default else DEFAULT_REMOVED if not new.has_default else DEFAULT_CHANGED

@@ -31,7 +31,7 @@ def how_to_accept(dataset: str) -> str:
     failure of a run it stops, `lumos gate`."""
     return (
         f"declare `accept_major` on {dataset}, add a `compatibility.allow` rule in lumos.yaml, or record an "
-        f"acceptance through the API (POST /v1/dataset/acceptances?name={dataset}); see docs/compatibility.md"
+        f"acceptance through the API (POST /v1/dataset/acceptances?name={dataset}); see `lumos docs compatibility`"
     )
 
 

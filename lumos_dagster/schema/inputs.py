@@ -7,7 +7,7 @@ import os
 from dataclasses import dataclass
 from typing import Callable
 
-from lumos_dagster.errors import LumosError, SchemaReadError
+from lumos_dagster.errors import LumosError, SchemaReadError, UnknownDataset
 from lumos_dagster.formats import read_file_schema
 from lumos_dagster.formats.avro import read_avsc
 from lumos_dagster.model import Schema, Snapshot, dataset_urn, snapshot_from_json
@@ -44,9 +44,12 @@ def _urn_of(store: SnapshotStore, name: str) -> str:
     """The dataset's URN from the registry, whichever source (file, s3, postgres…) it came from."""
     if name.startswith("urn:lumos:dataset:"):
         return name
-    urns = sorted({r.urn for r in store.datasets(include_removed=True) if r.name == name})
+    records = store.datasets(include_removed=True)
+    urns = sorted({r.urn for r in records if r.name == name})
     if len(urns) > 1:
         raise InputError(f"{name} names several datasets: give the URN instead ({' or '.join(urns)})")
+    if not urns and store.latest(dataset_urn("file", name)) is None:  # nor in a store without its registry
+        raise UnknownDataset([name], (r.name for r in records))
     return urns[0] if urns else dataset_urn("file", name)
 
 

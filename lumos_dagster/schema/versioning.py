@@ -19,7 +19,8 @@ Versions: a BREAKING change → major; any other schema change → minor; metada
 `previous_version` describe how its version came to be, so a capture that finds nothing
 new carries them over unchanged (the catalog's view of a version does not flicker from
 run to run). A snapshot that could not be read keeps the previous version too: a failed
-read is not a schema change.
+read is not a schema change, and neither is a column no value typed (a header-only file): it has the
+type the previous snapshot gave it (`model.typed_like`).
 
 Versions follow partition time, not arrival: `slot` versions each capture against the capture before
 it in partition order, so a late earlier partition is slotted in and the captures after it are
@@ -39,6 +40,7 @@ from lumos_dagster.model import (
     NON_BREAKING,
     SchemaChange,
     Snapshot,
+    typed_like,
 )
 from lumos_dagster.schema.diff import FIELD_REMOVED, METADATA_KINDS, diff_schemas, diff_snapshots
 
@@ -91,6 +93,10 @@ def assess(
         return replace(current, version=version, previous_version=None, changes=(), change_class="new", policy=policy)
     if not current.readable:
         return _same_version(previous, current, policy)
+    # a column no value typed (a header-only file) has the type the dataset had: no change
+    fields = typed_like(current.schema.fields, previous.schema.fields)
+    if fields is not current.schema.fields:
+        current = replace(current, schema=replace(current.schema, fields=fields))
     changes = list(judge(diff_snapshots(previous, current), policy))
     if previous.removed:  # it came back: say so, rather than carry its removal over
         changes = list(judge(diff_snapshots(None, current), policy)) + changes

@@ -34,6 +34,9 @@ class FileSource(ABC):
     root: str
     #: how Spark executors reach the files (None: the local file system)
     fs_spec: FsSpec | None = None
+    #: whether a listed file is whole: an object store's objects appear once written (S3, Azure, GCS); a
+    #: file system's files grow where they are listed (local, HDFS), so a change is looked at twice
+    whole_when_listed = False
 
     @abstractmethod
     def list(self, subpath: str, report: ScanReport) -> Iterator[FileEntry]:
@@ -50,6 +53,14 @@ class FileSource(ABC):
     def head(self, relpath: str) -> bytes | None:
         """The file's first HEAD_BYTES bytes, for formats known by content; None: judge by name."""
         return None
+
+    def fingerprints_of(self, paths: Sequence[str], report: ScanReport, relist_at: int) -> dict[str, str]:
+        """path → fingerprint now, of those of `paths` still there: one look at each, or (above `relist_at`
+        paths) one listing of the whole source."""
+        if len(paths) > relist_at:
+            wanted = set(paths)
+            return {e.path: e.fingerprint for e in self.list("", report) if e.path in wanted}
+        return {e.path: e.fingerprint for path in paths for e in self.list(path, report) if e.path == path}
 
     def _group(self, entries: builtins.list[FileEntry]):  # `list` here is the method above
         formats = frozenset(self.config.formats) if self.config.formats else None

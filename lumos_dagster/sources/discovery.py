@@ -7,7 +7,8 @@ Without a template (auto-detection):
   time (`dt=`, `year=/month=/day=`, `hour=` …) is `scan/time_partitions`' rule;
 * a folder holding several formats gives one dataset per format (`raw/mixed.csv`);
 * a file directly under the root is a dataset of its own, named by its stem;
-* names starting with `.` or `_` (`_SUCCESS`, `.crc`, `_temporary/`) are not data;
+* names starting with `.` or `_` (`_SUCCESS`, `.crc`, `_temporary/`) are not data, nor are files under
+  a writer's in-progress name (`x.parquet._COPYING_`, `part-0.inprogress.1f2e`, `x.csv.tmp`);
 * a table folder (`_delta_log/` inside: `lumos_dagster.tables`) is one dataset named by its
   path, whatever it holds; its files are never grouped by the rules above.
 
@@ -104,6 +105,22 @@ def _format(path: str, head: Head | None, result: Grouping) -> str | None:
 
 def is_hidden(path: str) -> bool:
     return any(seg[:1] in (".", "_") for seg in path.split("/"))
+
+
+#: the names writers give a file until it is whole, and rename it from when it is (docs/sources.md,
+#: "Files still being written"): Hadoop's `fs -put`/`-cp` (`x._COPYING_`), Flink's file sinks
+#: (`part-0-1.inprogress.<uuid>`, `.in-progress`, `.pending`), gsutil (`.gstmp`), WinSCP (`.filepart`),
+#: rclone and others (`.partial`, `.tmp`, `.temp`); Kafka Connect's HDFS sink writes under `+tmp/`.
+#: Spark's and Hadoop's `_temporary/`, Spark's `.spark-staging-*` and rsync's `.name.XXXXXX` are hidden.
+_IN_PROGRESS = re.compile(
+    r"(\._COPYING_|\.(tmp|temp|partial|gstmp|filepart)|\.(inprogress|in-progress|pending)(\.[^/.]+)?)$|(^|/)\+tmp/",
+    re.IGNORECASE,
+)
+IN_PROGRESS = "being written (a name its writer renames once the file is whole)"
+
+
+def in_progress(path: str) -> bool:
+    return _IN_PROGRESS.search(path) is not None
 
 
 def _split_kv(segment: str) -> tuple[str, str] | None:
@@ -210,6 +227,8 @@ def group_files(
     for e in entries:
         if is_hidden(e.path):
             result.skipped.append((e.path, "hidden or marker file"))
+        elif in_progress(e.path):
+            result.skipped.append((e.path, IN_PROGRESS))
         elif any(fnmatch.fnmatch(e.path, pat) for pat in exclude):
             result.skipped.append((e.path, "excluded by pattern"))
         elif (fmt := _format(e.path, head, result)) is None:

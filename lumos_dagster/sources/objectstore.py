@@ -44,6 +44,8 @@ class ObjectStoreSource(FileSource):
     """The files under `base` (a path of the file system, ending in `/`), which must be in `top` (the
     container or bucket; for HDFS, the folder itself); `root` names the place for people."""
 
+    whole_when_listed = True  # an object is listed once it is written whole (HDFS files are not: below)
+
     def __init__(self, config, root: str, top: str, base: str, fs_spec: FsSpec):
         super().__init__(config)
         self.root, self.top, self.base = root, top, base
@@ -103,6 +105,8 @@ class ObjectStoreSource(FileSource):
 class HdfsSource(ObjectStoreSource):
     """An HDFS folder over WebHDFS. The NameNode answers for names and redirects each read to a DataNode,
     whose address (as the cluster knows it) must be reachable from Lumos, as for any WebHDFS client."""
+
+    whole_when_listed = False  # a file being written is listed, its length growing block by block
 
     def _exists(self) -> bool:
         # fsspec's `exists` says False to a refusal (403) too: that one is said as it is

@@ -22,6 +22,8 @@ from lumos_dagster.sources.discovery import FileEntry
 
 
 class S3Source(FileSource):
+    whole_when_listed = True  # an object is listed once its upload completed
+
     def __init__(self, config, client=None):
         super().__init__(config)
         self.bucket = config.bucket

@@ -155,6 +155,34 @@ class History(StoreConnection):
                     out.setdefault(urn, []).append(snapshot_from_json(document))
         return out
 
+    def unread(self, urns: Sequence[str]) -> dict[str, list[Snapshot]]:
+        """urn → the latest capture of each of its partitions whose latest capture could not read some
+        of its files, in partition order: they stay in `files_readable` until a capture reads them all."""
+        with self._tx() as conn:
+            return self._unread(conn, urns)
+
+    @staticmethod
+    def _unread(conn: Connection, urns: Sequence[str]) -> dict[str, list[Snapshot]]:
+        t = snapshots_table
+        newer = sa.alias(t)
+        q = (
+            sa.select(t.c.urn, _DOC)
+            .select_from(with_bodies())
+            # the few failing rows through their partial index, each checked to be its partition's latest
+            .where(t.c.urn.in_(sa.bindparam("urns", expanding=True)), t.c.unread > 0)
+            .where(
+                ~sa.exists().where(
+                    newer.c.urn == t.c.urn, newer.c.partition_key == t.c.partition_key, newer.c.id > t.c.id
+                )
+            )  # fmt: skip
+            .order_by(t.c.urn, t.c.partition_key)
+        )
+        out: dict[str, list[Snapshot]] = {}
+        for chunk in _chunks(list(urns)):
+            for urn, document in conn.execute(q, {"urns": list(chunk)}):
+                out.setdefault(urn, []).append(snapshot_from_json(document))
+        return out
+
     def history(self, urn: str) -> list[Snapshot]:
         t = snapshots_table
         q = sa.select(_DOC).select_from(with_bodies()).where(t.c.urn == urn)

@@ -103,6 +103,10 @@ class Versioning:
     def acceptances(self, datasets: list[str]) -> list[Acceptance]:
         return acceptances_of(self.conn, datasets)
 
+    def unread(self, urns: Sequence[str]) -> dict[str, list[Snapshot]]:
+        """urn → its partitions' latest captures that could not read some files (`History.unread`)."""
+        return self.store._unread(self.conn, urns)
+
     def put(self, snapshots: Sequence[Snapshot], catalogs: Sequence[str]) -> list[int]:
         """Store new captures, queued for each of `catalogs`."""
         return self.store._put(self.conn, snapshots, catalogs) if snapshots else []

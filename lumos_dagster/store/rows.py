@@ -44,6 +44,7 @@ def _snapshot_row(s: Snapshot) -> dict:
         version=s.version,
         fingerprint=doc["fingerprint"],
         readable=s.readable,
+        unread=len(s.errors),
         document="",
         capture=own,
         _body_text=body,

@@ -18,7 +18,7 @@ from lumos_dagster.store.documents import DOCUMENT_MODES, assemble, packed
 metadata = sa.MetaData()
 
 #: bumped when the tables change; an older store is brought up to date by MIGRATIONS, a newer one is refused
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 meta_table = sa.Table(
     "lumos_meta",
@@ -61,7 +61,17 @@ snapshots_table = sa.Table(
     # JSON: the capture's own fields its columns do not give back as they were (the data's age;
     # a capture time not in UTC), the age alone as its bare number; null when there are none
     sa.Column("capture", sa.Text),
+    # files the capture could not read: a partition whose latest capture has some stays in `lumos summary`
+    # until it is read whole (null: stored before schema version 4)
+    sa.Column("unread", sa.Integer),
     sa.Index("ix_lumos_snapshots_urn_partition", "urn", "partition_key", "id"),
+)
+#: the captures that could not read some files: few, found without reading a dataset's whole history
+UNREAD_INDEX = sa.Index(
+    "ix_lumos_snapshots_unread",
+    snapshots_table.c.urn,
+    postgresql_where=snapshots_table.c.unread > 0,
+    sqlite_where=snapshots_table.c.unread > 0,
 )
 
 documents_table = sa.Table(
@@ -237,4 +247,5 @@ MIGRATIONS: dict[int, list[tuple[sa.Table, str] | sa.Index | Callable[[sa.Connec
     3: [(snapshots_table, "body"), (snapshots_table, "capture")],  # bodies kept once (lumos_documents)
     4: [_catalogs_without_credentials],
     5: [(catalog_state_table, "claims")],  # what Lumos added to shared aspects in each catalog
+    6: [(snapshots_table, "unread"), UNREAD_INDEX],  # past partitions' unread files (governance.checks)
 }
