@@ -99,8 +99,9 @@ def first_snapshots(instance, source: str, targets: Targets, max_datasets: int,
         for i, group in enumerate(run_groups(assets_defs, max_datasets)):
             for key in (k for k in group if k in never):
                 day = (newest or {}).get(names[key])
-                pk = (targets.keys_for_date(names[key], day) or targets.keys_for_date(names[key], None))[-1]
-                runs.setdefault((pk, i), []).append(key)
+                keys = targets.keys_for_date(names[key], day) or targets.keys_for_date(names[key], None)
+                if keys:  # a dataset whose partitions have not started has no partition to take yet
+                    runs.setdefault((keys[-1], i), []).append(key)
         requests += [
             RunRequest(run_key=f"first:{source}:{pk}:{i}", job_name=targets.jobs[cadence].name, asset_selection=keys,
                        partition_key=pk, tags={TRIGGER_TAG: "first-start", "lumos/source": source,
