@@ -143,4 +143,4 @@ def test_an_error_quoting_a_name_shows_it_escaped(project):
     message's own lines, as in lumos.yaml's list of problems, stay lines)."""
     result = CliRunner().invoke(main, ["history", "raw/none\x1b]0;pwned\x07", "-c", str(project)])
     assert result.exit_code == 1 and not TAKEOVER.search(result.output)
-    assert result.output.startswith("Error: raw/none\\x1b]0;pwned\\x07: ")
+    assert result.output.startswith("Error: unknown dataset raw/none\\x1b]0;pwned\\x07: ")
