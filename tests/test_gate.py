@@ -7,16 +7,21 @@ import pyarrow as pa
 import pytest
 import sqlalchemy as sa
 import yaml
+from click.testing import CliRunner
 from dagster import AssetKey, DagsterInstance
 
+from lumos_dagster.api.service import Lumos
+from lumos_dagster.catalog.datahub_lite import open_lite
+from lumos_dagster.cli import main
 from lumos_dagster.config import load_config
 from lumos_dagster.definitions import build_definitions
 from lumos_dagster.demo import build_demo_lake
 from lumos_dagster.lineage.resolve import refresh_code
+from lumos_dagster.model import dataset_urn
 from lumos_dagster.report import ScanReport
 from lumos_dagster.sources import build_sources, discover
 from lumos_dagster.store import SnapshotStore, acceptances
-from tests.lake import demo_config, drop_from_todays_orders, write_parquet
+from tests.lake import catalog_urn, demo_config, drop_from_todays_orders, write_parquet
 
 pytestmark = pytest.mark.dagster
 
@@ -94,6 +99,39 @@ def test_a_breaking_change_fails_the_gate_and_holds_back_downstream_until_accept
     assert check.passed and result.success and "1 accepted breaking change" in check.description
     assert "expected major bump to 2.x" in check.metadata["lumos/accepted"].value
     assert materialized(result) == set(keys)
+
+
+def test_an_acceptance_through_the_api_resolves_the_breaking_changes_incident_in_datahub(tmp_path, spark):
+    """DataHub users see a breaking change nobody accepted as an incident on the dataset; accepting it
+    (the API's POST …/acceptances, here through the service behind it) resolves it with the next
+    delivery, without waiting for a new snapshot."""
+    build_demo_lake(str(tmp_path / "lake"), today=date(2026, 11, 25))
+    instance, path = DagsterInstance.ephemeral(), project(tmp_path)
+    run(path, instance, ["raw/orders"], partition_key=PK)
+    drop_from_todays_orders(tmp_path / "lake", "status")
+    assert not gate(run(path, instance, ["raw/orders"], partition_key=PK), "raw/orders").passed
+    cfg = load_config(str(path))
+    urn = catalog_urn(cfg, "raw/orders")
+
+    def incidents() -> list:
+        lite = open_lite(cfg.lite_path)
+        try:
+            entities = [next(iter(e.items())) for e in lite.get_all_entities(typed=True)]
+        finally:
+            lite.close()
+        return [a["incidentInfo"] for _, a in entities if "incidentInfo" in a and urn in a["incidentInfo"].entities]
+
+    (raised,) = incidents()
+    assert raised.status.state == "ACTIVE" and raised.title == "Breaking schema change: raw/orders 2.0.0"
+    with Lumos(cfg) as lumos:
+        lumos.accept("raw/orders", "2.0.0", reason="status moved out (SALES-42)")
+        assert lumos.accept("raw/orders", "2.0.0", reason="again") is not None  # judged the same: nothing queued
+    with SnapshotStore(cfg.store_url) as store:
+        latest = store.latest(dataset_urn("file", "raw/orders"))
+    assert {c.name: c.passed for c in latest.checks}["schema_compatible"]  # what the catalogs get
+    assert CliRunner().invoke(main, ["sync", "-c", str(path)]).exit_code == 0
+    (resolved,) = incidents()
+    assert (resolved.title, resolved.status.state, resolved.status.stage) == (raised.title, "RESOLVED", "FIXED")
 
 
 def test_an_allow_rule_accepts_a_breaking_change_with_its_reason(tmp_path, spark):

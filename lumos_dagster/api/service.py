@@ -592,15 +592,21 @@ class Lumos:
     def accept(self, name: str, version: str, reason: str, path: str = "*", kind: str | None = None,
                by: str = "python") -> m.Acceptance:  # fmt: skip
         """Accept the breaking changes of `name` at `version` (those at `path`, of `kind`): the gate
-        passes them from now on (schema.acceptances)."""
+        passes them from now on (schema.acceptances), and the dataset's latest capture is judged again
+        and delivered when its checks change (DataHub resolves the change's incident)."""
+        from lumos_dagster.delivery.catalogs import catalog_names
+        from lumos_dagster.run.record import rejudge
         from lumos_dagster.store import acceptances
 
         with self.view() as v:
             spec = self._spec(v, name)
             if v.at_version(spec.ref.urn, version) is None:
                 raise NotFound("the dataset has no such version in the store")
-        with self._writer_lock, self._writer.engine.begin() as conn:
-            a = acceptances.record(conn, name, version, path, kind, reason, by)
+            catalogue = self._catalogue(v)
+        with self._writer_lock:
+            with self._writer.engine.begin() as conn:
+                a = acceptances.record(conn, name, version, path, kind, reason, by)
+            rejudge(self._writer, self.config, catalogue, spec, catalog_names(self.config))
         return m.Acceptance(**a.__dict__)
 
     def release(self, name: str | None = None, datasets: list[str] | None = None) -> m.Release:

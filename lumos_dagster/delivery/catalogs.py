@@ -24,6 +24,14 @@ def build_catalogs(config: LumosConfig) -> list[CatalogAdapter]:
     ]
 
 
+def catalog_names(config: LumosConfig) -> list[str]:
+    """The names lumos.yaml's catalogs are queued under (what a run's delivery worker says)."""
+    catalogs = build_catalogs(config)
+    for catalog in catalogs:
+        catalog.close()
+    return [c.name for c in catalogs]
+
+
 def catalogs_from_entries(entries: Iterable[Mapping[str, Any]]) -> list[CatalogAdapter]:
     """The adapters of `catalog` entries given as plain values, as a run's resource holds them
     (relative paths already made absolute)."""

@@ -90,6 +90,29 @@ def record(store: SnapshotStore, config: LumosConfig, catalogue: Catalogue, data
     return Recorded(kept, judgements)
 
 
+def rejudge(store: SnapshotStore, config: LumosConfig, catalogue: Catalogue, dataset: DatasetSpec,
+            catalogs: Sequence[str]) -> Snapshot | None:  # fmt: skip
+    """The dataset's latest capture judged again under today's acceptances (one recorded after its run):
+    when its checks come out otherwise, the stored capture gets them and is queued for `catalogs` again,
+    so the catalogs show them (DataHub resolves the incident of a breaking change now accepted).
+    Returns the capture so revised, None when its checks stand."""
+    urn = dataset.ref.urn
+    with store.versioning([urn]) as v:
+        found = v.latest(urn)
+        if found is None:
+            return None
+        sid, s = found
+        past = {dataset.name: v.unread([urn]).get(urn, [])}
+        judgement = judge(config, catalogue, [dataset], {dataset.name: {s.partition_key: s}},
+                          v.acceptances([dataset.name]), unread=past)[dataset.name]  # fmt: skip
+        revised = with_checks(s, judgement, dataset.source_root)
+        if revised.checks == s.checks:
+            return None
+        v.revise([(sid, revised)])
+        v.queue([(sid, urn, s.partition_key or "")], catalogs)
+    return revised
+
+
 def with_checks(s: Snapshot, judgement: Judgement, root: str | None) -> Snapshot:
     """The capture with its dataset's checks, as catalogs show them; its files' readability its own
     partition's (a backfill judges every partition's files together)."""

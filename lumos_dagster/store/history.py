@@ -120,11 +120,19 @@ class History(StoreConnection):
 
     def latest(self, urn: str, partition_key: str | None = None) -> Snapshot | None:
         """The latest capture of a partition, or of the newest partition when None."""
+        with self._tx() as conn:
+            found = self._latest(conn, urn, partition_key)
+        return found[1] if found else None
+
+    @staticmethod
+    def _latest(conn: Connection, urn: str, partition_key: str | None = None) -> tuple[int, Snapshot] | None:
+        """(id, capture) of `latest`."""
         t = snapshots_table
-        q = sa.select(_DOC).select_from(with_bodies()).where(t.c.urn == urn)
+        q = sa.select(t.c.id, _DOC).select_from(with_bodies()).where(t.c.urn == urn)
         if partition_key is not None:
             q = q.where(t.c.partition_key == partition_key)
-        return self._one(q.order_by(t.c.partition_key.desc(), t.c.id.desc()))
+        row = conn.execute(q.order_by(t.c.partition_key.desc(), t.c.id.desc()).limit(1)).first()
+        return (row[0], snapshot_from_json(row[1])) if row else None
 
     def last_runs(self, urns: Sequence[str]) -> dict[str, list[Snapshot]]:
         """urn → what its last run judged (governance.status): the captures sharing its newest capture

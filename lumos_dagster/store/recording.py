@@ -100,6 +100,10 @@ class Versioning:
         capture order."""
         return self.store._later(self.conn, firsts)
 
+    def latest(self, urn: str) -> tuple[int, Snapshot] | None:
+        """(id, capture) of the dataset's latest capture, of its newest partition."""
+        return self.store._latest(self.conn, urn)
+
     def acceptances(self, datasets: list[str]) -> list[Acceptance]:
         return acceptances_of(self.conn, datasets)
 
