@@ -14,7 +14,7 @@ format the matching `strptime` formats joined the same way.
 from __future__ import annotations
 
 import functools
-from datetime import date, datetime
+from datetime import datetime
 from typing import Iterable, Mapping, Sequence
 
 DATE_FORMATS = ("%Y-%m-%d", "%Y%m%d")
@@ -34,11 +34,6 @@ def parse_time(value: str, fmt: str | None = None) -> datetime | None:
         except ValueError:
             continue
     return None
-
-
-def parse_date(value: str, fmt: str | None = None) -> date | None:
-    moment = parse_time(value, fmt)
-    return None if moment is None else moment.date()
 
 
 def partition_time(key: str, fmt: str | None, partition: Mapping[str, str]) -> datetime | None:

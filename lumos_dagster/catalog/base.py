@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from typing import Any, Callable, Iterator, Protocol, Sequence, runtime_checkable
+from typing import Any, Callable, Protocol, Sequence, runtime_checkable
 
 from lumos_dagster.errors import CatalogError
 from lumos_dagster.model import Snapshot
@@ -52,17 +52,6 @@ DATASETS, VERSIONS, HISTORY, RELEASES = "datasets", "versions", "history", "rele
 LINEAGE, OWNERS, TAGS, TERMS, SCHEMAS, DESCRIPTIONS = "lineage", "owners", "tags", "terms", "schemas", "descriptions"
 #: every catalog keeps current state only: no earlier versions, no releases (those stay in the store)
 CURRENT_STATE_ONLY = frozenset({HISTORY, RELEASES})
-
-
-class ReadableCatalog(CatalogAdapter, Protocol):
-    """A catalog Lumos can read back: what it holds, as snapshots (for `lumos export`, `compare`,
-    `migrate`)."""
-
-    #: the categories above it keeps nothing of: `compare` and `migrate` report them as "not
-    #: carried" rather than as a loss (e.g. `CURRENT_STATE_ONLY | {TERMS}` for one without a glossary)
-    cannot_hold: frozenset[str]
-
-    def read_all(self) -> Iterator[Snapshot]: ...
 
 
 class Undeliverable(CatalogError):
