@@ -328,9 +328,7 @@ class Lake:
         ds = self._pick("csv")
         if ds is None:
             return None
-        data = encode(ds)
-        path = self.folder(ds, today()) / f"part-{ds.files}.csv"
-        ds.files += 1
+        data, path = encode(ds), self._part(ds)  # today's folder made: a soak may cross midnight
         cut = data.rindex(b"\n", 0, len(data) - 1) + 3  # inside the last row's first values
         path.write_bytes(data[:cut])
         _later(3.0, path, data)
