@@ -223,6 +223,7 @@ class SnapshotRun:
         lap("price")
         snapshots, warnings = govern(config, catalogue, b.datasets, snapshots, observed.readable, services.now(),
                                      services.profile)  # fmt: skip
+        warnings = [*b.listing.warnings, *warnings]
         lap("govern")
         catalogs = self.delivery.names if self.delivery is not None else []
         recorded = record(self.store, config, catalogue, b.datasets, snapshots, catalogs)

@@ -9,7 +9,7 @@ column (at any depth) is `variant` as the log's schema says, not the storage lay
 The versions are those the log lists: a commit file, or a checkpoint whose commits were cleaned
 up (a log of only a checkpoint is the table at that version). A version delta-rs cannot replay
 (an old commit left behind after an earlier one was cleaned up, a Delta Live Tables version 0
-without a schema) fails alone, naming the file at fault.
+without a schema) is refused alone, naming the file at fault (the run skips it while a later one reads).
 
 A version's commit time is what Delta readers use for time travel: the commit file's
 modification time (a checkpoint's, when only the checkpoint is left), made to rise with the
@@ -198,7 +198,7 @@ class DeltaLog:
         if dt.version() != number:
             try:
                 dt.load_as_version(number)
-            except Exception as exc:  # delta-rs cannot replay this version: it fails alone
+            except Exception as exc:  # delta-rs cannot replay this version: it alone is refused
                 raise UnreadableVersion(self._unreadable(number, exc)) from exc
         delta_schema = dt.schema()
         doc = json.loads(delta_schema.to_json())
@@ -207,6 +207,12 @@ class DeltaLog:
         metadata = dt.metadata()
         files = pa.table(dt.get_add_actions(flatten=True))
         records = files.column("num_records").to_pylist() if "num_records" in files.column_names else [None]
+        rows, unread = sum(records) if None not in records else None, None
+        try:
+            rows = rows - _deleted_rows(dt) if rows is not None else None
+        except Exception as exc:  # noqa: BLE001  a deletion vector gone or refused leaves the rows unknown
+            rows, text = None, str(exc).strip().splitlines()
+            unread = f"its deletion vectors cannot be read: {text[0] if text else type(exc).__name__}"
         partitions = {}
         for col in metadata.partition_columns:
             values = files.column(f"partition.{col}").to_pylist() if files.num_rows else []
@@ -217,12 +223,12 @@ class DeltaLog:
             stats=OperationalStats(
                 file_count=files.num_rows,
                 total_bytes=sum(files.column("size_bytes").to_pylist()),
-                # a file written without statistics leaves the count unknown, not smaller
-                row_count=sum(records) - _deleted_rows(dt) if None not in records else None,
+                row_count=rows,  # a file written without statistics leaves the count unknown, not smaller
                 last_modified=version.committed_at,
                 partition_values=partitions,
             ),
             description=metadata.description or None,
+            unread=unread,
         )
 
     def _unreadable(self, version: int, exc: Exception) -> str:
