@@ -4,8 +4,15 @@ A table's versions are its history. Each partition sees the table as of the end 
 the last version committed before the window ends, read from the table's log (its schema,
 partition columns, live files and rows), never from its data files. A window before the first
 version the log still holds sees nothing, like a day without files; a backfill over a range of
-windows thus rebuilds the schema history in one run. A version the format's reference cannot read
-(an old commit whose predecessor was cleaned up) fails only the windows that see it.
+windows thus rebuilds the schema history in one run.
+
+Where the schema is known, a table degrades rather than fails. A version the format's reference cannot
+open (an old commit whose predecessor was cleaned up, one delta-rs' kernel refuses) is skipped with a
+warning while the newest version reads: the windows that would see it see the version before it, as if
+the log did not list it (none: no table yet). When the newest cannot be read either, the windows that
+see an unreadable version fail. A version that opens but one of whose files cannot be read (an Iceberg
+manifest, a Delta deletion vector: `TableState.unread`) keeps the schema its metadata gives, and its
+files_readable fails naming the file.
 """
 
 from __future__ import annotations
