@@ -136,9 +136,17 @@ def _run(config):
 
 
 @pytest.mark.dagster
-def test_profiles_on_a_connect_server_that_is_down_fail_the_run_once(tmp_path):
-    address = f"sc://127.0.0.1:{free_port()}"
-    result, logged = _run(_profiled_lake(tmp_path, {"remote": address}))
+@pytest.mark.parametrize(
+    "key, address, read_from_files",
+    [
+        ("spark.remote", "sc://127.0.0.1:{port}", None),  # the profiles need Spark
+        ("spark.master", "spark://127.0.0.1:{port}", 1),  # the schema read too
+    ],
+)
+def test_a_run_whose_spark_is_down_fails_once_naming_it(tmp_path, key, address, read_from_files):
+    address = address.format(port=free_port())
+    spark = {key.split(".")[1]: address, **({"read_from_files": read_from_files} if read_from_files else {})}
+    result, logged = _run(_profiled_lake(tmp_path, spark))
     assert not result.success
     failures = [e for e in result.all_events if e.event_type_value == "STEP_FAILURE"]
     assert len(failures) == 1
@@ -146,8 +154,7 @@ def test_profiles_on_a_connect_server_that_is_down_fail_the_run_once(tmp_path):
     while error is not None:  # Dagster's step error, caused by Lumos' own
         messages.append(error.message)
         error = error.cause
-    message = "".join(messages)
-    assert f"spark.remote {address}: no Spark Connect server answers" in message
+    assert f"SparkUnavailable: {key} {address}: no Spark" in "".join(messages)
     assert [m for m in logged if "profil" in m] == []  # not a warning per dataset
 
 
