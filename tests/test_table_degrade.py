@@ -167,3 +167,26 @@ def test_a_delta_version_whose_deletion_vector_is_gone_keeps_its_schema(dv_table
     ((_, reason),) = [(e.path, e.reason) for e in snap.errors]
     assert reason.startswith("version 15: its deletion vectors cannot be read: ") and lost.name in reason
     assert not _readable_check(run, "dv").passed and run.report.datasets_failed == 0
+
+
+def test_a_version_delta_rs_cannot_move_to_is_loaded_afresh(tmp_path, monkeypatch):
+    """delta-rs may refuse to move a loaded table to another version where loading that version afresh
+    reads (the reference loads each version afresh): Lumos loads it afresh then, rather than refusing it."""
+    from deltalake import write_deltalake
+
+    table = tmp_path / "lake" / "events"
+    for v in range(3):
+        write_deltalake(str(table), pa.table({"id": [v], **{f"c{i}": [i] for i in range(v)}}), mode="append",
+                        schema_mode="merge")  # fmt: skip
+
+    def refuse(self, version):
+        raise Exception("Generic delta kernel error: Kernel error: moving is refused")
+
+    _date(table)
+    monkeypatch.setattr(DeltaTable, "load_as_version", refuse)
+    run = _run(tmp_path / "lake", _days(3))
+    assert run.warnings == [] and run.report.failures == []
+    snaps = [s for _, s in sorted(run.snapshots["events"].items())]
+    assert [(s.table.version, [f.name for f in s.schema.fields]) for s in snaps] == [
+        (str(v), _columns(table, v)) for v in range(3)
+    ]

@@ -20,6 +20,7 @@ version that enabled in-commit timestamps on, its `commitInfo.inCommitTimestamp`
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from dataclasses import replace
@@ -145,7 +146,8 @@ class DeltaLog:
         from deltalake import DeltaTable
 
         self.uri = uri
-        self.table: DeltaTable = DeltaTable(table_url(uri, fs), storage_options=storage_options(fs))
+        self._open = functools.partial(DeltaTable, table_url(uri, fs), storage_options=storage_options(fs))
+        self.table: DeltaTable = self._open()
         self.latest = self.table.version()
         self.commit_files = {int(m.group(1)): f for f in listed if (m := _COMMIT.fullmatch(f.path))}
         self.checkpoints = {int(m.group(1)): f for f in listed if (m := _CHECKPOINT.fullmatch(f.path))}
@@ -198,8 +200,11 @@ class DeltaLog:
         if dt.version() != number:
             try:
                 dt.load_as_version(number)
-            except Exception as exc:  # delta-rs cannot replay this version: it alone is refused
-                raise UnreadableVersion(self._unreadable(number, exc)) from exc
+            except Exception:  # noqa: BLE001  moved from another version, delta-rs may fail where a fresh load reads
+                try:
+                    self.table = dt = self._open(version=number)
+                except Exception as exc:  # delta-rs cannot replay this version: it alone is refused
+                    raise UnreadableVersion(self._unreadable(number, exc)) from exc
         delta_schema = dt.schema()
         doc = json.loads(delta_schema.to_json())
         arrow = from_arrow_schema(pa.schema(delta_schema.to_arrow()), _native_types(doc).get)
