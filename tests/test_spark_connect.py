@@ -1,4 +1,7 @@
 """Spark as a run reaches it: a master (`spark.master`) or a Spark Connect server (`spark.remote`).
+A standalone master with two workers and a Spark Connect server are started from the jars pyspark ships,
+the way a test starts PostgreSQL; each run that uses them runs in a process of its own (pyspark keeps one
+kind of session per process, and a classic one of other tests would be taken for the cluster's).
 
 A master or server that cannot be had fails the run once, naming the key and the address, instead of
 each profile failing as a warning while the run succeeds. Spark Connect is tested against a real server
@@ -277,3 +280,84 @@ def test_a_run_on_spark_connect_reads_profiles_and_says_which_engine_read(connec
     assert aspects["datasetProfile"]["rowCount"] == 3
     nulls = {f["fieldPath"]: f.get("nullProportion") for f in aspects["datasetProfile"]["fieldProfiles"]}
     assert nulls["country"] == pytest.approx(1 / 3)
+
+
+# ------------------------------------------------------------------ a real standalone cluster
+
+
+def _wait_for_port(port: int, process: subprocess.Popen, logs: Path, what: str) -> None:
+    deadline = time.monotonic() + 120
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return
+        except OSError:
+            if process.poll() is not None or time.monotonic() > deadline:
+                pytest.fail(f"{what} did not start: {logs.read_text()[-3000:]}")
+            time.sleep(0.5)
+
+
+@pytest.fixture(scope="module")
+def standalone_cluster(tmp_path_factory):
+    """A Spark standalone master and two workers (a core and 512 MB each) started from the jars pyspark
+    ships, as a team's cluster runs them; stopped at the end."""
+    import pyspark
+
+    home = os.path.dirname(pyspark.__file__)
+    folder = tmp_path_factory.mktemp("standalone")
+    env = {**os.environ, "SPARK_HOME": home, "PYSPARK_PYTHON": sys.executable, "PYTHONPATH": str(ROOT),
+           "SPARK_WORKER_DIR": str(folder / "work")}  # fmt: skip
+    port = free_port()
+    master = f"spark://127.0.0.1:{port}"
+    started: list[subprocess.Popen] = []
+    try:
+        for i, args in enumerate([
+            ["org.apache.spark.deploy.master.Master", "--host", "127.0.0.1", "--port", str(port), "--webui-port", "0"],
+            *[["org.apache.spark.deploy.worker.Worker", master, "--host", "127.0.0.1", "--cores", "1",
+               "--memory", "512m", "--webui-port", "0"]] * 2,
+        ]):  # fmt: skip
+            logs = folder / f"{i}.log"
+            with open(logs, "w") as log:
+                started.append(subprocess.Popen([f"{home}/bin/spark-class", *args], stdout=log,
+                                                stderr=subprocess.STDOUT, env=env))  # fmt: skip
+            if i == 0:
+                _wait_for_port(port, started[0], logs, "the Spark master")
+        deadline = time.monotonic() + 120
+        while sum("Successfully registered with master" in (folder / f"{i}.log").read_text() for i in (1, 2)) < 2:
+            if time.monotonic() > deadline:
+                pytest.fail(f"the workers did not register: {(folder / '1.log').read_text()[-2000:]}")
+            time.sleep(0.5)
+        yield master, folder / "0.log"
+    finally:
+        for process in reversed(started):
+            process.terminate()
+        for process in started:
+            try:
+                process.wait(30)
+            except subprocess.TimeoutExpired:
+                process.kill()
+
+
+@pytest.mark.slow
+@pytest.mark.dagster
+def test_a_run_on_a_standalone_cluster_reads_profiles_and_says_which_master_read(standalone_cluster, tmp_path):
+    master, master_log = standalone_cluster
+    spark = {"master": master, "read_from_files": 1,
+             "conf": {"spark.executor.memory": "512m", "spark.executorEnv.PYTHONPATH": str(ROOT)}}  # fmt: skip
+    config = _profiled_lake(tmp_path, spark)
+    got = _client(RUN_SCRIPT, str(tmp_path / "lumos.yaml"), PARTITION)
+    assert got["success"], got["logged"]
+    lines = [m for m in got["logged"] if "files read" in m]
+    assert any(f"2 files read with Spark (master {master})" in line for line in lines), lines
+    assert "Registered app lumos" in master_log.read_text()  # the cluster ran it, not a local session
+    assert [m for m in got["logged"] if "profil" in m] == []
+    from lumos_dagster.catalog.datahub_lite import open_lite
+    from tests.lake import catalog_urn
+
+    lite = open_lite(str(tmp_path / "lite.db"), read_only=True)
+    try:
+        rows = {n: lite.get(catalog_urn(config, n), None)["datasetProfile"]["rowCount"]
+                for n in ("raw/customers", "raw/orders")}  # fmt: skip
+    finally:
+        lite.close()
+    assert rows == {"raw/customers": 3, "raw/orders": 2}
