@@ -145,7 +145,7 @@ class DeltaLog:
     def __init__(self, uri: str, fs: FsSpec | None, listed: Sequence[ListedFile]):
         from deltalake import DeltaTable
 
-        self.uri = uri
+        self.uri, self.fs = uri, fs
         self._open = functools.partial(DeltaTable, table_url(uri, fs), storage_options=storage_options(fs))
         self.table: DeltaTable = self._open()
         self.latest = self.table.version()
@@ -183,12 +183,36 @@ class DeltaLog:
 
     def _in_commit_times(self, enabled_at: str | None) -> dict[int, datetime]:
         """The in-commit timestamps of the versions from `enabled_at` on (None: since the table was
-        created); only those commits are read, older ones have none."""
+        created); only those commits are read, older ones have none. Where delta-rs refuses to give
+        their history (a commit its kernel cannot replay), from the commit files themselves."""
         out = {}
-        for h in self.table.history(self.latest - int(enabled_at) + 1 if enabled_at else None):
+        try:
+            history = self.table.history(self.latest - int(enabled_at) + 1 if enabled_at else None)
+        except Exception:  # noqa: BLE001  the timestamps are in the commits, whatever delta-rs makes of the rest
+            return self._commit_info_times(int(enabled_at) if enabled_at else 0)
+        for h in history:
             ms = h.get("inCommitTimestamp")
             if ms is not None:
                 out[h["version"]] = datetime.fromtimestamp(ms / 1000, timezone.utc)
+        return out
+
+    def _commit_info_times(self, first: int) -> dict[int, datetime]:
+        """`commitInfo.inCommitTimestamp` of each commit file from version `first` on, read from its first
+        line, where the protocol puts the `commitInfo` of a commit with one ("In-Commit Timestamps"); a
+        commit that cannot be read keeps its file's time."""
+        fs = fsspec_filesystem(self.fs) if self.fs is not None else None
+        out = {}
+        for version, listed in self.commit_files.items():
+            if not first <= version <= self.latest:
+                continue
+            path = f"{self.uri}/{listed.path}"
+            try:
+                with fs.open(path, "rb") if fs is not None else open(path, "rb") as fh:
+                    info = json.loads(fh.readline()).get("commitInfo") or {}
+            except (OSError, ValueError):
+                continue
+            if isinstance(info.get("inCommitTimestamp"), int):
+                out[version] = datetime.fromtimestamp(info["inCommitTimestamp"] / 1000, timezone.utc)
         return out
 
     def state(self, version: TableVersion) -> TableState:
