@@ -43,19 +43,27 @@ class LumosSparkResource(ConfigurableResource):
             # PySpark launches workers with $PYSPARK_PYTHON (default `python3`); the
             # spark.pyspark.python conf alone only reaches spark-submit.
             os.environ.setdefault("PYSPARK_PYTHON", self.spark_config.get(PYTHON_CONF, sys.executable))
+            remote, key = self._remote()
             try:
-                self._spark_session = start_session(self.spark_config, self.remote)
+                self._spark_session = start_session(self.spark_config, remote, key)
             except SparkUnavailable as exc:
                 self._failure = exc
                 raise
         return self._spark_session
+
+    def _remote(self) -> tuple[str | None, str]:
+        """The Spark Connect address and where it was set: `spark.remote`, else the environment's
+        `SPARK_REMOTE` (as pyspark itself takes it), read when the session starts."""
+        if self.remote:
+            return self.remote, "spark.remote"
+        return os.environ.get("SPARK_REMOTE") or None, "SPARK_REMOTE"
 
     @property
     def engine(self) -> str:
         """How the run's log names this Spark: `Spark (master local[2])`, `Spark Connect (sc://…)`."""
         from lumos_dagster.spark.session import engine_name
 
-        return engine_name(self.spark_config.get("spark.master"), self.remote)
+        return engine_name(self.spark_config.get("spark.master"), self._remote()[0])
 
 
 def spark_resource(config: SparkConfig) -> LumosSparkResource:

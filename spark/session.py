@@ -55,13 +55,14 @@ def _unreachable(addresses: list[tuple[str, int]]) -> str | None:
     return "; ".join(reasons)
 
 
-def start_session(conf: Mapping[str, Any], remote: str | None = None) -> Any:
-    """The session `conf` (with its `spark.master`) or `remote` gives; raises `SparkUnavailable`."""
+def start_session(conf: Mapping[str, Any], remote: str | None = None, key: str = "spark.remote") -> Any:
+    """The session `conf` (with its `spark.master`) or `remote` gives (`key`: where `remote` was set);
+    raises `SparkUnavailable`."""
     if remote:
         why = _unreachable(_addresses(remote, CONNECT_PORT))
         if why is not None:
-            raise SparkUnavailable(f"spark.remote {remote}: no Spark Connect server answers ({why}); start one "
-                                   "(sbin/start-connect-server.sh) or correct spark.remote in lumos.yaml")  # fmt: skip
+            raise SparkUnavailable(f"{key} {remote}: no Spark Connect server answers ({why}); start one "
+                                   f"(sbin/start-connect-server.sh) or correct {key}")  # fmt: skip
         from pyspark.sql import SparkSession
 
         try:
@@ -71,7 +72,7 @@ def start_session(conf: Mapping[str, Any], remote: str | None = None) -> Any:
                     builder = builder.config(key, conf[key])
             return builder.getOrCreate()
         except Exception as exc:
-            raise SparkUnavailable(f"spark.remote {remote}: cannot open a Spark Connect session: {_line(exc)}") from exc
+            raise SparkUnavailable(f"{key} {remote}: cannot open a Spark Connect session: {_line(exc)}") from exc
     master = str(conf.get("spark.master") or "local[*]")
     if master.startswith("spark://"):
         why = _unreachable(_addresses(master, 7077))

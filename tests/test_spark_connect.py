@@ -86,6 +86,16 @@ def test_an_address_that_does_not_answer_fails_at_once_naming_the_key_and_the_ad
     assert again.value is first.value and time.perf_counter() - started < 5
 
 
+def test_spark_remote_from_the_environment_is_taken_and_named(monkeypatch):
+    address = f"sc://127.0.0.1:{free_port()}"
+    monkeypatch.setenv("SPARK_REMOTE", address)  # pyspark's own way in: Lumos' spark.master must not collide
+    resource = LumosSparkResource(spark_config={"spark.master": "local[1]"})
+    assert resource.engine == f"Spark Connect ({address})"
+    with pytest.raises(SparkUnavailable) as failed:
+        _ = resource.spark_session
+    assert str(failed.value).startswith(f"SPARK_REMOTE {address}: no Spark Connect server answers")
+
+
 JVM_SCRIPT = """
 from lumos_dagster.errors import SparkUnavailable
 from resources.spark import LumosSparkResource
