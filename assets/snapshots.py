@@ -54,8 +54,9 @@ def _services(context: AssetExecutionContext, spark: LumosSparkResource, config:
 
         return profile_files(spark.spark_session, files, d.format, d.profile.sample if d.profile else 1.0)
 
-    return Services(read=schema_reader(spark, config.spark), hours=hours, bills=bills.month, profile=profile,
-                    say=context.log.info)  # fmt: skip
+    read = schema_reader(spark, config.spark)
+    return Services(read=read, hours=hours, bills=bills.month, profile=profile, say=context.log.info,
+                    engine=read.engine)  # fmt: skip
 
 
 def _events(context: AssetExecutionContext, batch: BatchOutcome, keys: Mapping[str, AssetKey], progress: Progress):

@@ -442,7 +442,12 @@ class PartitionsConfig(ConfigModel):
 
 
 class SparkConfig(ConfigModel):
-    master: str = Field("local[*]", description="Spark master URL.")
+    master: str = Field("local[*]", description="Spark master URL (`local[*]`, `spark://host:7077`, `yarn`…).")
+    remote: str | None = Field(
+        None,
+        description="A Spark Connect server to read through instead of a master: `sc://host:15002` (Databricks "
+        "and recent Spark deployments). Set, it is used and `master` is not.",
+    )
     conf: dict[str, str] = Field(default_factory=dict, description="Extra Spark configuration.")
     read_from_files: int | None = Field(
         None,
@@ -450,6 +455,20 @@ class SparkConfig(ConfigModel):
         description="A run reads file schemas on Spark from this many files on (default: never on a local master, "
         "whose cores the process pool uses as well; 80,000 on a cluster). Below it, a process pool reads them.",
     )
+
+    @field_validator("master")
+    @classmethod
+    def _not_connect(cls, value: str) -> str:
+        if value.strip().startswith("sc://"):
+            raise ValueError(f"{value} is a Spark Connect address: set it as spark.remote, not spark.master")
+        return value
+
+    @field_validator("remote")
+    @classmethod
+    def _connect_url(cls, value: str | None) -> str | None:
+        if value is not None and not value.strip().startswith("sc://"):
+            raise ValueError(f"{value} is not a Spark Connect address: spark.remote takes sc://host:port")
+        return value
 
 
 class LumosConfig(ConfigModel):

@@ -31,6 +31,12 @@ class CatalogError(LumosError):
     """The catalog refused or could not receive metadata."""
 
 
+class SparkUnavailable(LumosError):
+    """The Spark master or Spark Connect server lumos.yaml names cannot be reached, or Spark cannot start:
+    the run fails once, naming the key (`spark.master` / `spark.remote`) and the address, rather than each
+    dataset that needed Spark failing on its own."""
+
+
 class NotProfiled(LumosError):
     """Why a dataset cannot be profiled (said in the run's warnings; its snapshot is unaffected)."""
 

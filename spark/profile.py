@@ -2,8 +2,9 @@
 distinct estimate (HyperLogLog), min and max — one aggregation pass over (a sample of) the data.
 
 Local Parquet, ORC, CSV/TSV and JSON lines are read by Spark itself, skipping corrupt files (the
-schema pass has reported them already). Avro has no reader in this Spark (spark-avro cannot be
-fetched here): fastavro reads it on the executors, one task per file. Remote files (s3://) and
+schema pass has reported them already), on a master or a Spark Connect server alike. Avro has no reader
+in this Spark (spark-avro cannot be fetched here): fastavro reads it on the executors, one task per file
+(not over Spark Connect, which has no RDDs). Remote files (s3://) and
 database tables are not profiled yet.
 """
 
@@ -13,6 +14,7 @@ from typing import Sequence
 
 from lumos_dagster.errors import NotProfiled
 from lumos_dagster.model import ColumnProfile, Profile
+from lumos_dagster.spark.session import is_connect
 
 _NATIVE = {
     "parquet": ("parquet", {}),
@@ -41,6 +43,9 @@ def load_frame(spark, paths: Sequence[str], fmt: str | None):
         kind, options = _NATIVE[fmt]
         return spark.read.options(ignoreCorruptFiles="true", **options).format(kind).load(list(paths))
     if fmt == "avro":
+        if is_connect(spark):
+            raise NotProfiled("Avro files are not profiled over Spark Connect: fastavro reads them in tasks of "
+                              "an RDD, which Spark Connect does not have")  # fmt: skip
         rows = spark.sparkContext.parallelize(list(paths), len(paths)).flatMap(_avro_rows)
         if rows.isEmpty():
             raise NotProfiled("the Avro files hold no records")

@@ -1,7 +1,9 @@
 """Reading file schemas on the Spark executors.
 
 Each task reads footers/headers of a slice of the files (pyarrow, fastavro) and sends
-back small `FileResult`s; the driver only lists and merges. A reader that takes its
+back small `FileResult`s; the driver only lists and merges. On a master the tasks are an RDD's
+partitions; over Spark Connect, which has no RDDs, a DataFrame of the pickled items read in
+`mapInArrow` tasks. A reader that takes its
 Python worker down (a native crash on a corrupt file) fails one Spark job: the files of
 that job are then bisected (`lumos_dagster.formats.readers.isolate_crashes`, the same
 bisection the process pool uses) until the file is found, which is reported as that
@@ -20,6 +22,7 @@ from typing import Any, Callable, Sequence
 from lumos_dagster.formats import FileResult, read_file_result
 from lumos_dagster.formats.readers import (
     THRESHOLDS,
+    AutoReader,
     FileReader,
     Item,
     ReaderCrashed,
@@ -31,6 +34,7 @@ from lumos_dagster.formats.readers import (
     read_batch,
     unique_items,
 )
+from lumos_dagster.spark.session import is_connect
 
 __all__ = ["Item", "Reader", "SparkReader", "choose_reader", "read_schemas", "spark_auto_reader"]
 
@@ -52,14 +56,15 @@ def read_schemas(spark, items: Sequence[Item], reader: Reader = read_file_result
     unique = unique_items(items)
     if not unique:
         return {}
-    sc = spark.sparkContext
-    slices = max(1, min(len(unique), sc.defaultParallelism * TASKS_PER_CORE))
-
+    connect = is_connect(spark)
+    slices = max(1, min(len(unique), _parallelism(spark, connect) * TASKS_PER_CORE))
     read_task = functools.partial(read_batch, reader=reader)  # what a pool worker runs on its chunk
 
     def job(batch: list[Item]) -> list[FileResult]:
         try:
-            return sc.parallelize(batch, min(slices, len(batch))).mapPartitions(read_task).collect()
+            if connect:
+                return _connect_job(spark, batch, read_task, min(slices, len(batch)))
+            return spark.sparkContext.parallelize(batch, min(slices, len(batch))).mapPartitions(read_task).collect()
         except Exception as exc:
             reason = _crash_reason(exc)
             if reason is None:
@@ -69,12 +74,42 @@ def read_schemas(spark, items: Sequence[Item], reader: Reader = read_file_result
     return {r.path: r for r in isolate_crashes(job, unique)}
 
 
-class SparkReader:
-    """`read_schemas` as a schema reader whose session is made (`session()`) on first call."""
+#: the tasks' parallelism on a Spark Connect server that does not say it (`spark.default.parallelism`)
+CONNECT_PARALLELISM = 8
 
-    def __init__(self, session: Callable[[], Any], reader: Reader = read_file_result):
+
+def _parallelism(spark, connect: bool) -> int:
+    if not connect:
+        return spark.sparkContext.defaultParallelism
+    return int(spark.conf.get("spark.default.parallelism", None) or CONNECT_PARALLELISM)
+
+
+def _connect_job(spark, batch: list[Item], read_task: Callable, slices: int) -> list[FileResult]:
+    """`read_task` over `batch` in `slices` tasks on a Spark Connect server, which has no RDDs: the items
+    go as a DataFrame of pickled rows, each task reads its rows (`mapInArrow`) and sends back its results
+    pickled, as the RDD job's tasks do."""
+    import pickle
+
+    frame = spark.createDataFrame([(pickle.dumps(item),) for item in batch], "item binary").repartition(slices)
+
+    def task(batches):
+        import pyarrow as pa
+
+        for b in batches:
+            results = read_task(pickle.loads(x) for x in b.column(0).to_pylist())
+            yield pa.record_batch([pa.array([pickle.dumps(r) for r in results], pa.binary())], names=["result"])
+
+    return [pickle.loads(row.result) for row in frame.mapInArrow(task, "result binary").collect()]
+
+
+class SparkReader:
+    """`read_schemas` as a schema reader whose session is made (`session()`) on first call; `name` is
+    how the run's log names it (`Spark (master local[2])`)."""
+
+    def __init__(self, session: Callable[[], Any], reader: Reader = read_file_result, name: str = "Spark"):
         self.session = session
         self.reader = reader
+        self.name = name
 
     def __call__(self, items: Sequence[Item]) -> dict[str, FileResult]:
         return read_schemas(self.session(), items, self.reader) if items else {}
@@ -103,8 +138,9 @@ def spark_auto_reader(
     reader: Reader = read_file_result,
     workers: int | None = None,
     thresholds: Thresholds = THRESHOLDS,
-) -> SchemaReader:
+    name: str = "Spark",
+) -> AutoReader:
     """`choose_reader` on each call, by the number of distinct items: the session is made
-    by the first call that reads above the Spark threshold, if any."""
-    spark = SparkReader(session, reader) if session is not None else None
+    by the first call that reads above the Spark threshold, if any; `name` names Spark in the log."""
+    spark = SparkReader(session, reader, name) if session is not None else None
     return auto_reader(spark, master=master, reader=reader, workers=workers, thresholds=thresholds)

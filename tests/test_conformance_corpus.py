@@ -493,9 +493,8 @@ def iceberg_reference(path: str) -> Observed:
     facts["partitions"] = [table.schema().find_column_name(pf.source_id) for pf in metadata.spec().fields]
     if current is not None:
         state = history.get(facts["version"]) or _snapshot(table, current.snapshot_id)
-        if isinstance(state, str):  # a run reads the current snapshot's manifests: the table is refused
-            raise ValueError(state)
-        facts.update(files=state["files"], bytes=state["bytes"])
+        if not isinstance(state, str):  # its manifests gone: the schema, spec and version stand, the files unknown
+            facts.update(files=state["files"], bytes=state["bytes"])
     return Observed(walk(list(table.schema().fields), _iceberg_field), facts=facts, history=history)
 
 
@@ -576,12 +575,13 @@ def lumos_table(path: Path, fmt: str, tmp: Path) -> Observed:
     ends = [None] + [v.committed_at + timedelta(milliseconds=1) for v in firsts.values()][::-1]
     _, contents = table_contents(table_format, source, found, [Window(None, None, end) for end in ends])
     latest, *windows = contents
-    if latest.errors:
+    if latest.errors and not latest.schema.fields:
         return Observed(error=latest.errors[0].reason)
     history = {}
-    for seen in windows:
-        key = seen.table.version
-        if seen.errors:
+    for key, seen in zip(list(firsts)[::-1], windows, strict=True):
+        if seen.table is None or seen.table.version != key:  # skipped, as the reader cannot open it
+            history[key] = f"skipped: the window sees {seen.table.version if seen.table else 'no version'}"
+        elif seen.errors:
             history[key] = seen.errors[0].reason
         else:
             history[key] = {"columns": lumos_columns(seen.schema), "files": seen.stats.file_count}
@@ -589,7 +589,8 @@ def lumos_table(path: Path, fmt: str, tmp: Path) -> Observed:
             history[key]["rows"] = seen.stats.row_count  # the references give none: see ROW_DELETES
     s = latest.stats
     facts = {"version": latest.table.version, "partitions": _partition_columns(latest.table.partition_spec)}
-    facts.update(files=s.file_count, bytes=s.total_bytes)
+    if not latest.errors:  # a file of the table unread (a manifest gone): its files are not known
+        facts.update(files=s.file_count, bytes=s.total_bytes)
     return Observed(lumos_columns(latest.schema), facts=facts, history=history)
 
 

@@ -534,18 +534,28 @@ def partition_id(s: Snapshot) -> str:
     return s.partition_key or ""
 
 
+def profiled_rows(s: Snapshot) -> int | None:
+    """The partition's rows: those its profile counted over all its data (CSV and JSON files carry no row
+    count of their own), else its files' statistics (Parquet footers, a table's log). A sampled profile
+    counted only its sample."""
+    if s.profile is not None and s.profile.sample_fraction >= 1:
+        return s.profile.row_count
+    return s.stats.row_count
+
+
 def _profiles(s: Snapshot) -> list:
     """The partition's profile labelled with its partition, then the whole table's: DataHub shows the
     latest whole-table profile on the dataset (DataHub Lite keeps the last one written). Stamped with the
     data's last modification, or (a database table) the capture that first saw this content."""
     ms = audit_stamp(s).time
     columns = len(s.schema.fields) or None
+    rows = profiled_rows(s)
     if s.totals is None:  # the partition is the table
-        return [DatasetProfileClass(timestampMillis=ms, rowCount=s.stats.row_count, columnCount=columns,
+        return [DatasetProfileClass(timestampMillis=ms, rowCount=rows, columnCount=columns,
                                     sizeInBytes=s.stats.total_bytes, fieldProfiles=_field_profiles(s))]  # fmt: skip
     spec = PartitionSpecClass(partition=partition_id(s), type=PartitionTypeClass.PARTITION)
     out: list = [
-        DatasetProfileClass(timestampMillis=ms, rowCount=s.stats.row_count, columnCount=columns,
+        DatasetProfileClass(timestampMillis=ms, rowCount=rows, columnCount=columns,
                             sizeInBytes=s.stats.total_bytes, fieldProfiles=_field_profiles(s), partitionSpec=spec),
         DatasetProfileClass(timestampMillis=ms, columnCount=columns, sizeInBytes=s.totals.total_bytes),
     ]  # fmt: skip

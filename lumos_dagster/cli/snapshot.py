@@ -46,7 +46,8 @@ def snapshot(config_file: str | None, select: str | None, partition: str | None,
             raise click.UsageError(f"--select {select!r} matches no dataset (run `lumos discover`?)")
         tz, now = config.partitions.timezone, datetime.now(timezone.utc)
         delivery = Delivery(config.store_url, lambda: build_catalogs(config), say)
-        services = Services(read=auto_reader(), say=say)
+        read = auto_reader()
+        services = Services(read=read, say=say, engine=read.engine)
         run = SnapshotRun(config, catalogue, sources, store, delivery, services)
         done = {}
         try:

@@ -157,6 +157,11 @@ class PoolReader:
         self.workers = max(1, workers or os.cpu_count() or 1)
         self.start = start  # None: `start_method(items)`
 
+    @property
+    def name(self) -> str:
+        """How the run's log names this engine."""
+        return f"a process pool of {self.workers}"
+
     def __call__(self, items: Sequence[Item]) -> dict[str, FileResult]:
         unique = unique_items(items)
         if not unique:
@@ -263,6 +268,32 @@ def choose(
     return functools.partial(read_in_process, reader=reader)
 
 
+def engine_name(engine: SchemaReader) -> str:
+    """How the run's log names a schema reader `choose` gave: its `name`, else (the loop) this process."""
+    return getattr(engine, "name", "this process")
+
+
+class AutoReader:
+    """A schema reader that `choose`s its engine on each call, by the number of distinct items: what a
+    run holds when it does not know yet how many files it will read. `engine(count)` names the engine a
+    call of `count` distinct items reads with, for the run's log."""
+
+    def __init__(self, spark: SchemaReader | None, master: str | None, reader: FileReader, workers: int | None,
+                 thresholds: Thresholds):  # fmt: skip
+        self.spark, self.master, self.reader, self.workers, self.thresholds = spark, master, reader, workers, thresholds
+
+    def _choose(self, count: int) -> SchemaReader:
+        return choose(count, self.spark, master=self.master, reader=self.reader, workers=self.workers,
+                      thresholds=self.thresholds)  # fmt: skip
+
+    def __call__(self, items: Sequence[Item]) -> dict[str, FileResult]:
+        unique = unique_items(items)
+        return self._choose(len(unique))(unique)
+
+    def engine(self, count: int) -> str:
+        return engine_name(self._choose(count))
+
+
 def auto_reader(
     spark: SchemaReader | None = None,
     *,
@@ -270,13 +301,6 @@ def auto_reader(
     reader: FileReader = read_file_result,
     workers: int | None = None,
     thresholds: Thresholds = THRESHOLDS,
-) -> SchemaReader:
-    """A schema reader that `choose`s its engine on each call, by the number of distinct
-    items: what a run holds when it does not know yet how many files it will read."""
-
-    def read(items: Sequence[Item]) -> dict[str, FileResult]:
-        unique = unique_items(items)
-        engine = choose(len(unique), spark, master=master, reader=reader, workers=workers, thresholds=thresholds)
-        return engine(unique)
-
-    return read
+) -> AutoReader:
+    """An `AutoReader`: the engine chosen per call."""
+    return AutoReader(spark, master, reader, workers, thresholds)

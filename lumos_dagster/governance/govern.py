@@ -1,6 +1,7 @@
 """The `govern` step: each snapshot's profile (opt-in, the run's newest partition) and quality
 (test results, profile, freshness). Neither can fail a snapshot: what goes wrong is said in the
-run's warnings and the schema is still taken."""
+run's warnings and the schema is still taken; only Spark that cannot be had at all fails the run (once,
+naming `spark.master` or `spark.remote` and the address)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from typing import Callable, Mapping, Sequence
 
 from lumos_dagster.config import LumosConfig
 from lumos_dagster.datasets import Catalogue, DatasetSpec
-from lumos_dagster.errors import NotProfiled
+from lumos_dagster.errors import NotProfiled, SparkUnavailable
 from lumos_dagster.governance.rules import assess, has_quality_sources, read_assertions
 from lumos_dagster.model import Profile, Snapshots
 
@@ -39,6 +40,8 @@ def govern(config: LumosConfig, catalogue: Catalogue, datasets: Sequence[Dataset
                     found = profile(d, readable.get((d.name, newest), []))
                 except NotProfiled as e:
                     warnings.append(f"{d.name}: not profiled: {e}")
+                except SparkUnavailable:  # no dataset can be profiled: the run fails once, saying where Spark is
+                    raise
                 except Exception as e:  # the data refusing to be profiled must not lose the snapshot
                     warnings.append(f"{d.name}: profiling failed: {type(e).__name__}: {str(e).splitlines()[0]}")
         out[d.name] = {

@@ -36,6 +36,7 @@ class Listing:
     sizes: dict[str, int] = field(default_factory=dict)  # bytes of the whole dataset, all partitions
     counts: dict[str, int] = field(default_factory=dict)  # files of a file dataset, all partitions
     specs: dict[str, DatasetSpec] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)  # said once in the run (a table version skipped)
 
 
 def not_found(spec: DatasetSpec) -> FileError:
@@ -52,8 +53,13 @@ def as_of(states: Sequence[TableDescription], end: datetime | None) -> TableDesc
     return next((s for s in reversed(states) if s.table and s.table.committed_at and s.table.committed_at < end), None)
 
 
-def _contents(desc: TableDescription) -> Contents:
-    return Contents(schema=desc.schema, stats=desc.stats, description=desc.description, table=desc.table)
+def _contents(desc: TableDescription, uri: str) -> Contents:
+    """What a table source described; a file of it that could not be read (an Iceberg manifest gone) fails
+    its files_readable, the schema stands."""
+    version = desc.table.version if desc.table else ""
+    errors = () if desc.unread is None else (FileError(uri, f"version {version}: {desc.unread}"),)
+    return Contents(schema=desc.schema, stats=desc.stats, description=desc.description, table=desc.table,
+                    errors=errors)  # fmt: skip
 
 
 def _describe(source: TableSource, spec: DatasetSpec, windows: Sequence[Window]) -> tuple[int, list[Contents]]:
@@ -70,11 +76,11 @@ def _describe(source: TableSource, spec: DatasetSpec, windows: Sequence[Window])
     if now is None:
         return 0, [Contents(errors=(not_found(spec),))] * len(ends)
     if states is None:
-        return now.stats.total_bytes, [_contents(now)] * len(ends)
+        return now.stats.total_bytes, [_contents(now, spec.uri)] * len(ends)
     # a window before the table's first commit has nothing to read, like a day without files
     commits: list[Commit] = getattr(states, "commits", list)()  # a table format's history (Iceberg)
     described = [
-        with_commits(_contents(state), w, commits) if state else Contents()
+        with_commits(_contents(state, spec.uri), w, commits) if state else Contents()
         for state, w in zip(seen, windows, strict=True)
     ]
     return now.stats.total_bytes, described
@@ -102,7 +108,7 @@ def list_datasets(datasets: Sequence[DatasetSpec], windows: Sequence[Window], so
             table = table_format(found.format) if found else None
             if source is not None and found is not None and table is not None:
                 # a table folder: its log says what each window sees, no file is read
-                out.sizes[spec.name], described = table_contents(table, source, found, windows)
+                out.sizes[spec.name], described = table_contents(table, source, found, windows, out.warnings.append)
                 out.described.update({(spec.name, w.key): c for w, c in zip(windows, described, strict=True)})
             else:
                 out.found[spec.name] = found

@@ -70,6 +70,9 @@ class Services:
     profile: Profiler | None = None
     say: Callable[[str], None] = log.info
     now: Callable[[], datetime] = lambda: datetime.now(timezone.utc)
+    #: the engine `read` reads a number of files with, as the log names it (`a process pool of 2`,
+    #: `Spark (master local[2])`): each batch's line says it; None: not said
+    engine: Callable[[int], str] | None = None
 
 
 @dataclass(frozen=True)
@@ -102,12 +105,14 @@ class BatchOutcome:
     pending: Mapping[str, int]  # catalog known to be down → entries it still has queued
     seconds: Mapping[str, float]  # step → seconds (read: what this batch waited for its files)
     report: ScanReport
+    engine: str | None = None  # what read the batch's files, when it read any (`a process pool of 2`)
 
     def line(self) -> str:
-        """`batch 2/5 (200 datasets, 1000 files read): list 0.06 s, read 0.05 s, …`: the progress line."""
+        """`batch 2/5 (200 datasets, 1000 files read with Spark (master local[2])): list 0.06 s, read 0.05 s, …`:
+        the progress line."""
         steps = ", ".join(f"{name} {s:.2f} s" for name, s in self.seconds.items())
-        head = f"batch {self.number}/{self.of} ({len(self.datasets)} datasets, {self.report.files_read} files read)"
-        return f"{head}: {steps}"
+        read = f"{self.report.files_read} files read" + (f" with {self.engine}" if self.engine else "")
+        return f"batch {self.number}/{self.of} ({len(self.datasets)} datasets, {read}): {steps}"
 
 
 @dataclass
@@ -214,7 +219,9 @@ class SnapshotRun:
             now = time.perf_counter()
             seconds[step], clock = now - clock, now
 
-        observed = observe(b.listing, b.reading.result() if b.reading else {}, b.report)
+        results = b.reading.result() if b.reading else {}
+        engine = services.engine(len(results)) if services.engine is not None and results else None
+        observed = observe(b.listing, results, b.report)
         lap("read")  # what this batch waited for its files: they were read while the one before was recorded
         snapshots = assemble(b.datasets, keys, observed, captured_at, b.report)
         lap("assemble")
@@ -223,6 +230,7 @@ class SnapshotRun:
         lap("price")
         snapshots, warnings = govern(config, catalogue, b.datasets, snapshots, observed.readable, services.now(),
                                      services.profile)  # fmt: skip
+        warnings = [*b.listing.warnings, *warnings]
         lap("govern")
         catalogs = self.delivery.names if self.delivery is not None else []
         recorded = record(self.store, config, catalogue, b.datasets, snapshots, catalogs)
@@ -242,7 +250,7 @@ class SnapshotRun:
         self.judgements.update(recorded.judgements)
         for step, s in seconds.items():
             self.seconds[step] = self.seconds.get(step, 0.0) + s
-        return BatchOutcome(number, of, outcomes, tuple(warnings), pending, dict(seconds), b.report)
+        return BatchOutcome(number, of, outcomes, tuple(warnings), pending, dict(seconds), b.report, engine)
 
     @functools.cached_property
     def _bills(self) -> Bills:

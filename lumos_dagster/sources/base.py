@@ -105,6 +105,7 @@ class TableDescription:
     description: str | None = None
     upstream: tuple[str, ...] = ()  # dataset names this one is computed from (views)
     table: TableVersion | None = None  # the table-format commit described (Iceberg, Delta)
+    unread: str | None = None  # a file of it that cannot be read, naming it (`tables.TableState.unread`)
 
 
 class TableSource(ABC):

@@ -24,7 +24,8 @@ from lumos_dagster.tables.iceberg_history import FORMAT, IcebergHistory
 
 
 def describe_state(state: TableState) -> TableDescription:
-    return TableDescription(schema=state.schema, stats=state.stats, description=state.description, table=state.table)
+    return TableDescription(schema=state.schema, stats=state.stats, description=state.description, table=state.table,
+                            unread=state.unread)  # fmt: skip
 
 
 class _Described(Sequence[TableDescription]):

@@ -22,6 +22,10 @@ class TableState:
     table: TableVersion
     stats: OperationalStats = field(default_factory=OperationalStats)
     description: str | None = None
+    #: a file of this version that cannot be read (one line naming it): the schema, from the table's
+    #: metadata, stands; what that file would have told (Iceberg: the live files and partition values;
+    #: Delta: the rows its deletion vectors delete) is left unknown, and the version's files_readable fails
+    unread: str | None = None
 
 
 @dataclass(frozen=True)
@@ -34,7 +38,7 @@ class ListedFile:
 
 class UnreadableVersion(ValueError):
     """One version of a table that the format's own reference cannot read; the message is one line
-    naming the file at fault. It fails only the windows that see that version."""
+    naming the file at fault. While a later version reads, the run skips it (`run.tables`)."""
 
 
 class Table(Protocol):

@@ -9,7 +9,7 @@ column (at any depth) is `variant` as the log's schema says, not the storage lay
 The versions are those the log lists: a commit file, or a checkpoint whose commits were cleaned
 up (a log of only a checkpoint is the table at that version). A version delta-rs cannot replay
 (an old commit left behind after an earlier one was cleaned up, a Delta Live Tables version 0
-without a schema) fails alone, naming the file at fault.
+without a schema) is refused alone, naming the file at fault (the run skips it while a later one reads).
 
 A version's commit time is what Delta readers use for time travel: the commit file's
 modification time (a checkpoint's, when only the checkpoint is left), made to rise with the
@@ -20,6 +20,7 @@ version that enabled in-commit timestamps on, its `commitInfo.inCommitTimestamp`
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from dataclasses import replace
@@ -144,8 +145,9 @@ class DeltaLog:
     def __init__(self, uri: str, fs: FsSpec | None, listed: Sequence[ListedFile]):
         from deltalake import DeltaTable
 
-        self.uri = uri
-        self.table: DeltaTable = DeltaTable(table_url(uri, fs), storage_options=storage_options(fs))
+        self.uri, self.fs = uri, fs
+        self._open = functools.partial(DeltaTable, table_url(uri, fs), storage_options=storage_options(fs))
+        self.table: DeltaTable = self._open()
         self.latest = self.table.version()
         self.commit_files = {int(m.group(1)): f for f in listed if (m := _COMMIT.fullmatch(f.path))}
         self.checkpoints = {int(m.group(1)): f for f in listed if (m := _CHECKPOINT.fullmatch(f.path))}
@@ -181,12 +183,36 @@ class DeltaLog:
 
     def _in_commit_times(self, enabled_at: str | None) -> dict[int, datetime]:
         """The in-commit timestamps of the versions from `enabled_at` on (None: since the table was
-        created); only those commits are read, older ones have none."""
+        created); only those commits are read, older ones have none. Where delta-rs refuses to give
+        their history (a commit its kernel cannot replay), from the commit files themselves."""
         out = {}
-        for h in self.table.history(self.latest - int(enabled_at) + 1 if enabled_at else None):
+        try:
+            history = self.table.history(self.latest - int(enabled_at) + 1 if enabled_at else None)
+        except Exception:  # noqa: BLE001  the timestamps are in the commits, whatever delta-rs makes of the rest
+            return self._commit_info_times(int(enabled_at) if enabled_at else 0)
+        for h in history:
             ms = h.get("inCommitTimestamp")
             if ms is not None:
                 out[h["version"]] = datetime.fromtimestamp(ms / 1000, timezone.utc)
+        return out
+
+    def _commit_info_times(self, first: int) -> dict[int, datetime]:
+        """`commitInfo.inCommitTimestamp` of each commit file from version `first` on, read from its first
+        line, where the protocol puts the `commitInfo` of a commit with one ("In-Commit Timestamps"); a
+        commit that cannot be read keeps its file's time."""
+        fs = fsspec_filesystem(self.fs) if self.fs is not None else None
+        out = {}
+        for version, listed in self.commit_files.items():
+            if not first <= version <= self.latest:
+                continue
+            path = f"{self.uri}/{listed.path}"
+            try:
+                with fs.open(path, "rb") if fs is not None else open(path, "rb") as fh:
+                    info = json.loads(fh.readline()).get("commitInfo") or {}
+            except (OSError, ValueError):
+                continue
+            if isinstance(info.get("inCommitTimestamp"), int):
+                out[version] = datetime.fromtimestamp(info["inCommitTimestamp"] / 1000, timezone.utc)
         return out
 
     def state(self, version: TableVersion) -> TableState:
@@ -198,8 +224,11 @@ class DeltaLog:
         if dt.version() != number:
             try:
                 dt.load_as_version(number)
-            except Exception as exc:  # delta-rs cannot replay this version: it fails alone
-                raise UnreadableVersion(self._unreadable(number, exc)) from exc
+            except Exception:  # noqa: BLE001  moved from another version, delta-rs may fail where a fresh load reads
+                try:
+                    self.table = dt = self._open(version=number)
+                except Exception as exc:  # delta-rs cannot replay this version: it alone is refused
+                    raise UnreadableVersion(self._unreadable(number, exc)) from exc
         delta_schema = dt.schema()
         doc = json.loads(delta_schema.to_json())
         arrow = from_arrow_schema(pa.schema(delta_schema.to_arrow()), _native_types(doc).get)
@@ -207,6 +236,12 @@ class DeltaLog:
         metadata = dt.metadata()
         files = pa.table(dt.get_add_actions(flatten=True))
         records = files.column("num_records").to_pylist() if "num_records" in files.column_names else [None]
+        rows, unread = sum(records) if None not in records else None, None
+        try:
+            rows = rows - _deleted_rows(dt) if rows is not None else None
+        except Exception as exc:  # noqa: BLE001  a deletion vector gone or refused leaves the rows unknown
+            rows, text = None, str(exc).strip().splitlines()
+            unread = f"its deletion vectors cannot be read: {text[0] if text else type(exc).__name__}"
         partitions = {}
         for col in metadata.partition_columns:
             values = files.column(f"partition.{col}").to_pylist() if files.num_rows else []
@@ -217,12 +252,12 @@ class DeltaLog:
             stats=OperationalStats(
                 file_count=files.num_rows,
                 total_bytes=sum(files.column("size_bytes").to_pylist()),
-                # a file written without statistics leaves the count unknown, not smaller
-                row_count=sum(records) - _deleted_rows(dt) if None not in records else None,
+                row_count=rows,  # a file written without statistics leaves the count unknown, not smaller
                 last_modified=version.committed_at,
                 partition_values=partitions,
             ),
             description=metadata.description or None,
+            unread=unread,
         )
 
     def _unreadable(self, version: int, exc: Exception) -> str:

@@ -317,15 +317,35 @@ class IcebergHistory:
         """`state` (one of `states`) with what its snapshot's manifests say of its live data files: their
         number, bytes and rows (less the rows its delete files remove, where the manifests tell how many:
         `live_rows`), and their partition values, as pyiceberg spells them in paths (`2026-11-20-10` for an
-        hour, `null`). The reference readers count the same files; the summary's bytes count delete files."""
+        hour, `null`). The reference readers count the same files; the summary's bytes count delete files.
+        A manifest list or manifest that cannot be read (gone since, or one pyiceberg refuses) leaves `state`
+        as its metadata gives it, with the snapshot summary's totals, and says which file in its `unread`: the
+        schema, partition spec and snapshot id come from the metadata file alone."""
         md = self.metadata
         snap = md.snapshot_by_id(int(state.table.version)) if state.table.version else None
-        manifests = snap.manifests(self.io) if snap else []
+        manifests: list[ManifestFile] = []
+        if snap is not None:
+            try:
+                manifests = snap.manifests(self.io)
+            except Exception as exc:  # noqa: BLE001  gone, or refused by pyiceberg: the metadata still stands
+                what = f"the manifest list of snapshot {snap.snapshot_id}"
+                return replace(state, unread=_unreadable(what, snap.manifest_list, exc))
         data = [m for m in manifests if m.content == ManifestContent.DATA]
         specs = [md.spec(), *(md.specs()[m.partition_spec_id] for m in data)]
         fields = [pf for spec in specs for pf in spec.fields if not isinstance(pf.transform, VoidTransform)]
         values: dict[FieldKey, set[str]] = {(pf.source_id, str(pf.transform)): set() for pf in fields}
-        live = [self._live(manifest) for manifest in data]
+        reading: list[ManifestFile] = []  # the manifest being read, to name it if it cannot be
+
+        def entries(manifest: ManifestFile) -> list[ManifestEntry]:
+            reading[:] = [manifest]
+            return self._entries(manifest)
+
+        try:
+            live = [self._live(m, entries) for m in data]
+            deletes = [e for m in manifests if m.content == ManifestContent.DELETES for e in entries(m)]
+            rows = live_rows(sum(m.rows for m in live), deletes, lambda: (e for m in data for e in entries(m)))
+        except Exception as exc:  # noqa: BLE001
+            return replace(state, unread=_unreadable("a manifest", reading[0].manifest_path, exc))
         for one in live:
             for key, found in one.values.items():
                 values[key] |= found
@@ -333,13 +353,11 @@ class IcebergHistory:
         partitions = {keys[key]: sorted(found) for key, found in values.items() if key in keys}
         if snap is None:  # never written
             return replace(state, stats=replace(state.stats, partition_values=partitions))
-        deletes = [e for m in manifests if m.content == ManifestContent.DELETES for e in self._entries(m)]
-        rows = live_rows(sum(m.rows for m in live), deletes, lambda: (e for m in data for e in self._entries(m)))
         stats = replace(state.stats, file_count=sum(m.files for m in live), total_bytes=sum(m.bytes for m in live),
                         row_count=rows, partition_values=partitions)  # fmt: skip
         return replace(state, stats=stats)
 
-    def _live(self, manifest: ManifestFile) -> _Live:
+    def _live(self, manifest: ManifestFile, entries: Callable[[ManifestFile], list[ManifestEntry]]) -> _Live:
         """What a data manifest's live entries hold; a manifest never changes, so each is read once for all
         the states that hold it."""
         found = self._manifests.get(manifest.manifest_path)
@@ -348,7 +366,7 @@ class IcebergHistory:
             fields = [(i, pf, self._result_type(pf)) for i, pf in enumerate(spec.fields)
                       if not isinstance(pf.transform, VoidTransform)]  # fmt: skip
             found = _Live(values={(pf.source_id, str(pf.transform)): set() for _, pf, _ in fields})
-            for entry in self._entries(manifest):
+            for entry in entries(manifest):
                 found.files += 1
                 found.bytes += entry.data_file.file_size_in_bytes
                 found.rows += entry.data_file.record_count
@@ -369,6 +387,14 @@ class IcebergHistory:
             except ValueError:
                 continue
         raise ValueError(f"partition field {pf.name}: no schema has its source column {pf.source_id}")
+
+
+def _unreadable(what: str, location: str, exc: Exception) -> str:
+    """One line: which metadata file cannot be read, and why (most often: removed since it was written)."""
+    if isinstance(exc, FileNotFoundError):
+        return f"{what}, {location}, is missing"
+    text = str(exc).strip().splitlines()
+    return f"{what}, {location}, cannot be read: {type(exc).__name__}: {text[0] if text else ''}".rstrip(": ")
 
 
 class FolderIO(FileIO):
