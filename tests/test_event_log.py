@@ -16,6 +16,7 @@ import dagster as dg
 import pytest
 from dagster._core.storage.event_log.sqlite.sqlite_event_log import SqliteEventLogStorage
 
+from lumos_dagster.resources.ownership import OWN_RUN_TAGS
 from lumos_dagster.resources.tuning import LumosSqliteEventLogStorage
 from tests.conftest import instance_yaml
 
@@ -369,3 +370,20 @@ def test_another_locations_job_that_dies_keeps_every_event_on_the_tuned_instance
         assert run.status == dg.DagsterRunStatus.STARTED  # it died: nothing marked it ended
         kept = _materializations(instance, run.run_id)
     assert (kept == 5) if recorded == "all" else (kept < 5), (kept, time.monotonic() - start)
+
+
+@pytest.mark.parametrize("module, tags, grouped", [
+    ("lumos_dagster.definitions", {}, True),  # Lumos' location, its implicit asset job: no tag at creation
+    ("other_team.definitions", {}, False),
+    ("other_team.definitions", OWN_RUN_TAGS, True),
+])  # fmt: skip
+def test_a_run_is_lumos_by_its_tag_or_its_code_location(module, tags, grouped, home):
+    from dagster._core.code_pointer import ModuleCodePointer
+    from dagster._core.origin import JobPythonOrigin, RepositoryPythonOrigin
+
+    origin = JobPythonOrigin(
+        "__ASSET_JOB", RepositoryPythonOrigin(sys.executable, ModuleCodePointer(module, "defs", None))
+    )
+    with dg.DagsterInstance.get() as instance:
+        run = instance.add_run(dg.DagsterRun(job_name="__ASSET_JOB", run_id="r1", tags=tags, job_code_origin=origin))
+        assert instance.event_log_storage._is_own_run(run.run_id) is grouped

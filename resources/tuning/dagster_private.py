@@ -14,6 +14,11 @@ The names needed outside the tuning, with why no public name does:
   writes, for an `AssetMaterialization`, which takes no data version;
 * an owner Dagster accepts (assets/keys.py): `is_valid_owner` — an invalid one fails the whole
   code location's load.
+
+Not imported, but read: the tuned event log tells a run of Lumos' code location by
+`DagsterRun.job_code_origin.repository_origin.code_pointer.module` (event_log.py,
+`_of_lumos_location`), attributes of Dagster's private origin classes, checked against the same
+release.
 """
 
 from __future__ import annotations

@@ -7,8 +7,9 @@ which matters when one run records thousands of materializations (Dagster builds
 database engine for every event, about 10 ms each). Every other run's events (another code
 location's on a shared instance) are written as Dagster's own `store_event` writes them, one by one,
 committed before `store_event` returns: a process of theirs that dies loses none of them. A run is
-Lumos' when it carries the tag `lumos/run` (resources/ownership.py), read from the run storage once
-per run and process, or when this process claimed it (`claim_run`).
+Lumos' when it carries the tag `lumos/run` (resources/ownership.py) or was launched from Lumos' code
+location (its code origin: `-m lumos_dagster.definitions`), read from the run storage once per run
+and process, or when this process claimed it (`claim_run`).
 
 
 * each shard's connection stays open, in WAL mode with `synchronous=NORMAL`: a commit is not an
@@ -83,6 +84,8 @@ OPEN_SHARDS = 16
 FLUSH_AFTER = 0.2
 BATCH = 1000
 
+#: the module of Lumos' code location
+LUMOS_MODULE = "lumos_dagster.definitions"
 #: runs whose ownership (Lumos' or not) a process remembers; a long-lived one (the daemon) reads again
 #: the runs it forgot
 KNOWN_RUNS = 1000
@@ -130,6 +133,16 @@ def _pragmas(dbapi_connection, _record) -> None:
     cursor.execute("PRAGMA journal_mode=WAL")
     cursor.execute("PRAGMA synchronous=NORMAL")
     cursor.close()
+
+
+def _of_lumos_location(run) -> bool:
+    """A run of Lumos' code location as Lumos ships it (`-m lumos_dagster.definitions`): a run of its
+    assets through Dagster's implicit asset job (`dagster asset materialize`, the UI's Materialize)
+    carries no Lumos job tag when it is created, its planned events written before it opens the
+    store. Read from the run's code origin (the structure of Dagster's private origin classes:
+    dagster_private.py)."""
+    origin = getattr(run.job_code_origin, "repository_origin", None)
+    return getattr(getattr(origin, "code_pointer", None), "module", None) == LUMOS_MODULE
 
 
 def _groupable(event: EventLogEntry) -> bool:
@@ -204,7 +217,7 @@ class GroupedEventWrites(ABC):
         if own is not None:
             return own
         run = self._instance.get_run_by_id(run_id) if self.has_instance else None
-        return self._remember(run_id, run is not None and is_own(run.tags))
+        return self._remember(run_id, run is not None and (is_own(run.tags) or _of_lumos_location(run)))
 
     def _grouped(self, event: EventLogEntry) -> bool:
         return _groupable(event) and self._is_own_run(event.run_id)
