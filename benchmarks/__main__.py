@@ -7,7 +7,8 @@ datasets, code locations of 1,000 and 5,000 datasets, Dagster's instance storage
 Lumos on Dagster's stock SQLite and PostgreSQL instances and the tuned one beside DataHub's source
 and Dagster's floor, with ms per dataset-partition at 1,000 (benchmarks/tenancy.py), the store's
 growth, a short soak of the deployment, the schema readers, a lake of 100 Delta tables × 20
-versions and the micro benchmarks (about 45 minutes on 2 cores). `--large` adds runs and code
+versions and the micro benchmarks (about an hour on 2 cores: the runs on the shipped instance,
+Dagster's stock one, take ~100 ms a dataset-partition). `--large` adds runs and code
 locations of 10,000 datasets (ms per dataset-partition on each instance too) and larger micro
 benchmarks. The long soak (`python -m benchmarks.soak
 --long`), the 100,000-dataset estate (`python -m benchmarks.estate`) and the API under load run on
