@@ -387,3 +387,19 @@ def test_a_run_is_lumos_by_its_tag_or_its_code_location(module, tags, grouped, h
     with dg.DagsterInstance.get() as instance:
         run = instance.add_run(dg.DagsterRun(job_name="__ASSET_JOB", run_id="r1", tags=tags, job_code_origin=origin))
         assert instance.event_log_storage._is_own_run(run.run_id) is grouped
+
+
+@pytest.mark.parametrize("database", ["sqlite", "postgresql"])
+def test_another_runs_events_and_batches_are_written_at_once_as_dagster_writes_them(database, request, tmp_path):
+    events = _events(3, ("2026-11-02",))
+    stock, ours, tables = _stock_and_ours(database, request, tmp_path)  # no run claimed: none is Lumos'
+    planned = [e for e in events if e.dagster_event_type == dg.DagsterEventType.ASSET_MATERIALIZATION_PLANNED]
+    for event in (e for e in events if e not in planned):
+        stock.store_event(event)
+        ours.store_event(event)
+        assert not ours._held  # nothing held back, not even for a fifth of a second
+    stock.store_event_batch(planned)  # as Dagster hands planned events over with DAGSTER_EVENT_BATCH_SIZE set
+    ours.store_event_batch(planned)
+    assert not ours._held and tables("ours") == tables("stock")
+    ours.dispose()
+    stock.dispose()

@@ -6,11 +6,11 @@ and `dagster` commands read it as usual. What changes is how it writes **Lumos' 
 which matters when one run records thousands of materializations (Dagster builds and disposes a
 database engine for every event, about 10 ms each). Every other run's events (another code
 location's on a shared instance) are written as Dagster's own `store_event` writes them, one by one,
-committed before `store_event` returns: a process of theirs that dies loses none of them. A run is
+committed before `store_event` returns: a process of theirs that dies loses none of them (on the
+connections kept open below: like Lumos' own commits, a power cut can lose the last ones). A run is
 Lumos' when it carries the tag `lumos/run` (resources/ownership.py) or was launched from Lumos' code
 location (its code origin: `-m lumos_dagster.definitions`), read from the run storage once per run
 and process, or when this process claimed it (`claim_run`).
-
 
 * each shard's connection stays open, in WAL mode with `synchronous=NORMAL`: a commit is not an
   fsync. A crash (even `kill -9`) never corrupts the files nor loses a committed event; a power
@@ -246,8 +246,13 @@ class GroupedEventWrites(ABC):
             )
 
     def store_event_batch(self, events: Sequence[EventLogEntry]) -> None:
-        for event in events:
-            self.store_event(event)
+        with self._lock:
+            if any(self._grouped(e) for e in events):
+                for event in events:
+                    self.store_event(event)
+                return
+            self._flush_held()  # another run's batch (`DAGSTER_EVENT_BATCH_SIZE`): as Dagster's storage writes it
+        super().store_event_batch(events)
 
     def flush(self) -> None:
         """Write the held events now."""
