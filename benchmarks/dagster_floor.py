@@ -28,9 +28,9 @@ from pathlib import Path
 from unittest import mock
 
 import dagster as dg
-from dagster._core.definitions.data_version import DATA_VERSION_IS_USER_PROVIDED_TAG, DATA_VERSION_TAG
 
 from benchmarks.measure import run_measured
+from lumos_dagster.resources.tuning.dagster_private import DATA_VERSION_IS_USER_PROVIDED_TAG, DATA_VERSION_TAG
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
