@@ -79,7 +79,7 @@ FAST := not (spark or dagster or servers or browser or deployment or slow)
 test-fast: $(STAMP)
 	$(BIN)/pytest -p no:cacheprovider -q -m "$(FAST)" $(PYTEST_ARGS)
 
-## the whole test suite as on the tuned instance the repository's dagster.yaml names (resources/tuning)
+## the whole test suite as on the tuned instance: the repository's dagster.yaml with its commented switch on (resources/tuning)
 test-tuned: $(STAMP) browser node
 	$(BIN)/pytest --dagster-instance=tuned $(PYTEST_ARGS)
 

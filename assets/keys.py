@@ -6,9 +6,9 @@ import re
 from typing import Iterable
 
 from dagster import AssetKey
-from dagster._core.definitions.utils import is_valid_owner
 
 from lumos_dagster.naming import segment
+from lumos_dagster.resources.tuning.dagster_private import is_valid_owner
 
 _TAG_KEY = re.compile(r"^[A-Za-z0-9_.\-/]{1,63}$")
 

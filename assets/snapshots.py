@@ -18,7 +18,6 @@ import logging
 from typing import Mapping, Sequence
 
 from dagster import AssetExecutionContext, AssetKey, AssetMaterialization, AssetObservation, MetadataValue
-from dagster._core.definitions.data_version import DATA_VERSION_IS_USER_PROVIDED_TAG, DATA_VERSION_TAG
 
 from lumos_dagster.assets.checks import evaluation
 from lumos_dagster.assets.metadata import newest, not_snapshotted, partition_metadata, snapshot_metadata
@@ -31,6 +30,7 @@ from lumos_dagster.naming import RELEASE_TAG
 from lumos_dagster.progress import Progress
 from lumos_dagster.resources.spark import LumosSparkResource, schema_reader
 from lumos_dagster.resources.store import CatalogsResource, SnapshotStoreResource
+from lumos_dagster.resources.tuning.dagster_private import DATA_VERSION_IS_USER_PROVIDED_TAG, DATA_VERSION_TAG
 from lumos_dagster.run.snapshot import BatchOutcome, Services, SnapshotRun, held_message
 from lumos_dagster.schema.gate import how_to_accept
 from lumos_dagster.sources import Source

@@ -22,13 +22,12 @@ import tempfile
 import time
 from pathlib import Path
 
-from dagster._core.definitions.definitions_load_context import DefinitionsLoadContext, DefinitionsLoadType
-from dagster._core.storage.defs_state.base import DefsStateStorage
 from dagster.components.utils.defs_state import DefsStateConfig
 from dagster_shared.serdes.objects.models.defs_state_info import DefsStateManagementType
 
 from lumos_dagster.config import LumosConfig
 from lumos_dagster.lineage.catalogue import RegistryState
+from lumos_dagster.resources.tuning.dagster_private import DefinitionsLoadContext, DefinitionsLoadType, DefsStateStorage
 
 
 def state_key(config: LumosConfig) -> str:

@@ -4,9 +4,13 @@
 
 By default: the 1,000-dataset lake beside DataHub's source and the floor, runs of 100 and 1,000
 datasets, code locations of 1,000 and 5,000 datasets, Dagster's instance storages (stock and tuned),
-the store's growth, a short soak of the deployment, the schema readers, a lake of 100 Delta tables ×
-20 versions and the micro benchmarks (about 25 minutes on 2 cores). `--large` adds runs and code
-locations of 10,000 datasets and larger micro benchmarks. The long soak (`python -m benchmarks.soak
+Lumos on Dagster's stock SQLite and PostgreSQL instances and the tuned one beside DataHub's source
+and Dagster's floor, with ms per dataset-partition at 1,000 (benchmarks/tenancy.py), the store's
+growth, a short soak of the deployment, the schema readers, a lake of 100 Delta tables × 20
+versions and the micro benchmarks (about an hour on 2 cores: the runs on the shipped instance,
+Dagster's stock one, take ~100 ms a dataset-partition). `--large` adds runs and code
+locations of 10,000 datasets (ms per dataset-partition on each instance too) and larger micro
+benchmarks. The long soak (`python -m benchmarks.soak
 --long`), the 100,000-dataset estate (`python -m benchmarks.estate`) and the API under load run on
 their own: their sections of the report are kept. Ratios come from one run on one machine, never
 from timed tests.
@@ -22,7 +26,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchmarks import dagster_floor, delta, growth, instance, micro, scale, scan, soak
+from benchmarks import dagster_floor, delta, growth, instance, micro, scale, scan, soak, tenancy
 from benchmarks.lake import generate_lake
 from benchmarks.load_definitions import measure as load_definitions
 from benchmarks.measure import machine
@@ -170,6 +174,10 @@ def main(argv: list[str] | None = None) -> None:
     floor = _dagster_floor(LAKE[0], runs["lumos"], runs["datahub"], runs["pairs"])
     scaling = scale.render(scale.measure([100, 1_000, 10_000] if args.large else [100, 1_000], _log))
     storages = instance.measure(500, _log)
+    _log("Lumos on Dagster's stock instances beside DataHub…")
+    shared = tenancy.side_by_side(LAKE[0], *LAKE[1:], log=_log)
+    for n in [1_000, 10_000] if args.large else [1_000]:
+        shared += ["", *instance.measure(n, _log, tenancy.MEASURED)]
     _log("store growth…")
     stored = growth.render(growth.measure_all(log=_log))
     _log("short soak of the deployment…")
@@ -186,6 +194,7 @@ def main(argv: list[str] | None = None) -> None:
         floor,
         scaling,
         storages,
+        shared,
         stored,
         soaked,
         definitions,

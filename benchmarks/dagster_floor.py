@@ -28,9 +28,9 @@ from pathlib import Path
 from unittest import mock
 
 import dagster as dg
-from dagster._core.definitions.data_version import DATA_VERSION_IS_USER_PROVIDED_TAG, DATA_VERSION_TAG
 
 from benchmarks.measure import run_measured
+from lumos_dagster.resources.tuning.dagster_private import DATA_VERSION_IS_USER_PROVIDED_TAG, DATA_VERSION_TAG
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
@@ -210,13 +210,14 @@ def _recorded(home: Path, started: float, wall_s: float) -> dict:
     }
 
 
-def run_variant(n: int, variant: str, folder: Path) -> dict:
-    """One variant's row: wall seconds and, for a run, what its instance recorded."""
+def run_variant(n: int, variant: str, folder: Path, instance_yaml: str | None = None) -> dict:
+    """One variant's row: wall seconds and, for a run, what its instance recorded (the instance Lumos
+    ships, or the one `instance_yaml` is the dagster.yaml of)."""
     label, build_args = VARIANTS[variant]
     home, module = folder / "home", folder / "module"
     home.mkdir()
     module.mkdir()
-    (home / "dagster.yaml").write_text((ROOT / "dagster.yaml").read_text())
+    (home / "dagster.yaml").write_text(instance_yaml or (ROOT / "dagster.yaml").read_text())
     _write_module(module, n, *(build_args or (True, True)))
     env = {**os.environ, "DAGSTER_HOME": str(home), "PYTHONPATH": os.pathsep.join([str(module), str(ROOT)])}
     if variant == "import":

@@ -76,15 +76,15 @@ def lumos_fields(config_path: Path) -> dict[str, list[str]]:
         store.close()
 
 
-def run_lumos(lake: Path, work: Path, partitions: int, truth: dict) -> dict:
+def run_lumos(lake: Path, work: Path, partitions: int, truth: dict, instance_yaml: str | None = None) -> dict:
     """The README's way: `lumos discover`, then one `dagster asset materialize` of every dataset for
     the newest partition (the lake's state now, what DataHub's source reads), on the Dagster
-    instance Lumos ships."""
+    instance Lumos ships (or the one `instance_yaml` is the dagster.yaml of)."""
     work.mkdir(parents=True, exist_ok=True)
     config = lumos_project(lake, work)
     home = work / "dagster"
     home.mkdir(exist_ok=True)
-    (home / "dagster.yaml").write_text((ROOT / "dagster.yaml").read_text())
+    (home / "dagster.yaml").write_text(instance_yaml or (ROOT / "dagster.yaml").read_text())
     env = {**os.environ, "LUMOS_CONFIG": str(config), "DAGSTER_HOME": str(home)}
     newest = date.fromordinal(FIRST_DAY.toordinal() + partitions - 1)
     script = (

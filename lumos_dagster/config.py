@@ -394,10 +394,25 @@ class StoreConfig(ConfigModel):
 class RetentionConfig(ConfigModel):
     """What Dagster keeps of the past (it keeps everything by itself): the `lumos_retention` job."""
 
-    dagster_runs_days: float = Field(
-        30, gt=0, description="Ended Dagster runs older than this many days are deleted, with their events."
+    dagster_runs_days: float | None = Field(
+        30,
+        description="Lumos' own ended Dagster runs older than this many days are deleted, with their events "
+        "(never another code location's); `null` (or `false`): every run is kept.",
     )
     schedule: str = Field("30 4 * * *", description="When `lumos_retention` runs (cron, UTC).")
+
+    @field_validator("dagster_runs_days", mode="before")
+    @classmethod
+    def _days_or_off(cls, value: object) -> object:
+        # one way to say "off": null (`false` too, as YAML's own "no"); 0, a negative number or a word is a
+        # mistake to name, never a silent "delete everything" or "keep everything"
+        if value is None or value is False:
+            return None
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+            raise ValueError(
+                f"{value!r} is not a number of days above 0; to keep every run, write `dagster_runs_days: null`"
+            )
+        return value
 
     @field_validator("schedule")
     @classmethod

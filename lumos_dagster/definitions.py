@@ -18,7 +18,7 @@ from dagster import Definitions, definitions, in_process_executor
 from lumos_dagster.assets.datasets import build_dataset_assets
 from lumos_dagster.assets.keys import dataset_keys
 from lumos_dagster.assets.reports import report_assets
-from lumos_dagster.collector import paused, skip_final_collection
+from lumos_dagster.collector import paused
 from lumos_dagster.config import LumosConfig, load_config
 from lumos_dagster.lineage.catalogue import RegistryState, catalogue_of
 from lumos_dagster.resources.io_manager import LumosIOManager
@@ -115,9 +115,6 @@ def location_config(path: str) -> LumosConfig:
 
 #: the definitions built in this process, by lumos.yaml: the registry document's digest and what it built
 _BUILT: dict[str, tuple[str, Definitions]] = {}
-
-
-skip_final_collection()  # every process that loads the code location: CLI runs, run workers, the UI
 
 
 def location_definitions(path: str, state: RegistryState | None = None) -> Definitions:

@@ -17,7 +17,7 @@ from lumos_dagster.delivery.catalogs import catalogs_from_entries
 from lumos_dagster.delivery.worker import Delivery
 from lumos_dagster.errors import StoreError
 from lumos_dagster.masking import shown_url
-from lumos_dagster.resources.launcher import record_run_process
+from lumos_dagster.resources.ownership import claim_run
 from lumos_dagster.store import SnapshotStore
 from lumos_dagster.store.faults import fault_message
 
@@ -72,10 +72,10 @@ class SnapshotStoreResource(ConfigurableResource):
             raise Failure(description=fault, allow_retries=True) from None
 
     def setup_for_execution(self, context: InitResourceContext) -> None:
-        # a run that opens the store says which process it runs in: run monitoring fails it when that
-        # process dies (resources/launcher.py)
+        # a run that opens the store is Lumos' (a run of the implicit asset job has no Lumos job tag) and
+        # says which process it runs in (resources/ownership.py)
         if context.instance is not None and context.run is not None:
-            record_run_process(context.instance, context.run.run_id)
+            claim_run(context.instance, context.run.run_id)
 
 
 class CatalogEntry(Config):

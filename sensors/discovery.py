@@ -7,6 +7,7 @@ from dagster import DefaultScheduleStatus, Failure, OpExecutionContext, Schedule
 
 from lumos_dagster.config import LumosConfig
 from lumos_dagster.inventory.refresh import refresh_registry
+from lumos_dagster.resources.ownership import OWN_RUN_TAGS
 from lumos_dagster.resources.store import SnapshotStoreResource
 from lumos_dagster.sensors.reload import request_reload
 from lumos_dagster.wording import VISIBLE_LOG
@@ -38,7 +39,11 @@ def discovery_job(config: LumosConfig, known: set[str]):
         if not refreshed.report.ok:
             raise Failure(description=refreshed.report.render())
 
-    @job(name="lumos_discover", description="Keep the registry in step with storage (`lumos discover`).")
+    @job(
+        name="lumos_discover",
+        tags=OWN_RUN_TAGS,
+        description="Keep the registry in step with storage (`lumos discover`).",
+    )
     def lumos_discover():
         discover_sources()
 

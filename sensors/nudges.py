@@ -8,6 +8,7 @@ from dagster import DefaultScheduleStatus, OpExecutionContext, ScheduleDefinitio
 
 from lumos_dagster.config import LumosConfig
 from lumos_dagster.reports.nudges import run_nudge
+from lumos_dagster.resources.ownership import OWN_RUN_TAGS
 from lumos_dagster.resources.store import SnapshotStoreResource
 
 
@@ -29,7 +30,7 @@ def nudge_job(config: LumosConfig):
             f"un-deprecated {len(done.undeprecate)} dataset(s)"
         )
 
-    @job(name="lumos_nudge", description="Remind owners of missing context (governance.nudge).")
+    @job(name="lumos_nudge", tags=OWN_RUN_TAGS, description="Remind owners of missing context (governance.nudge).")
     def lumos_nudge():
         nudge_owners()
 

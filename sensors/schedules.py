@@ -25,9 +25,10 @@ from dagster import (
     define_asset_job,
     schedule,
 )
-from dagster._core.definitions.unresolved_asset_job_definition import UnresolvedAssetJobDefinition
 
+from lumos_dagster.resources.ownership import OWN_RUN_TAGS
 from lumos_dagster.sensors.run_tags import AUTOMATION_RUN_TAGS
+from lumos_dagster.sensors.triggers import AssetJob
 from lumos_dagster.windows import snapshot_cron
 
 PERIOD = {"hourly": "hour", "daily": "day", "weekly": "week", "monthly": "month"}
@@ -56,10 +57,10 @@ def ended_partition(partitions, tick: datetime) -> str | None:
     return partitions.get_partition_key_for_timestamp(moment)
 
 
-def cadence_jobs(assets_by_cadence: dict[str, list[AssetsDefinition]]) -> dict[str, UnresolvedAssetJobDefinition]:
+def cadence_jobs(assets_by_cadence: dict[str, list[AssetsDefinition]]) -> dict[str, AssetJob]:
     """Each cadence's snapshot job: what its schedule and the change sensors request runs of."""
     return {
-        cadence: define_asset_job(cadence_job_name(cadence), selection=AssetSelection.assets(*defs))
+        cadence: define_asset_job(cadence_job_name(cadence), selection=AssetSelection.assets(*defs), tags=OWN_RUN_TAGS)
         for cadence, defs in sorted(assets_by_cadence.items())
     }
 
@@ -94,7 +95,7 @@ def _snapshot_schedule(job, partitions, groups: list[list[AssetKey]], cadence: s
 
 def cadence_schedules(
     assets_by_cadence: dict[str, list[AssetsDefinition]],
-    jobs: dict[str, UnresolvedAssetJobDefinition],
+    jobs: dict[str, AssetJob],
     max_datasets: int,
     lag: timedelta = timedelta(),
 ) -> list[ScheduleDefinition]:

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from dagster import JobDefinition, OpExecutionContext, job, op
 
 from lumos_dagster.delivery.outbox import deliver
+from lumos_dagster.resources.ownership import OWN_RUN_TAGS
 from lumos_dagster.resources.store import CatalogsResource, SnapshotStoreResource
 
 SYNC_JOB = "lumos_sync"
@@ -31,6 +32,7 @@ def sync_job(resources: Mapping[str, object]) -> JobDefinition:
 
     @job(
         name=SYNC_JOB,
+        tags=OWN_RUN_TAGS,
         description="Deliver what the outbox holds to every catalog (`lumos sync`).",
         resource_defs={key: resources[key] for key in ("lumos_store", "lumos_catalogs")},
     )

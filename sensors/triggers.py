@@ -1,14 +1,17 @@
 """Turning "what changed" into run requests: which dataset assets, which partition keys."""
 
 from datetime import datetime, timedelta
-from typing import Mapping, Sequence
+from typing import Any, Mapping, Sequence
 from zoneinfo import ZoneInfo
 
 from dagster import AssetKey, AssetsDefinition, TimeWindow
-from dagster._core.definitions.unresolved_asset_job_definition import UnresolvedAssetJobDefinition
 
 from lumos_dagster.datasets import DatasetSpec
 from lumos_dagster.windows import CADENCE_CRON
+
+#: what `define_asset_job` returns: an asset job, resolved when Definitions binds it (its class is
+#: private to Dagster, so it is named here by what it is)
+AssetJob = Any
 
 
 class Targets:
@@ -17,7 +20,7 @@ class Targets:
 
     def __init__(self, specs: Mapping[str, DatasetSpec], keys: Mapping[str, AssetKey],
                  assets_by_cadence: Mapping[str, Sequence[AssetsDefinition]],
-                 jobs: Mapping[str, UnresolvedAssetJobDefinition]):  # fmt: skip
+                 jobs: Mapping[str, AssetJob]):  # fmt: skip
         self.specs, self.keys, self.assets, self.jobs = specs, keys, assets_by_cadence, jobs
 
     def known(self, name: str | None) -> bool:

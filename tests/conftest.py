@@ -31,21 +31,21 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--dagster-instance",
         choices=("stock", "tuned"),
         default="stock",
-        help="the Dagster instance the suite runs as on: Dagster's stock one (default), or the one the "
-        "repository's dagster.yaml names, with Lumos' tuning (resources/tuning). Tests of the tuned "
+        help="the Dagster instance the suite runs as on: Dagster's stock one (default, the repository's "
+        "dagster.yaml), or the same with its commented switch on: Lumos' tuning (resources/tuning). Tests of the tuned "
         "classes themselves run either way.",
     )
 
 
 def instance_yaml(kind: str) -> str:
-    """A DAGSTER_HOME's dagster.yaml: the repository's (`tuned`), or the same without its tuned event
-    log (`stock`: Dagster's own storage, nothing of Dagster replaced)."""
+    """A DAGSTER_HOME's dagster.yaml: the repository's (`stock`: Dagster's own storage, nothing of
+    Dagster replaced), or the same with its commented switch on (`tuned`: Lumos' tuned event log)."""
+    from lumos_dagster.cli.instance import TUNED_EVENT_LOG
+
     shipped = (ROOT / "dagster.yaml").read_text()
-    if kind == "tuned":
+    if kind == "stock":
         return shipped
-    settings = yaml.safe_load(shipped)
-    settings.pop("event_log_storage")
-    return yaml.safe_dump(settings)
+    return yaml.safe_dump({**yaml.safe_load(shipped), **TUNED_EVENT_LOG})
 
 
 @pytest.fixture(scope="session")

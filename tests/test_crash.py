@@ -65,6 +65,8 @@ def test_a_run_killed_mid_way_loses_nothing_and_the_next_run_completes(tmp_path,
     home.mkdir()
     instance_config = yaml.safe_load((ROOT / "dagster.yaml").read_text())
     instance_config["run_monitoring"]["poll_interval_seconds"] = 1
+    # the tuning corner's optional launcher, that tells a run's process died (Dagster's own cannot)
+    instance_config["run_launcher"] = {"module": "lumos_dagster.resources.tuning.launcher", "class": "LumosRunLauncher"}
     (home / "dagster.yaml").write_text(yaml.safe_dump(instance_config))
     config_path = tmp_path / "lumos.yaml"
     config_path.write_text(yaml.safe_dump({
@@ -143,7 +145,10 @@ def test_the_launcher_fails_a_run_only_when_its_process_is_known_to_be_gone():
     from dagster._core.launcher import WorkerStatus
     from dagster._core.storage.dagster_run import DagsterRun
 
-    from lumos_dagster.resources.launcher import TAG, LumosRunLauncher, _place, _started
+    from lumos_dagster.resources.ownership import PROCESS_TAG as TAG
+    from lumos_dagster.resources.ownership import place as _place
+    from lumos_dagster.resources.ownership import started as _started
+    from lumos_dagster.resources.tuning.launcher import LumosRunLauncher
 
     ended = subprocess.Popen(["true"])
     ended.wait()

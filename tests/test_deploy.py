@@ -110,13 +110,11 @@ def _in_lite(catalog: Path, dataset: str) -> str | None:
 
 
 def _check_instance(deployment: Deployment) -> None:
-    """The instance every process loads: Dagster's own classes (the launcher: a subclass), configured as generated."""
-    from dagster import DagsterInstance
+    """The instance every process loads: Dagster's own classes, its DefaultRunLauncher too, configured as generated."""
+    from dagster import DagsterInstance, DefaultRunLauncher
     from dagster._core.definitions.run_request import InstigatorType
     from dagster._core.run_coordinator import QueuedRunCoordinator
     from dagster_postgres import PostgresEventLogStorage, PostgresRunStorage, PostgresScheduleStorage
-
-    from lumos_dagster.resources.launcher import LumosRunLauncher
 
     with DagsterInstance.from_config(str(deployment.dagster_home)) as instance:
         assert type(instance.run_storage) is PostgresRunStorage
@@ -125,7 +123,7 @@ def _check_instance(deployment: Deployment) -> None:
         assert isinstance(instance.run_coordinator, QueuedRunCoordinator)
         assert instance.run_coordinator.get_run_queue_config().max_concurrent_runs == 2
         assert instance.run_monitoring_enabled and instance.run_monitoring_max_runtime_seconds == 3600
-        assert type(instance.run_launcher) is LumosRunLauncher  # Dagster's own, that can tell a run's process died
+        assert type(instance.run_launcher) is DefaultRunLauncher  # nothing Lumos-only asked of the launcher
         # no freshness daemon: it would write an event per asset of the estate, none having a policy
         assert "FRESHNESS_DAEMON" not in instance.get_required_daemon_types()
         retention = instance.get_tick_retention_settings(InstigatorType.SENSOR)

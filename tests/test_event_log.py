@@ -16,11 +16,13 @@ import dagster as dg
 import pytest
 from dagster._core.storage.event_log.sqlite.sqlite_event_log import SqliteEventLogStorage
 
+from lumos_dagster.resources.ownership import OWN_RUN_TAGS
 from lumos_dagster.resources.tuning import LumosSqliteEventLogStorage
+from tests.conftest import instance_yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 PARTITIONS = dg.DailyPartitionsDefinition(start_date="2026-11-01")
-INSTANCE_YAML = (ROOT / "dagster.yaml").read_text()
+INSTANCE_YAML = instance_yaml("tuned")
 
 pytestmark = [pytest.mark.tuning, pytest.mark.dagster]
 
@@ -88,6 +90,13 @@ def _stock_and_ours(database: str, request, tmp_path: Path):
     return stock, ours, lambda which: _pg_tables(urls[which])
 
 
+def _claimed(storage, events: list):
+    """`storage`, its runs of `events` claimed as Lumos' (the runs it groups the events of)."""
+    for run_id in {e.run_id for e in events}:
+        storage.claim_run(run_id)
+    return storage
+
+
 @pytest.mark.parametrize("database", ["sqlite", "postgresql"])
 def test_it_writes_what_dagsters_own_event_log_writes(database, request, tmp_path):
     events = _events(6, ("2026-11-02", "2026-11-03"))
@@ -99,6 +108,7 @@ def test_it_writes_what_dagsters_own_event_log_writes(database, request, tmp_pat
         dg.DagsterEventType.STEP_OUTPUT,
     }
     stock, ours, tables = _stock_and_ours(database, request, tmp_path)
+    _claimed(ours, events)
     for event in events:
         stock.store_event(event)
         ours.store_event(event)
@@ -116,6 +126,7 @@ def test_this_process_reads_its_own_held_events_at_once(tmp_path):
     events = dg.DagsterInstance.ephemeral()
     run_id = _job(2).execute_in_process(instance=events, partition_key="2026-11-02").run_id
     materialized = events.all_logs(run_id, of_type=dg.DagsterEventType.ASSET_MATERIALIZATION)
+    storage.claim_run(run_id)
     for event in materialized:
         storage.store_event(event)
     assert storage._held  # grouped, not written yet…
@@ -135,8 +146,9 @@ def slow(context):
         yield dg.AssetMaterialization(key, partition=context.partition_key)
         time.sleep(float(sys.argv[2]))
 job = dg.Definitions(assets=[slow]).resolve_implicit_global_asset_job_def()
-with dg.DagsterInstance.get() as instance:
-    print(job.execute_in_process(instance=instance, partition_key="2026-11-02").success, flush=True)
+with dg.DagsterInstance.get() as instance:  # a run of Lumos' (its tag): the one whose events are grouped
+    result = job.execute_in_process(instance=instance, partition_key="2026-11-02", tags={"lumos/run": "true"})
+    print(result.success, flush=True)
 """
 
 
@@ -262,6 +274,7 @@ def test_a_write_that_fails_is_retried_without_writing_a_row_twice(database, req
 
     events = _events(3, ("2026-11-02",))
     stock, ours, tables = _stock_and_ours(database, request, tmp_path)
+    _claimed(ours, events)
     index = GroupedEventWrites._index
     failures = []
 
@@ -323,3 +336,70 @@ def test_the_shipped_instance_prints_progress_not_a_line_per_event_and_keeps_eve
     assert kinds.count(dg.DagsterEventType.ASSET_MATERIALIZATION) == 3
     assert kinds.count(dg.DagsterEventType.ASSET_CHECK_EVALUATION) == 6
     assert dg.DagsterEventType.STEP_START in kinds
+
+
+DYING_RUN = """
+import os, sys
+import dagster as dg
+@dg.op
+def log_five_and_die(context):
+    for i in range(5):
+        context.log_event(dg.AssetMaterialization(f"other_{i}"))
+    os._exit(0)  # within half a second of the first: no flush, no clean-up
+@dg.job(name="other_team_job", tags=dict(a.split("=") for a in sys.argv[1:]))
+def job():
+    log_five_and_die()
+with dg.DagsterInstance.get() as instance:
+    job.execute_in_process(instance=instance)
+"""
+
+
+@pytest.mark.parametrize("tags, recorded", [((), "all"), (("lumos/run=true",), "not all")])
+def test_another_locations_job_that_dies_keeps_every_event_on_the_tuned_instance(home, tags, recorded):
+    """Another team's job on the tuned instance logs 5 materializations and dies at once: its events
+    are written as Dagster writes them, 5 of 5. The same job as a Lumos run (its tag) is grouped: the
+    control that the instance is tuned, and what a killed Lumos run can lose (its next run records it)."""
+    env = {**os.environ, "DAGSTER_HOME": str(home), "PYTHONPATH": str(ROOT)}
+    start = time.monotonic()
+    done = subprocess.run([sys.executable, "-c", DYING_RUN, *tags], env=env, cwd=ROOT, capture_output=True,
+                          text=True, timeout=120)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    with dg.DagsterInstance.get() as instance:
+        assert isinstance(instance.event_log_storage, LumosSqliteEventLogStorage)
+        (run,) = instance.get_runs()
+        assert run.status == dg.DagsterRunStatus.STARTED  # it died: nothing marked it ended
+        kept = _materializations(instance, run.run_id)
+    assert (kept == 5) if recorded == "all" else (kept < 5), (kept, time.monotonic() - start)
+
+
+@pytest.mark.parametrize("module, tags, grouped", [
+    ("lumos_dagster.definitions", {}, True),  # Lumos' location, its implicit asset job: no tag at creation
+    ("other_team.definitions", {}, False),
+    ("other_team.definitions", OWN_RUN_TAGS, True),
+])  # fmt: skip
+def test_a_run_is_lumos_by_its_tag_or_its_code_location(module, tags, grouped, home):
+    from dagster._core.code_pointer import ModuleCodePointer
+    from dagster._core.origin import JobPythonOrigin, RepositoryPythonOrigin
+
+    origin = JobPythonOrigin(
+        "__ASSET_JOB", RepositoryPythonOrigin(sys.executable, ModuleCodePointer(module, "defs", None))
+    )
+    with dg.DagsterInstance.get() as instance:
+        run = instance.add_run(dg.DagsterRun(job_name="__ASSET_JOB", run_id="r1", tags=tags, job_code_origin=origin))
+        assert instance.event_log_storage._is_own_run(run.run_id) is grouped
+
+
+@pytest.mark.parametrize("database", ["sqlite", "postgresql"])
+def test_another_runs_events_and_batches_are_written_at_once_as_dagster_writes_them(database, request, tmp_path):
+    events = _events(3, ("2026-11-02",))
+    stock, ours, tables = _stock_and_ours(database, request, tmp_path)  # no run claimed: none is Lumos'
+    planned = [e for e in events if e.dagster_event_type == dg.DagsterEventType.ASSET_MATERIALIZATION_PLANNED]
+    for event in (e for e in events if e not in planned):
+        stock.store_event(event)
+        ours.store_event(event)
+        assert not ours._held  # nothing held back, not even for a fifth of a second
+    stock.store_event_batch(planned)  # as Dagster hands planned events over with DAGSTER_EVENT_BATCH_SIZE set
+    ours.store_event_batch(planned)
+    assert not ours._held and tables("ours") == tables("stock")
+    ours.dispose()
+    stock.dispose()

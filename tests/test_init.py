@@ -63,7 +63,10 @@ def test_the_repository_dagster_yaml_is_the_instance_lumos_init_writes_and_deplo
     assert (ROOT / "dagster.yaml").read_text() == instance_yaml()
     local = yaml.safe_load(instance_yaml())
     deployed = Deployment("unused").instance_config()
-    for key in ("run_launcher", "telemetry", "python_logs"):
+    assert "run_launcher" not in local and "run_launcher" not in deployed  # Dagster's DefaultRunLauncher
+    assert "event_log_storage" not in local  # Dagster's stock instance: the tuning is a commented switch
+    assert "#   class: LumosSqliteEventLogStorage" in instance_yaml()
+    for key in ("telemetry", "python_logs"):
         assert deployed[key] == local[key], key
     assert deployed["run_monitoring"]["poll_interval_seconds"] == local["run_monitoring"]["poll_interval_seconds"]
 

@@ -51,12 +51,18 @@ def test_a_command_freezes_everything_at_exit_so_the_last_collection_walks_nothi
     assert int(at_exit.split(": ")[1]) > 1_000  # everything the interpreter holds
 
 
-def test_the_lumos_command_and_the_code_location_both_register_it(tmp_path):
+def test_the_lumos_command_and_the_tuned_event_log_register_it_and_the_code_location_does_not(tmp_path):
+    """Loading the code location changes nothing process-wide (a code server of Dagster's stock instance
+    keeps Python's collector as it is); the opt-in tuning does, and Lumos' own command."""
     path = make_project(tmp_path, ["raw/orders"], lineage={"raw/orders": []})
     lumos = "from lumos_dagster.cli import main\ntry:\n    main(['discover', '--help'])\nexcept SystemExit:\n    pass"
-    for trigger in (lumos, "import lumos_dagster.definitions"):
+    tuned = (
+        "from lumos_dagster.resources.tuning import LumosSqliteEventLogStorage\n"
+        f"LumosSqliteEventLogStorage({str(tmp_path / 'ev')!r})"
+    )
+    for trigger, frozen in ((lumos, "True"), (tuned, "True"), ("import lumos_dagster.definitions", "False")):
         code = f"import atexit, gc\natexit.register(lambda: print(gc.get_freeze_count() > 0))\n{trigger}\n"
-        assert _run(code, LUMOS_CONFIG=path).splitlines()[-1] == "True", trigger
+        assert _run(code, LUMOS_CONFIG=path).splitlines()[-1] == frozen, trigger
 
 
 def test_the_collector_is_paused_inside_and_restored_after_even_on_error():

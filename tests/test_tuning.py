@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 import sys
+from importlib.metadata import version
 
 import pytest
 
@@ -32,7 +33,8 @@ def state():
         "output resolve_dagster_type": output_module.resolve_dagster_type.__qualname__,
         "check specs": builder._validate_check_specs_target_relevant_asset_keys.__qualname__,
         "asset_and_check_keys": AssetsDefinition.__dict__["asset_and_check_keys"].fget.__qualname__,
-        "tuning imported": "lumos_dagster.resources.tuning" in sys.modules,
+        # the tuned event log and the patches (the corner's list of private names, dagster_private.py, aside)
+        "tuning imported": any(f"lumos_dagster.resources.tuning.{m}" in sys.modules for m in ("event_log", "speedups")),
     }
 
 def load():
@@ -126,5 +128,23 @@ def test_applying_and_reverting_restores_dagsters_own_functions():
 
 def test_the_instances_the_suite_runs_on():
     stock, tuned = instance_yaml("stock"), instance_yaml("tuned")
-    assert "event_log_storage" not in stock and "python_log_level: INFO" in stock
+    assert "\nevent_log_storage" not in stock and "python_log_level: INFO" in stock  # commented out only
     assert "module: lumos_dagster.resources.tuning" in tuned and "class: LumosSqliteEventLogStorage" in tuned
+
+
+def test_private_dagster_imports_are_only_in_the_tuning_corner_and_each_is_in_its_list():
+    """`dagster._…` only under resources/tuning/, every such module named in dagster_private.PRIVATE
+    (with the Dagster version it was checked against), and no name of the list left unused there."""
+    import re
+
+    from lumos_dagster.resources.tuning.dagster_private import CHECKED_AGAINST, PRIVATE
+
+    found: dict[str, set[str]] = {}
+    for folder in ("lumos_dagster", "assets", "resources", "sensors", "spark"):
+        for path in (ROOT / folder).rglob("*.py"):
+            for module in re.findall(r"^\s*(?:from|import) (dagster\._[\w.]+)", path.read_text(), re.MULTILINE):
+                found.setdefault(module, set()).add(str(path.resolve().relative_to(ROOT)))
+    outside = {m: files for m, files in found.items() if any(not f.startswith("resources/tuning/") for f in files)}
+    assert outside == {}
+    assert set(found) == set(PRIVATE)
+    assert CHECKED_AGAINST == f"dagster {version('dagster')}"

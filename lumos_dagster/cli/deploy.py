@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 import click
 import yaml
 
-from lumos_dagster.cli.instance import MONITOR_POLL_SECONDS, PYTHON_LOGS, RUN_LAUNCHER, TELEMETRY
+from lumos_dagster.cli.instance import MONITOR_POLL_SECONDS, PYTHON_LOGS, TELEMETRY
 from lumos_dagster.cli.output import echo
 from lumos_dagster.errors import LumosError
 
@@ -64,9 +64,10 @@ INSTANCE_NOTES = """\
 # - Dagster's own PostgreSQL storages, scheme postgresql+psycopg2: under SQLAlchemy 2.1 a plain
 #   postgresql:// means psycopg 3, on which Dagster's event log fails to bind NOTIFY's payload;
 # - queued runs, max_concurrent_runs at once;
-# - run monitoring: Lumos' launcher is DefaultRunLauncher that can tell a run's process died (a run
-#   that opens the snapshot store tags itself with its process, resources/launcher.py): such a run
-#   fails within poll_interval_seconds; one it cannot check fails when it passes max_runtime_seconds;
+# - Dagster's own DefaultRunLauncher (none named): nothing Lumos-only is asked of the launcher; an
+#   instance of Docker or Kubernetes names Dagster's launcher for them instead;
+# - run monitoring: a run that never starts fails after start_timeout_seconds, one still running
+#   after max_runtime_seconds fails then;
 # - defs_state_storage: the content of the code-location state whose versions the database keeps
 #   (Lumos' registry): it goes with this database; beyond one machine, shared storage (s3://…);
 # - freshness disabled: Dagster's freshness daemon writes an event for each asset without a policy.
@@ -185,15 +186,12 @@ class Deployment:
                 "class": "QueuedRunCoordinator",
                 "config": {"max_concurrent_runs": self.max_concurrent_runs, "dequeue_interval_seconds": 2},
             },
-            # Dagster's DefaultRunLauncher, able to tell that a run's process died: every process here
-            # runs on this machine, where a pid names a process (resources/launcher.py)
-            "run_launcher": RUN_LAUNCHER,
             "run_monitoring": {
                 "enabled": True,
                 # a run whose worker never reports that it started fails after this
                 "start_timeout_seconds": 180,
-                # a run the launcher cannot check (no Lumos resource: no process recorded) stays STARTED
-                # until its max runtime fails it: an hour, well above a run of the largest code location
+                # DefaultRunLauncher cannot tell a run's process died: such a run stays STARTED until its
+                # max runtime fails it: an hour, well above a run of the largest code location
                 # (docs/deploy.md: ~1 min)
                 "max_runtime_seconds": 3600,
                 "poll_interval_seconds": MONITOR_POLL_SECONDS,

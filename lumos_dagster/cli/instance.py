@@ -1,15 +1,21 @@
 """The Dagster instance Lumos recommends on one machine, as one text: the repository's dagster.yaml
 (tests/test_init.py checks it is this text), what `lumos init` writes into its Dagster home, and the
-settings `lumos deploy` shares with it (its launcher, run monitoring's poll, telemetry, the console)."""
+settings `lumos deploy` shares with it (run monitoring's poll, telemetry, the console).
+
+It is Dagster's stock instance: its own storages and run launcher. Lumos' tuning (resources/tuning)
+is there as its switch, commented out: one block to uncomment, nothing else to change."""
 
 from __future__ import annotations
 
 import yaml
 
-RUN_LAUNCHER = {"module": "lumos_dagster.resources.launcher", "class": "LumosRunLauncher"}
 MONITOR_POLL_SECONDS = 30
 TELEMETRY = {"enabled": False}
 PYTHON_LOGS = {"python_log_level": "INFO"}
+#: the switch of Lumos' tuning on one machine (resources/tuning/__init__.py)
+TUNED_EVENT_LOG = {
+    "event_log_storage": {"module": "lumos_dagster.resources.tuning", "class": "LumosSqliteEventLogStorage"}
+}
 
 HEADER = """\
 # The Dagster instance Lumos recommends on one machine: `lumos init` writes it into the Dagster home it
@@ -17,29 +23,33 @@ HEADER = """\
 # lumos_dagster/cli/instance.py: change it there (tests/test_init.py compares the two).
 """
 
-#: (why, settings), in the file's order
-BLOCKS: list[tuple[str, dict]] = [
+#: (why, settings, commented out), in the file's order
+BLOCKS: list[tuple[str, dict, bool]] = [
     (
         """\
-Dagster's SQLite storage, tuned: the event log names Lumos' tuning (resources/tuning), an event
-log that keeps its connections open and writes the events of a run in groups, so a run records
-thousands of materializations in seconds instead of minutes; a process whose instance names it
-also gets the tuning's patches of Dagster (resources/tuning/speedups.py). This block is the
-switch: without it the instance is Dagster's stock one and nothing of Dagster is replaced.
-Deployments use PostgreSQL (docs/deploy.md).""",
-        {"event_log_storage": {"module": "lumos_dagster.resources.tuning", "class": "LumosSqliteEventLogStorage"}},
+Dagster's stock storage (SQLite files under $DAGSTER_HOME) and its DefaultRunLauncher: nothing of
+Lumos is in Dagster's instance. Deployments use PostgreSQL (docs/deploy.md).
+
+Opt-in, Lumos' tuning (resources/tuning): uncomment the block below. Its event log is Dagster's
+SQLite one that writes the events of Lumos' own runs (tagged lumos/run) in groups, a few ms per
+dataset-partition instead of tens (docs/benchmarks.md); a killed Lumos run can lose its last fifth
+of a second of events, which its next run records again. Every other run's events (another code
+location's) are written as Dagster writes them, one by one. A process whose instance names it also
+gets the tuning's patches of private Dagster functions (resources/tuning/speedups.py).""",
+        TUNED_EVENT_LOG,
+        True,
     ),
     (
         """\
-A run whose process dies (`kill -9`, the OOM killer) is marked FAILED by dagster-daemon's run
-monitoring within poll_interval_seconds, instead of showing STARTED for good: Lumos' launcher is
-Dagster's DefaultRunLauncher that can tell a run's process is gone (resources/launcher.py).
-Without a daemon running (`dagster asset materialize` alone) nothing watches until one starts.""",
+Run monitoring by dagster-daemon: a run that never starts, or one past max_runtime_seconds, is
+marked FAILED. Telling that a run's process died needs a launcher that can check it (Dagster's
+Docker and Kubernetes launchers; on one machine, the tuning's optional LumosRunLauncher,
+resources/tuning/launcher.py).""",
         {
-            "run_launcher": RUN_LAUNCHER,
             "run_monitoring": {"enabled": True, "poll_interval_seconds": MONITOR_POLL_SECONDS},
             "telemetry": TELEMETRY,
         },
+        False,
     ),
     (
         """\
@@ -48,13 +58,19 @@ every event, thousands a run, ~0.7 s of a 1,000-dataset run). The event log and 
 every event at any level; `--config-json '{"loggers": {"console": {"config": {"log_level":
 "DEBUG"}}}}'` brings the lines back for one run.""",
         {"python_logs": PYTHON_LOGS},
+        False,
     ),
 ]
+
+
+def _comment(text: str) -> str:
+    return "".join(f"# {line}".rstrip() + "\n" for line in text.splitlines())
 
 
 def instance_yaml() -> str:
     """dagster.yaml of the recommended instance, commented."""
     out = [HEADER]
-    for why, settings in BLOCKS:
-        out += ["".join(f"# {line}\n" for line in why.splitlines()), yaml.safe_dump(settings, sort_keys=False)]
+    for why, settings, commented in BLOCKS:
+        body = yaml.safe_dump(settings, sort_keys=False)
+        out += [_comment(why), _comment(body) if commented else body]
     return "".join(out)

@@ -2,15 +2,21 @@
 the PostgreSQL one (event_log_postgres.py).
 
 It is Dagster's own SQLite event log: the same files, tables and queries, so the UI, the daemon
-and `dagster` commands read it as usual. What changes is how it writes, which matters when one
-run records thousands of materializations (Dagster builds and disposes a database engine for
-every event, about 10 ms each):
+and `dagster` commands read it as usual. What changes is how it writes **Lumos' own runs'** events,
+which matters when one run records thousands of materializations (Dagster builds and disposes a
+database engine for every event, about 10 ms each). Every other run's events (another code
+location's on a shared instance) are written as Dagster's own `store_event` writes them, one by one,
+committed before `store_event` returns: a process of theirs that dies loses none of them (on the
+connections kept open below: like Lumos' own commits, a power cut can lose the last ones). A run is
+Lumos' when it carries the tag `lumos/run` (resources/ownership.py) or was launched from Lumos' code
+location (its code origin: `-m lumos_dagster.definitions`), read from the run storage once per run
+and process, or when this process claimed it (`claim_run`).
 
 * each shard's connection stays open, in WAL mode with `synchronous=NORMAL`: a commit is not an
   fsync. A crash (even `kill -9`) never corrupts the files nor loses a committed event; a power
   cut can lose the last commits;
-* the events a run emits by the thousand (materializations, asset checks, their planned events,
-  step outputs, log lines) are written in groups: held in memory for at most `FLUSH_AFTER`
+* the events a Lumos run emits by the thousand (materializations, asset checks, their planned
+  events, step outputs, log lines) are written in groups: held in memory for at most `FLUSH_AFTER`
   seconds or `BATCH` events, then written in one transaction per shard with one statement per
   table. Anything that reads or writes otherwise writes the held events first, so this process
   always reads what it wrote; other processes see them at most `FLUSH_AFTER` seconds late. A
@@ -64,6 +70,8 @@ from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.pool import QueuePool
 from watchdog.observers import Observer
 
+from lumos_dagster.collector import skip_final_collection
+from lumos_dagster.resources.ownership import is_own
 from lumos_dagster.resources.tuning import speedups
 
 log = logging.getLogger(__name__)
@@ -76,6 +84,11 @@ OPEN_SHARDS = 16
 FLUSH_AFTER = 0.2
 BATCH = 1000
 
+#: the module of Lumos' code location
+LUMOS_MODULE = "lumos_dagster.definitions"
+#: runs whose ownership (Lumos' or not) a process remembers; a long-lived one (the daemon) reads again
+#: the runs it forgot
+KNOWN_RUNS = 1000
 #: what a run emits per asset; everything else (run and step status, engine events) is written at once
 GROUPED = frozenset(
     {
@@ -122,7 +135,17 @@ def _pragmas(dbapi_connection, _record) -> None:
     cursor.close()
 
 
-def _grouped(event: EventLogEntry) -> bool:
+def _of_lumos_location(run) -> bool:
+    """A run of Lumos' code location as Lumos ships it (`-m lumos_dagster.definitions`): a run of its
+    assets through Dagster's implicit asset job (`dagster asset materialize`, the UI's Materialize)
+    carries no Lumos job tag when it is created, its planned events written before it opens the
+    store. Read from the run's code origin (the structure of Dagster's private origin classes:
+    dagster_private.py)."""
+    origin = getattr(run.job_code_origin, "repository_origin", None)
+    return getattr(getattr(origin, "code_pointer", None), "module", None) == LUMOS_MODULE
+
+
+def _groupable(event: EventLogEntry) -> bool:
     # runless events (reported from outside a run) go to the index alone: written at once
     return bool(event.run_id) and (not event.is_dagster_event or event.get_dagster_event().event_type in GROUPED)
 
@@ -147,8 +170,11 @@ class GroupedEventWrites(ABC):
     storage); anything else that reads or writes through the storage writes them first."""
 
     def _start_grouping(self) -> None:
-        # the switch: this process's instance runs on a tuned event log, so the process is tuned too
+        # the switch: this process's instance runs on a tuned event log, so the process is tuned too:
+        # Dagster's functions patched, and no collection of everything at exit (a process that loads
+        # the code location on Dagster's stock instance keeps Python's own collector policy)
         speedups.apply()
+        skip_final_collection()
         self._held: list[EventLogEntry] = []
         self._timer: threading.Timer | None = None
         self._flushing = False
@@ -156,6 +182,7 @@ class GroupedEventWrites(ABC):
         # held events (by id) written to their run's table already, with their storage ids where the
         # index needs them: a retry after a failed write writes each row once
         self._in_shard: dict[int, int | None] = {}
+        self._own: OrderedDict[str, bool] = OrderedDict()  # run id → whether the run is Lumos'
         ref = weakref.ref(self)
         atexit.register(lambda: (storage := ref()) is not None and storage.flush())
         # A process forked (a schema reader, the delivery worker) while the flush thread is inside
@@ -169,11 +196,37 @@ class GroupedEventWrites(ABC):
 
     def _forked(self) -> None:
         self._lock, self._held, self._timer, self._in_shard = threading.RLock(), [], None, {}
+        self._own = OrderedDict(self._own)
+
+    def claim_run(self, run_id: str) -> None:
+        """This process runs `run_id` as Lumos' (resources/ownership.py): its events are grouped."""
+        with self._lock:
+            self._remember(run_id, True)
+
+    def _remember(self, run_id: str, own: bool) -> bool:
+        self._own[run_id] = own
+        self._own.move_to_end(run_id)
+        while len(self._own) > KNOWN_RUNS:
+            self._own.popitem(last=False)
+        return own
+
+    def _is_own_run(self, run_id: str) -> bool:
+        """Whether `run_id` is Lumos' run: claimed here, or tagged in the instance's run storage. A
+        storage without an instance (built alone, as tests do) knows only the runs claimed."""
+        own = self._own.get(run_id)
+        if own is not None:
+            return own
+        run = self._instance.get_run_by_id(run_id) if self.has_instance else None
+        return self._remember(run_id, run is not None and (is_own(run.tags) or _of_lumos_location(run)))
+
+    def _grouped(self, event: EventLogEntry) -> bool:
+        return _groupable(event) and self._is_own_run(event.run_id)
 
     def store_event(self, event: EventLogEntry) -> None:
         with self._lock:
             self._held.append(event)
-            if not _grouped(event) or len(self._held) >= BATCH:
+            # another run's event is written now, as Dagster writes it (after any held before it, in order)
+            if not self._grouped(event) or len(self._held) >= BATCH:
                 self._flush_held()
             else:
                 self._flush_soon()
@@ -193,8 +246,13 @@ class GroupedEventWrites(ABC):
             )
 
     def store_event_batch(self, events: Sequence[EventLogEntry]) -> None:
-        for event in events:
-            self.store_event(event)
+        with self._lock:
+            if any(self._grouped(e) for e in events):
+                for event in events:
+                    self.store_event(event)
+                return
+            self._flush_held()  # another run's batch (`DAGSTER_EVENT_BATCH_SIZE`): as Dagster's storage writes it
+        super().store_event_batch(events)
 
     def flush(self) -> None:
         """Write the held events now."""
@@ -213,7 +271,7 @@ class GroupedEventWrites(ABC):
         self._flushing = True
         try:
             while self._held:
-                grouped = next((i for i, e in enumerate(self._held) if not _grouped(e)), len(self._held))
+                grouped = next((i for i, e in enumerate(self._held) if not self._grouped(e)), len(self._held))
                 if grouped:
                     self._write(self._held[:grouped])
                     del self._held[:grouped]
