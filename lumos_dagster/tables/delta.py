@@ -169,50 +169,45 @@ class DeltaLog:
         return out
 
     def commits(self) -> list[Commit]:
-        """Each version's commit as delta-rs' history gives it: its operation and, flattened as DataHub's
-        delta-lake source flattens them (`operationMetrics_num_added_rows`), its parameters and metrics;
-        dated as `versions` dates it."""
+        """Each version's commit as its `commitInfo` gives it (DataHub's delta-lake source reads the same
+        through delta-rs' history): its operation and, flattened as that source flattens them
+        (`operationMetrics_num_added_rows`), its parameters and metrics; dated as `versions` dates it."""
         at = {int(v.version): v.committed_at for v in self.versions() if v.committed_at is not None}
         out = []
-        for h in self.table.history():
-            version = h.get("version")
+        for version, info in self.commit_infos.items():
             if version in at:
-                metrics = tuple(sorted(_flat(h, skip=("timestamp", "operation", "version"))))
-                out.append(Commit(str(version), at[version], str(h.get("operation") or "UNKNOWN"), metrics))
+                metrics = tuple(sorted(_flat(info, skip=("timestamp", "operation", "version"))))
+                out.append(Commit(str(version), at[version], str(info.get("operation") or "UNKNOWN"), metrics))
         return sorted(out, key=lambda c: int(c.version))
 
     def _in_commit_times(self, enabled_at: str | None) -> dict[int, datetime]:
         """The in-commit timestamps of the versions from `enabled_at` on (None: since the table was
-        created); only those commits are read, older ones have none. Where delta-rs refuses to give
-        their history (a commit its kernel cannot replay), from the commit files themselves."""
-        out = {}
-        try:
-            history = self.table.history(self.latest - int(enabled_at) + 1 if enabled_at else None)
-        except Exception:  # noqa: BLE001  the timestamps are in the commits, whatever delta-rs makes of the rest
-            return self._commit_info_times(int(enabled_at) if enabled_at else 0)
-        for h in history:
-            ms = h.get("inCommitTimestamp")
-            if ms is not None:
-                out[h["version"]] = datetime.fromtimestamp(ms / 1000, timezone.utc)
-        return out
+        created); older versions have none."""
+        first = int(enabled_at) if enabled_at else 0
+        return {v: datetime.fromtimestamp(info["inCommitTimestamp"] / 1000, timezone.utc)
+                for v, info in self.commit_infos.items()
+                if v >= first and isinstance(info.get("inCommitTimestamp"), int)}  # fmt: skip
 
-    def _commit_info_times(self, first: int) -> dict[int, datetime]:
-        """`commitInfo.inCommitTimestamp` of each commit file from version `first` on, read from its first
-        line, where the protocol puts the `commitInfo` of a commit with one ("In-Commit Timestamps"); a
-        commit that cannot be read keeps its file's time."""
+    @functools.cached_property
+    def commit_infos(self) -> dict[int, dict]:
+        """Each listed commit's `commitInfo`, read from its commit file: what delta-rs' history gives,
+        without its own listing of the log (which stalled 180 s a table against S3, GCS and Azure
+        servers, and fails where its kernel cannot replay a commit). A commit that cannot be read, or
+        carries none, has none."""
         fs = fsspec_filesystem(self.fs) if self.fs is not None else None
         out = {}
-        for version, listed in self.commit_files.items():
-            if not first <= version <= self.latest:
+        for version, listed in sorted(self.commit_files.items()):
+            if version > self.latest:
                 continue
             path = f"{self.uri}/{listed.path}"
             try:
                 with fs.open(path, "rb") if fs is not None else open(path, "rb") as fh:
-                    info = json.loads(fh.readline()).get("commitInfo") or {}
+                    # the protocol puts it first where in-commit timestamps are on; writers mostly do
+                    info = next((a["commitInfo"] for a in map(json.loads, fh) if "commitInfo" in a), None)
             except (OSError, ValueError):
                 continue
-            if isinstance(info.get("inCommitTimestamp"), int):
-                out[version] = datetime.fromtimestamp(info["inCommitTimestamp"] / 1000, timezone.utc)
+            if isinstance(info, dict):
+                out[version] = info
         return out
 
     def state(self, version: TableVersion) -> TableState:
