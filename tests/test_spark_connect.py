@@ -193,15 +193,7 @@ def connect_server(tmp_path_factory):
     with open(logs, "w") as log:
         server = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env)
     try:
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                if server.poll() is not None or time.monotonic() > deadline:
-                    pytest.fail(f"the Spark Connect server did not start: {logs.read_text()[-3000:]}")
-                time.sleep(0.5)
+        _wait_for_port(port, server, logs, "the Spark Connect server")
         yield f"sc://127.0.0.1:{port}"
     finally:
         server.terminate()
