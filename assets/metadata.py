@@ -12,8 +12,9 @@ from dagster import (
     TableSchema,
 )
 
+from lumos_dagster.datatypes import type_str
 from lumos_dagster.governance.checks import CHANGE_HEADER, change_rows, error_rows
-from lumos_dagster.model import SchemaChange, Snapshot, type_str
+from lumos_dagster.model import SchemaChange, Snapshot
 from lumos_dagster.wording import visible
 
 MAX_ROWS = 20

@@ -44,8 +44,10 @@ import sqlalchemy as sa
 import yaml
 
 from lumos_dagster.api.auth import hash_token, new_token
-from lumos_dagster.model import DatasetRecord, DatasetRef, Field, Owner, Primitive, Schema, Snapshot, snapshot_loads
+from lumos_dagster.datatypes import Field, Primitive, Schema
+from lumos_dagster.model import DatasetRecord, DatasetRef, Owner, Snapshot
 from lumos_dagster.run.record import store_versioned
+from lumos_dagster.snapshot_json import snapshot_loads
 from lumos_dagster.store import SnapshotStore
 from lumos_dagster.store.tables import snapshots_table, stored_document, with_bodies
 

@@ -40,25 +40,22 @@ from datetime import datetime, timedelta, timezone
 
 import sqlalchemy as sa
 
+from lumos_dagster.datatypes import Field, Primitive, Schema, Struct
 from lumos_dagster.model import (
     AssertionResult,
     ColumnMapping,
     ColumnProfile,
     Cost,
     DatasetRef,
-    Field,
     LineageEdge,
     OperationalStats,
     Owner,
-    Primitive,
     Profile,
     Quality,
-    Schema,
     Snapshot,
-    Struct,
-    snapshot_dumps,
 )
 from lumos_dagster.run.record import _versioned, store_versioned
+from lumos_dagster.snapshot_json import snapshot_dumps
 from lumos_dagster.store import SnapshotStore
 from lumos_dagster.store.rows import _snapshot_row
 from lumos_dagster.store.tables import metadata

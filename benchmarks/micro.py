@@ -38,23 +38,18 @@ from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, Callable
 
-from lumos_dagster.model import (
+from lumos_dagster.datatypes import (
     Array,
-    ColumnMapping,
-    DatasetRef,
     Decimal,
     Field,
-    LineageEdge,
-    OperationalStats,
-    Owner,
     Primitive,
     Schema,
-    Snapshot,
     Struct,
     Timestamp,
     schema_from_json,
     schema_to_json,
 )
+from lumos_dagster.model import ColumnMapping, DatasetRef, LineageEdge, OperationalStats, Owner, Snapshot
 
 Row = dict[str, Any]
 

@@ -437,7 +437,7 @@ def test_serve_hash_token_and_openapi_commands():
     ],
 )  # fmt: skip
 def test_proposed_schemas(fmt, text, fields):
-    from lumos_dagster.model import type_str
+    from lumos_dagster.datatypes import type_str
 
     schema = parse_proposal(fmt, text)
     assert [(f.name, type_str(f.type), f.nullable) for f in schema.fields] == fields
@@ -474,9 +474,10 @@ MORE_TOKENS = [new_token() for _ in range(13)]
 def hostile(tmp_path_factory):
     """`lumos serve` with 16 tokens, writes off, a 3 s deadline, on datasets whose names look like the API's
     paths: `sales`, `sales/history`, `sales/orders`."""
-    from lumos_dagster.model import DatasetRecord, DatasetRef, Primitive, Snapshot
-    from lumos_dagster.model import Field as F
-    from lumos_dagster.model import Schema as S
+    from lumos_dagster.datatypes import Field as F
+    from lumos_dagster.datatypes import Primitive
+    from lumos_dagster.datatypes import Schema as S
+    from lumos_dagster.model import DatasetRecord, DatasetRef, Snapshot
     from lumos_dagster.run.record import store_versioned
 
     tmp = tmp_path_factory.mktemp("hostile")

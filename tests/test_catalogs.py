@@ -26,19 +26,12 @@ from lumos_dagster.catalog.openmetadata import OpenMetadataCatalog
 from lumos_dagster.catalog.patch_apply import state_of
 from lumos_dagster.cli import main
 from lumos_dagster.config import load_config, parse_config
+from lumos_dagster.datatypes import Field, Primitive, Schema
 from lumos_dagster.delivery.catalogs import build_catalogs
 from lumos_dagster.delivery.outbox import deliver
 from lumos_dagster.errors import CatalogError
-from lumos_dagster.model import (
-    ColumnMapping,
-    DatasetRef,
-    Field,
-    LineageEdge,
-    Owner,
-    Primitive,
-    Schema,
-    snapshot_to_json,
-)
+from lumos_dagster.model import ColumnMapping, DatasetRef, LineageEdge, Owner
+from lumos_dagster.snapshot_json import snapshot_to_json
 from lumos_dagster.store import SnapshotStore
 from tests.fake_servers import FakeGMS, FakeOpenLineage, FakeOpenMetadata, free_port
 from tests.lake import register

@@ -41,8 +41,8 @@ from pyiceberg.io.pyarrow import PyArrowFileIO
 from pyiceberg.manifest import ManifestContent
 from pyiceberg.table import StaticTable
 
+from lumos_dagster.datatypes import Array, DataType, Enum, Map, Schema, Struct, UnionType, type_str
 from lumos_dagster.formats import read_file_result, sniff_format
-from lumos_dagster.model import Array, DataType, Enum, Map, Schema, Struct, UnionType, type_str
 from lumos_dagster.report import ScanReport
 from lumos_dagster.run.tables import table_contents
 from lumos_dagster.sources.local import LocalSource

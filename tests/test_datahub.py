@@ -32,33 +32,24 @@ from lumos_dagster.catalog.datahub import (
     snapshot_proposals,
 )
 from lumos_dagster.catalog.patch_apply import state_of
+from lumos_dagster.datatypes import Array, Decimal, Enum, Field, Map, Primitive, Schema, Struct, Timestamp, UnionType
 from lumos_dagster.model import (
-    Array,
     AssertionResult,
     CheckResult,
     ColumnMapping,
     ColumnProfile,
     Cost,
     DatasetRef,
-    Decimal,
-    Enum,
-    Field,
     FileError,
     JobRef,
     LineageEdge,
-    Map,
     OperationalStats,
     Owner,
-    Primitive,
     Profile,
     Quality,
-    Schema,
     SchemaChange,
     Snapshot,
-    Struct,
     TableTotals,
-    Timestamp,
-    UnionType,
 )
 
 GOLDEN = Path(__file__).parent / "golden"
@@ -306,7 +297,7 @@ def test_the_fingerprint_changes_with_what_is_sent_not_with_when_lumos_looked(mo
     from dataclasses import replace
 
     from lumos_dagster.catalog import datahub
-    from lumos_dagster.model import snapshot_dumps
+    from lumos_dagster.snapshot_json import snapshot_dumps
 
     def sent(s):
         return [m.to_obj() for m in snapshot_proposals(s)]

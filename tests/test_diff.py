@@ -4,17 +4,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lumos_dagster.model import (
-    BREAKING,
-    INFORMATIONAL,
-    POLICIES,
-    Field,
-    Fixed,
-    Primitive,
-    Schema,
-    Struct,
-    schema_from_json,
-)
+from lumos_dagster.datatypes import Field, Fixed, Primitive, Schema, Struct, schema_from_json
+from lumos_dagster.model import BREAKING, INFORMATIONAL, POLICIES
 from lumos_dagster.schema.diff import diff_schemas, diff_snapshots
 from lumos_dagster.schema.versioning import assess, judge
 from tests.cases import load_cases

@@ -10,6 +10,7 @@ from click.testing import CliRunner
 
 from lumos_dagster.cli import main
 from lumos_dagster.config import load_config, parse_config
+from lumos_dagster.datatypes import Field, Primitive, Schema
 from lumos_dagster.lineage.catalogue import resolve_datasets
 from lumos_dagster.lineage.resolve import CodeDoc, CodeEdge, refresh_code
 from lumos_dagster.lineage.verdicts import (
@@ -29,10 +30,7 @@ from lumos_dagster.model import (
     ColumnMapping,
     DatasetRecord,
     DatasetRef,
-    Field,
     JobRef,
-    Primitive,
-    Schema,
     SchemaChange,
     Snapshot,
 )

@@ -19,20 +19,9 @@ import uuid
 import pytest
 
 from lumos_dagster.config import parse_config
+from lumos_dagster.datatypes import NO_DEFAULT, Array, Enum, Field, Map, Primitive, Schema, Struct, Timestamp, UnionType
 from lumos_dagster.formats.json_schema import from_json_schema
 from lumos_dagster.inventory.refresh import reconcile
-from lumos_dagster.model import (
-    NO_DEFAULT,
-    Array,
-    Enum,
-    Field,
-    Map,
-    Primitive,
-    Schema,
-    Struct,
-    Timestamp,
-    UnionType,
-)
 from lumos_dagster.report import ScanReport
 from lumos_dagster.sources import build_sources, discover
 from lumos_dagster.sources.kafka import KEY_FIELD

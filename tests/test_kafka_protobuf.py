@@ -16,8 +16,7 @@ from click.testing import CliRunner
 from google.protobuf.message_factory import GetMessageClass
 
 from lumos_dagster.cli import main
-from lumos_dagster.formats.protobuf import ProtobufError, compile_proto
-from lumos_dagster.model import (
+from lumos_dagster.datatypes import (
     NO_DEFAULT,
     Array,
     Enum,
@@ -30,6 +29,7 @@ from lumos_dagster.model import (
     Timestamp,
     map_struct_fields,
 )
+from lumos_dagster.formats.protobuf import ProtobufError, compile_proto
 from lumos_dagster.schema.diff import (
     ENUM_SYMBOLS_ADDED,
     FIELD_ADDED,

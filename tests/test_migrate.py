@@ -19,8 +19,9 @@ from dagster import DagsterInstance
 from lumos_dagster.catalog.datahub_lite import DataHubLiteCatalog
 from lumos_dagster.cli import main
 from lumos_dagster.config import load_config
+from lumos_dagster.datatypes import Field, Primitive, Schema
 from lumos_dagster.definitions import build_definitions
-from lumos_dagster.model import DatasetRef, Field, LineageEdge, Owner, Primitive, Schema, Snapshot
+from lumos_dagster.model import DatasetRef, LineageEdge, Owner, Snapshot
 from tests.fake_atlas import FakeAtlas
 from tests.fake_servers import FakeOpenMetadata
 from tests.lake import demo_project

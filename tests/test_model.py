@@ -7,44 +7,43 @@ import jsonschema
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lumos_dagster.model import (
+from lumos_dagster.datatypes import (
     NO_DEFAULT,
     PRIMITIVE_KINDS,
     Array,
+    Decimal,
+    Enum,
+    Field,
+    Fixed,
+    Map,
+    Primitive,
+    Schema,
+    Struct,
+    Time,
+    Timestamp,
+    UnionType,
+    type_str,
+    type_to_json,
+)
+from lumos_dagster.model import (
     AssertionResult,
     ColumnMapping,
     ColumnProfile,
     ConflictVariant,
     Cost,
     DatasetRef,
-    Decimal,
-    Enum,
-    Field,
     FileError,
-    Fixed,
     JobRef,
     LineageEdge,
-    Map,
     OperationalStats,
     Owner,
-    Primitive,
     Profile,
     Quality,
-    Schema,
     SchemaChange,
     SchemaConflict,
     Snapshot,
-    Struct,
-    Time,
-    Timestamp,
-    UnionType,
-    snapshot_dumps,
-    snapshot_from_json,
-    snapshot_loads,
-    snapshot_to_json,
-    type_str,
-    type_to_json,
 )
+from lumos_dagster.snapshot_json import snapshot_dumps, snapshot_from_json, snapshot_loads, snapshot_to_json
 
 SCHEMA = json.loads(files("lumos_dagster").joinpath("snapshot.schema.json").read_text())
 names = st.text("abcdefgh_xyz", min_size=1, max_size=8)

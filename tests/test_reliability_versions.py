@@ -14,11 +14,12 @@ import pytest
 from lumos_dagster.catalog.datahub import dataset_urn
 from lumos_dagster.catalog.datahub_lite import DataHubLiteCatalog, open_lite
 from lumos_dagster.config import parse_config
+from lumos_dagster.datatypes import Field, Primitive, Schema
 from lumos_dagster.delivery.outbox import deliver
 from lumos_dagster.delivery.worker import Delivery
 from lumos_dagster.formats.readers import read_in_process
 from lumos_dagster.lineage.catalogue import resolve_datasets
-from lumos_dagster.model import DatasetRef, Field, Primitive, Schema, Snapshot
+from lumos_dagster.model import DatasetRef, Snapshot
 from lumos_dagster.report import ScanReport
 from lumos_dagster.run.snapshot import Services, SnapshotRun
 from lumos_dagster.schema.diff import FIELD_ADDED, FIELD_REMOVED

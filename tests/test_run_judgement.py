@@ -14,7 +14,7 @@ from lumos_dagster.api.service import Lumos
 from lumos_dagster.cli import main
 from lumos_dagster.config import load_config
 from lumos_dagster.definitions import build_definitions
-from lumos_dagster.model import snapshot_to_json
+from lumos_dagster.snapshot_json import snapshot_to_json
 from lumos_dagster.store import SnapshotStore, acceptances
 from tests.lake import register, write_parquet
 

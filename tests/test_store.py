@@ -10,9 +10,10 @@ import pytest
 import sqlalchemy as sa
 
 from lumos_dagster.catalog.datahub_lite import DataHubLiteCatalog, open_lite
+from lumos_dagster.datatypes import Field, Primitive, Schema
 from lumos_dagster.delivery.outbox import deliver
 from lumos_dagster.errors import StoreError
-from lumos_dagster.model import DatasetRecord, DatasetRef, Field, Primitive, Schema, Snapshot
+from lumos_dagster.model import DatasetRecord, DatasetRef, Snapshot
 from lumos_dagster.store import SnapshotStore
 from lumos_dagster.store.tables import SCHEMA_VERSION, outbox_table, snapshots_table
 from tests.conftest import lite_aspect_versions
@@ -352,7 +353,7 @@ def _rich(name: str, pk: str | None, at: datetime, age: float | None = 30.25, fi
 def _reads(store: SnapshotStore, s: Snapshot) -> dict[str, str]:
     """How each read of the store gives back capture `s` (its only capture, or its dataset's latest):
     the document text of each."""
-    from lumos_dagster.model import snapshot_dumps
+    from lumos_dagster.snapshot_json import snapshot_dumps
     from lumos_dagster.store.tables import latest_captures
 
     urn, pk = s.dataset.urn, s.partition_key or ""
@@ -383,7 +384,7 @@ def _reads(store: SnapshotStore, s: Snapshot) -> dict[str, str]:
 @pytest.mark.parametrize("pk", ["2026-11-20", None, ""], ids=["partition", "unpartitioned", "empty-key"])
 @pytest.mark.parametrize("age", [30.25, None, 0.1 + 0.2], ids=["age", "no-age", "long-float"])
 def test_every_read_gives_back_the_document_the_store_kept_whole_before(store_url, at, pk, age):
-    from lumos_dagster.model import snapshot_dumps
+    from lumos_dagster.snapshot_json import snapshot_dumps
 
     s = _rich("a", pk, at, age)
     with SnapshotStore(store_url) as store:
@@ -416,7 +417,7 @@ def test_captures_of_unchanged_content_store_its_body_once(store_url):
 
 
 def test_a_store_of_schema_version_2_opens_migrated_and_reads_its_whole_documents_as_before(store_url):
-    from lumos_dagster.model import snapshot_dumps
+    from lumos_dagster.snapshot_json import snapshot_dumps
     from lumos_dagster.store.tables import documents_table
 
     old = [_rich("a", "2026-11-20", T0, 3.5), _rich("a", "2026-11-21", T0 + timedelta(days=1), 27.5, fields=4),

@@ -17,8 +17,8 @@ from click.testing import CliRunner
 
 from lumos_dagster.cli import main
 from lumos_dagster.config import load_config
+from lumos_dagster.datatypes import type_str
 from lumos_dagster.lineage.catalogue import resolve_datasets
-from lumos_dagster.model import type_str
 from lumos_dagster.report import ScanReport
 from lumos_dagster.sources import build_sources, discover
 from tests.conftest import S3_TEST_CREDENTIALS

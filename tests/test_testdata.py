@@ -8,8 +8,8 @@ import pytest
 from avro.datafile import DataFileReader  # Apache Avro's own reader, independent of fastavro
 from avro.io import DatumReader
 
+from lumos_dagster.datatypes import type_str
 from lumos_dagster.formats import read_file_result, sniff_format
-from lumos_dagster.model import type_str
 from tests.conftest import TESTDATA
 
 FILES = sorted(

@@ -14,13 +14,13 @@ import pyarrow.parquet as pq
 import pytest
 
 from lumos_dagster.config import parse_config
+from lumos_dagster.datatypes import Primitive, type_str, untyped
 from lumos_dagster.formats import read_file_result
 from lumos_dagster.formats.orc import NO_POSTSCRIPT
 from lumos_dagster.formats.readers import read_in_process
 from lumos_dagster.formats.text import TORN_FIRST_LINE
 from lumos_dagster.governance.checks import READABLE_CHECK
 from lumos_dagster.lineage.catalogue import resolve_datasets
-from lumos_dagster.model import Primitive, type_str, untyped
 from lumos_dagster.report import ScanReport
 from lumos_dagster.schema.diff import TYPE_NARROWED, TYPE_PROMOTED
 from lumos_dagster.sources import build_sources, discover

@@ -34,9 +34,11 @@ from lumos_dagster.api import limits
 from lumos_dagster.api import models as m
 from lumos_dagster.api.reading import ReadView, pinned, read_engine
 from lumos_dagster.config import LumosConfig, load_config
+from lumos_dagster.datatypes import Schema, type_str
 from lumos_dagster.errors import LumosError
 from lumos_dagster.masking import shown_url
-from lumos_dagster.model import BREAKING, Schema, change_to_json, snapshot_loads, type_str
+from lumos_dagster.model import BREAKING
+from lumos_dagster.snapshot_json import change_to_json, snapshot_loads
 
 if TYPE_CHECKING:
     from lumos_dagster.reports.changes import ChangeReport
@@ -338,7 +340,7 @@ class Lumos:
                 **base, domain=spec.domain, policy=policy, description=e.description or e.default_description,
                 owners=[m.OwnerInfo(id=o.id, kind=o.kind, type=o.type) for o in e.owners], tags=list(e.tags),
             )  # fmt: skip
-        from lumos_dagster.model import snapshot_to_json
+        from lumos_dagster.snapshot_json import snapshot_to_json
 
         c, q = snap.cost, snap.quality
         return m.DatasetDetail(

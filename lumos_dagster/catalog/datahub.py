@@ -116,32 +116,34 @@ from lumos_dagster.catalog.datahub_fields import field_paths, partition_paths
 from lumos_dagster.catalog.datahub_identity import Identity, identity
 from lumos_dagster.catalog.datahub_moves import legacy_urn, move
 from lumos_dagster.catalog.patch_apply import IfAbsent, Proposal
-from lumos_dagster.model import (
-    COMPATIBLE_CHECK,
-    READABLE_CHECK,
+from lumos_dagster.datatypes import (
     Array,
-    CheckResult,
-    Commit,
-    DatasetRef,
     DataType,
     Decimal,
     Enum,
     Field,
     Fixed,
-    JobRef,
-    LineageEdge,
     Map,
     Primitive,
     Schema,
-    Snapshot,
     Struct,
     Time,
     Timestamp,
     UnionType,
     schema_to_json,
-    snapshot_to_json,
     type_str,
 )
+from lumos_dagster.model import (
+    COMPATIBLE_CHECK,
+    READABLE_CHECK,
+    CheckResult,
+    Commit,
+    DatasetRef,
+    JobRef,
+    LineageEdge,
+    Snapshot,
+)
+from lumos_dagster.snapshot_json import snapshot_to_json
 
 _NUMBERS = {"int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float16", "float32", "float64"}
 LUMOS_ACTOR = "urn:li:corpuser:lumos"

@@ -32,9 +32,7 @@ from lumos_dagster.catalog.openmetadata_read import (
     VERSION_PROPERTY,
     read_tables,
 )
-from lumos_dagster.errors import CatalogError
-from lumos_dagster.masking import shown_url
-from lumos_dagster.model import (
+from lumos_dagster.datatypes import (
     Array,
     DataType,
     Decimal,
@@ -43,14 +41,16 @@ from lumos_dagster.model import (
     Fixed,
     Map,
     Primitive,
-    Snapshot,
     Struct,
     Time,
     Timestamp,
     UnionType,
-    snapshot_to_json,
     type_str,
 )
+from lumos_dagster.errors import CatalogError
+from lumos_dagster.masking import shown_url
+from lumos_dagster.model import Snapshot
+from lumos_dagster.snapshot_json import snapshot_to_json
 
 log = logging.getLogger(__name__)
 _PRIMITIVES = {

@@ -16,12 +16,13 @@ from lumos_dagster.errors import LumosError, UnknownDataset
 from lumos_dagster.lineage.catalogue import load_catalogue
 from lumos_dagster.lineage.impact import fan_out
 from lumos_dagster.lineage.verdicts import consumer_verdicts
-from lumos_dagster.model import BREAKING, DEFAULT_POLICY, POLICIES, change_to_json, dataset_urn
+from lumos_dagster.model import BREAKING, DEFAULT_POLICY, POLICIES, dataset_urn
 from lumos_dagster.reports.changes import diff_report, exit_code, gate_reports, render
 from lumos_dagster.schema.history import current_versions, next_release_name, timeline
 from lumos_dagster.schema.history import evolution as evolution_of
 from lumos_dagster.schema.inputs import load_side
 from lumos_dagster.schema.releases import Manifest, write_manifest
+from lumos_dagster.snapshot_json import change_to_json
 from lumos_dagster.sources import build_sources
 from lumos_dagster.store import SnapshotStore
 from lumos_dagster.store.acceptances import acceptances as acceptances_of

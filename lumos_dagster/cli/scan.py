@@ -15,8 +15,8 @@ import click
 from lumos_dagster.cli.common import config_option, load, open_store
 from lumos_dagster.cli.output import echo, echo_json, error, paint
 from lumos_dagster.config import DEFAULT_CONFIG
+from lumos_dagster.datatypes import schema_to_json, type_str
 from lumos_dagster.formats import sniff_format
-from lumos_dagster.model import schema_to_json, type_str
 from lumos_dagster.report import failure_lines
 from lumos_dagster.time_partitions import granularity
 from lumos_dagster.wording import few, plural, visible

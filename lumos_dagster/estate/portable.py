@@ -34,14 +34,9 @@ from lumos_dagster.estate.migration import STEPS, migrate_document
 from lumos_dagster.graphs import first_cycle
 from lumos_dagster.limits import MAX_COUNT, MAX_NESTING
 from lumos_dagster.masking import shown_url
-from lumos_dagster.model import (
-    DatasetRecord,
-    Snapshot,
-    dataset_urn,
-    snapshot_from_json,
-    snapshot_to_json,
-    unstorable_strings,
-)
+from lumos_dagster.model import DatasetRecord, Snapshot, dataset_urn
+from lumos_dagster.snapshot_json import snapshot_from_json, snapshot_to_json
+from lumos_dagster.storable import unstorable_strings
 from lumos_dagster.store import Release, SnapshotStore
 from lumos_dagster.store.tables import datasets_table, releases_table, snapshots_table
 

@@ -15,6 +15,7 @@ import os
 from dataclasses import dataclass, replace
 from typing import Any, Callable
 
+from lumos_dagster.datatypes import Array, DataType, Map, Schema, SchemaTooLarge, Struct, UnionType, beyond_limits
 from lumos_dagster.errors import SchemaReadError
 from lumos_dagster.formats import compression
 from lumos_dagster.formats.base import (
@@ -28,7 +29,6 @@ from lumos_dagster.formats.base import (
     too_deep,
 )
 from lumos_dagster.limits import MAX_COUNT
-from lumos_dagster.model import Array, DataType, Map, Schema, SchemaTooLarge, Struct, UnionType, beyond_limits
 from lumos_dagster.plugins import Registry
 
 __all__ = [

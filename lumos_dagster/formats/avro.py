@@ -12,9 +12,7 @@ import fastavro
 import pyarrow.fs as pafs
 from fastavro.read import HEADER_SCHEMA, MAGIC
 
-from lumos_dagster.formats.base import FileSchema, open_random
-from lumos_dagster.limits import MAX_FIELDS
-from lumos_dagster.model import (
+from lumos_dagster.datatypes import (
     NO_DEFAULT,
     Array,
     DataType,
@@ -30,8 +28,10 @@ from lumos_dagster.model import (
     Time,
     Timestamp,
     UnionType,
-    storable_json,
 )
+from lumos_dagster.formats.base import FileSchema, open_random
+from lumos_dagster.limits import MAX_FIELDS
+from lumos_dagster.storable import storable_json
 
 _PRIMITIVES = {
     "null": "null",

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from lumos_dagster.model import (
+from lumos_dagster.datatypes import (
     NO_DEFAULT,
     Array,
     DataType,
@@ -25,8 +25,8 @@ from lumos_dagster.model import (
     Time,
     Timestamp,
     UnionType,
-    storable_json,
 )
+from lumos_dagster.storable import storable_json
 
 _SIMPLE = {"integer": "int64", "number": "float64", "boolean": "boolean", "null": "null"}
 _FORMATS: dict[str, DataType] = {

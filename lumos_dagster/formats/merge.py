@@ -16,10 +16,9 @@ from __future__ import annotations
 from collections import Counter
 from typing import Sequence
 
-from lumos_dagster.model import (
+from lumos_dagster.datatypes import (
     NO_DEFAULT,
     Array,
-    ConflictVariant,
     DataType,
     Decimal,
     Field,
@@ -27,12 +26,12 @@ from lumos_dagster.model import (
     Map,
     Primitive,
     Schema,
-    SchemaConflict,
     Struct,
     Timestamp,
     type_str,
     untyped,
 )
+from lumos_dagster.model import ConflictVariant, SchemaConflict
 
 MAX_CONFLICT_FILES = 5
 _SIGNED = ("int8", "int16", "int32", "int64")

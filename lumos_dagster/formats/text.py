@@ -22,10 +22,10 @@ import pyarrow.csv as pcsv
 import pyarrow.fs as pafs
 import pyarrow.json as pjson
 
+from lumos_dagster.datatypes import UNTYPED, Field, Primitive, Schema, map_struct_fields
 from lumos_dagster.errors import SchemaReadError
 from lumos_dagster.formats.arrow import converted_schema
 from lumos_dagster.formats.base import MAX_NESTING, FileSchema, open_stream, too_deep
-from lumos_dagster.model import UNTYPED, Field, Primitive, Schema, map_struct_fields
 
 BLOCK_SIZE = 1 << 20
 #: a first row longer than the block (a 50 MB one-line CSV) is retried with 8x bigger blocks up to this

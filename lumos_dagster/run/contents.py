@@ -7,10 +7,11 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta, timezone
 from typing import Mapping, Sequence
 
+from lumos_dagster.datatypes import Schema, beyond_limits
 from lumos_dagster.formats import FileResult
 from lumos_dagster.formats.merge import merge_schemas
 from lumos_dagster.limits import MAX_COUNT
-from lumos_dagster.model import FileError, OperationalStats, Schema, SchemaConflict, TableVersion, beyond_limits
+from lumos_dagster.model import FileError, OperationalStats, SchemaConflict, TableVersion
 from lumos_dagster.sources.discovery import DatasetFile, DiscoveredDataset
 from lumos_dagster.time_partitions import granularity
 

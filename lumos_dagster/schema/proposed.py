@@ -13,9 +13,7 @@ import re
 from collections import Counter
 from typing import Any
 
-from lumos_dagster.errors import LumosError
-from lumos_dagster.limits import MAX_FIELDS, MAX_NESTING
-from lumos_dagster.model import (
+from lumos_dagster.datatypes import (
     NO_DEFAULT,
     Array,
     DataType,
@@ -32,10 +30,11 @@ from lumos_dagster.model import (
     Timestamp,
     UnionType,
     schema_from_json,
-    snapshot_from_json,
-    unstorable,
-    unstorable_strings,
 )
+from lumos_dagster.errors import LumosError
+from lumos_dagster.limits import MAX_FIELDS, MAX_NESTING
+from lumos_dagster.snapshot_json import snapshot_from_json
+from lumos_dagster.storable import unstorable, unstorable_strings
 
 FORMATS = ("avro", "json-schema", "spark-ddl", "lumos")
 

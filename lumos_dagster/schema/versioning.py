@@ -32,6 +32,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Sequence
 
+from lumos_dagster.datatypes import typed_like
 from lumos_dagster.model import (
     BREAKING,
     DEFAULT_POLICY,
@@ -40,7 +41,6 @@ from lumos_dagster.model import (
     NON_BREAKING,
     SchemaChange,
     Snapshot,
-    typed_like,
 )
 from lumos_dagster.schema.diff import FIELD_REMOVED, METADATA_KINDS, diff_schemas, diff_snapshots
 

@@ -13,8 +13,9 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterator, Sequence
 
 from lumos_dagster.code import StoredSql
+from lumos_dagster.datatypes import Schema
 from lumos_dagster.formats import FsSpec
-from lumos_dagster.model import OperationalStats, Schema, TableVersion
+from lumos_dagster.model import OperationalStats, TableVersion
 from lumos_dagster.report import ScanReport
 from lumos_dagster.sources.discovery import DiscoveredDataset, FileEntry, group_files
 

@@ -37,9 +37,10 @@ from typing import Any, Callable
 
 import fastavro
 
+from lumos_dagster.datatypes import DataType, Field, Schema, Struct
 from lumos_dagster.errors import ConfigError
 from lumos_dagster.masking import mask_secrets
-from lumos_dagster.model import DatasetRecord, DataType, Field, OperationalStats, Schema, Struct, TableVersion
+from lumos_dagster.model import DatasetRecord, OperationalStats, TableVersion
 from lumos_dagster.plugins import expand_secrets
 from lumos_dagster.report import ScanReport
 from lumos_dagster.sources.base import Progress, TableDescription, TableSource

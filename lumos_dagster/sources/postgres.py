@@ -19,23 +19,22 @@ from typing import cast
 import psycopg
 
 from lumos_dagster.code import StoredSql
-from lumos_dagster.errors import ConfigError
-from lumos_dagster.masking import AMBIGUOUS_PASSWORD
-from lumos_dagster.model import (
+from lumos_dagster.datatypes import (
     NO_DEFAULT,
     Array,
-    DatasetRecord,
     DataType,
     Decimal,
     Enum,
     Field,
-    OperationalStats,
     Primitive,
     Schema,
     Struct,
     Time,
     Timestamp,
 )
+from lumos_dagster.errors import ConfigError
+from lumos_dagster.masking import AMBIGUOUS_PASSWORD
+from lumos_dagster.model import DatasetRecord, OperationalStats
 from lumos_dagster.naming import name_part
 from lumos_dagster.plugins import expand_secrets
 from lumos_dagster.report import ScanReport

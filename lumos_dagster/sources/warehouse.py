@@ -30,23 +30,22 @@ from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
 from lumos_dagster.code import StoredSql
-from lumos_dagster.errors import ConfigError
-from lumos_dagster.masking import mask_secrets
-from lumos_dagster.model import (
+from lumos_dagster.datatypes import (
     NO_DEFAULT,
     Array,
-    DatasetRecord,
     DataType,
     Decimal,
     Field,
     Map,
-    OperationalStats,
     Primitive,
     Schema,
     Struct,
     Time,
     Timestamp,
 )
+from lumos_dagster.errors import ConfigError
+from lumos_dagster.masking import mask_secrets
+from lumos_dagster.model import DatasetRecord, OperationalStats
 from lumos_dagster.naming import name_part
 from lumos_dagster.plugins import expand_secrets
 from lumos_dagster.report import ScanReport

@@ -8,7 +8,8 @@ from collections.abc import Collection, Mapping, Sequence
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from lumos_dagster.model import Snapshot, snapshot_from_json
+from lumos_dagster.model import Snapshot
+from lumos_dagster.snapshot_json import snapshot_from_json
 from lumos_dagster.store.connection import StoreConnection
 from lumos_dagster.store.documents import assemble
 from lumos_dagster.store.rows import _chunks

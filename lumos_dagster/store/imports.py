@@ -12,7 +12,8 @@ from sqlalchemy.engine import Connection
 
 from lumos_dagster.errors import StoreError
 from lumos_dagster.masking import shown_url
-from lumos_dagster.model import DatasetRecord, Snapshot, snapshot_dumps
+from lumos_dagster.model import DatasetRecord, Snapshot
+from lumos_dagster.snapshot_json import snapshot_dumps
 from lumos_dagster.store.connection import StoreConnection
 from lumos_dagster.store.releases import Release
 from lumos_dagster.store.rows import _chunks, _insert_or_ignore, _now, _snapshot_row, _with_bodies

@@ -11,7 +11,8 @@ from typing import TypeVar
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from lumos_dagster.model import Snapshot, snapshot_to_json
+from lumos_dagster.model import Snapshot
+from lumos_dagster.snapshot_json import snapshot_to_json
 from lumos_dagster.store.documents import split
 from lumos_dagster.store.tables import documents_table
 

@@ -27,22 +27,20 @@ from pyiceberg.table.metadata import TableMetadata
 from pyiceberg.table.snapshots import Snapshot
 from pyiceberg.transforms import IdentityTransform, VoidTransform
 
-from lumos_dagster.model import (
+from lumos_dagster.datatypes import (
     Array,
-    Commit,
     DataType,
     Decimal,
     Field,
     Fixed,
     Map,
-    OperationalStats,
     Primitive,
     Schema,
     Struct,
-    TableVersion,
     Time,
     Timestamp,
 )
+from lumos_dagster.model import Commit, OperationalStats, TableVersion
 from lumos_dagster.tables.base import TableState
 
 FORMAT = "iceberg"
