@@ -47,6 +47,8 @@ EXAMPLES = LONG_EXAMPLES if _BUDGET == "long" else int(_BUDGET) if _BUDGET.isdig
 # a long budget outlasts the suite's per-test timeout by design
 pytestmark = [pytest.mark.timeout(0)] if EXAMPLES else []
 
+#: `make test-fast` reads one seed file in this many
+SEED_SAMPLE = 25
 # every name a reader is chosen by, and none (the format is sniffed from the first bytes)
 NAMES = ("f.parquet", "f.orc", "f.avro", "f.csv", "f.tsv", "f.json", "f.ndjson", "f.csv.gz", "f")
 
@@ -209,7 +211,12 @@ def test_the_config_loader_gives_a_config_or_an_error_naming_the_file(tmp_path_f
         assert all(p.startswith("  ") for p in problems)
 
 
-@pytest.mark.parametrize("seed", range(len(file_seeds())))
+@pytest.mark.parametrize(
+    "seed",
+    # every seed in `make test`; one in SEED_SAMPLE of them in the inner loop's `make test-fast` (the sweep
+    # is a process pool's read of each file under 9 names: 100 CPU-seconds whole)
+    [pytest.param(i, marks=() if i % SEED_SAMPLE == 0 else pytest.mark.slow) for i in range(len(file_seeds()))],
+)
 def test_every_seed_file_reads_without_a_crash(seed):
     """The seeds themselves, unmutated: the fuzzer's starting points are sound inputs."""
     results = read_everywhere(file_seeds()[seed])
