@@ -124,8 +124,8 @@ clean:
 
 ## Lumos as a Dagster deployment on this machine, run as docs/deploy.md describes (lumos_dagster/cli/deploy.py):
 ## Dagster's PostgreSQL storage on 127.0.0.1:5432 (database lumos_dagster, or PG_URL=postgresql://…), the
-## daemon with queued runs, a code server for lumos.yaml and the webserver on PORT, everything under
-## .lumos/deploy (logs/, pids.json); the demo lake is built and discovered first if it is missing.
+## daemon with queued runs, a code server for lumos.yaml and the webserver on PORT, kept by supervisord,
+## everything under .lumos/deploy (supervisord.conf, logs/); the demo lake is built and discovered first if it is missing.
 ## ARGS: more `lumos deploy up` options (--max-concurrent-runs 4, --tuned, --reset after `make clean`).
 .PHONY: deploy deploy-stop
 deploy: $(STAMP)

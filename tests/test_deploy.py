@@ -1,15 +1,20 @@
 """`lumos deploy` for real: Dagster's PostgreSQL storage on the local server (a database of the
 test's own), two code locations each served by its own `dagster code-server start`, the daemon and
-the webserver as separate processes. A run launched through the webserver's GraphQL goes through
+the webserver as separate processes, kept by supervisord. A run launched through the webserver's GraphQL goes through
 the queue, runs on its location's code server and reaches DataHub Lite. The storage sensors tick
 without anyone starting them: their first tick snapshots every dataset's current partition (nobody
 materializes anything), a day that lands is snapshotted, and a new dataset too, once its sensor had
-the webserver reload its location. `down` leaves no process behind."""
+the webserver reload its location. supervisord restarts a process that dies; `down` leaves no
+process behind. The other outputs, systemd's units and the values of Dagster's Helm chart, are checked
+by systemd's own verifier and against the chart's values schema."""
 
 from __future__ import annotations
 
 import os
+import signal
 import socket
+import subprocess
+import sys
 import time
 from datetime import date, timedelta
 from pathlib import Path
@@ -17,7 +22,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from lumos_dagster.cli.deploy import DeployError, Deployment
+from lumos_dagster.cli.deploy_config import DeployError
+from lumos_dagster.cli.deployment import Deployment, prepare_database
 from lumos_dagster.config import load_config
 from tests.lake import lite_properties, partitioned_lake, register
 
@@ -84,6 +90,19 @@ def _groups_left(pids: dict[str, int]) -> list[str]:
         except ProcessLookupError:
             pass
     return left
+
+
+def _processes_of(deployment: Deployment) -> list[int]:
+    """Every process on this DAGSTER_HOME: the deployment's, their children (gRPC servers, run workers)."""
+    mark = f"DAGSTER_HOME={deployment.dagster_home}".encode()
+    found = []
+    for proc in Path("/proc").iterdir():
+        try:
+            if proc.name.isdigit() and mark in (proc / "environ").read_bytes().split(b"\0"):
+                found.append(int(proc.name))
+        except OSError:  # gone meanwhile, or not ours to read
+            pass
+    return found
 
 
 def _logs(deployment: Deployment) -> str:
@@ -215,11 +234,26 @@ def test_two_code_locations_run_through_the_queue_into_datahub_lite(tmp_path, da
 
         rss = deployment.rss_mb()
         assert set(rss) == set(pids) and all(mb is None or mb > 20 for mb in rss.values())
+
+        # `lumos deploy status`: supervisorctl's view of each process, then Lumos' own checks
+        shown = subprocess.run([str(Path(sys.executable).parent / "lumos"), "deploy", "status", "--folder",
+                                str(deployment.folder)], capture_output=True, text=True, timeout=60)  # fmt: skip
+        assert shown.returncode == 0, shown.stdout + shown.stderr
+        for name in pids:
+            assert any(line.split()[:2] == [name, "RUNNING"] for line in shown.stdout.splitlines()), shown.stdout
+        assert "daemons: healthy" in shown.stdout
+
+        # a process that dies is started again by supervisord (through wait_ports: the same command)
+        os.kill(pids["daemon"], signal.SIGKILL)
+        again = lambda: deployment.running().get("daemon") not in (None, pids["daemon"])  # noqa: E731
+        _wait(deployment, "supervisord to restart the daemon", again, 30)
+        pids = deployment.pids()
     finally:
         stopped = deployment.down()
     assert set(stopped) == set(pids)
     assert _groups_left(pids) == []
-    assert deployment.running() == {} and not (tmp_path / "deploy" / "pids.json").exists()
+    assert deployment.supervisor() is None and deployment.running() == {}
+    assert _processes_of(deployment) == []  # no orphan: no code server's child, no run worker
 
 
 def test_a_location_that_fails_to_load_fails_up_naming_its_log_and_leaves_nothing(tmp_path, database):
@@ -234,14 +268,12 @@ def test_a_location_that_fails_to_load_fails_up_naming_its_log_and_leaves_nothin
     assert "code location crm failed to load" in message
     assert str(tmp_path / "deploy" / "logs" / "code-server-crm.log") in message
     assert "cannot open the snapshot store" in message  # the cause, not only "loading failed"
-    assert deployment.running() == {} and not (tmp_path / "deploy" / "pids.json").exists()
+    assert deployment.supervisor() is None and _processes_of(deployment) == []
 
 
 def test_a_database_is_not_shared_by_two_deployment_folders(tmp_path, database):
     """Dagster keeps a code location's state in the database and DAGSTER_HOME together."""
     import psycopg
-
-    from lumos_dagster.cli.deploy import prepare_database
 
     first, second = tmp_path / "a" / "dagster", tmp_path / "b" / "dagster"
     prepare_database(database, first)
