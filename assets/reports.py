@@ -26,7 +26,7 @@ from lumos_dagster.errors import LumosError
 from lumos_dagster.governance.rules import post_webhook, todo_json, todo_markdown
 from lumos_dagster.reports import cost as cost_report
 from lumos_dagster.resources.store import SnapshotStoreResource
-from lumos_dagster.store import SnapshotStore
+from lumos_dagster.store.roles import HistoryAndReleases, HistoryStore
 from lumos_dagster.wording import VISIBLE_LOG
 
 FORMATS = {"json": "json", "csv": "csv", "markdown": "md"}
@@ -34,7 +34,7 @@ COST_REPORT = AssetKey("lumos_cost_report")
 OVERVIEW = AssetKey("lumos_overview")
 
 
-def _cost_report(config: LumosConfig, catalogue: Catalogue, store: SnapshotStore, log) -> MaterializeResult:
+def _cost_report(config: LumosConfig, catalogue: Catalogue, store: HistoryStore, log) -> MaterializeResult:
     report = cost_report.build(store, catalogue)
     folder = config.resolve(config.reports.dir)
     os.makedirs(folder, exist_ok=True)
@@ -55,7 +55,7 @@ def _cost_report(config: LumosConfig, catalogue: Catalogue, store: SnapshotStore
     )
 
 
-def _overview(config: LumosConfig, catalogue: Catalogue, store: SnapshotStore, log) -> MaterializeResult:
+def _overview(config: LumosConfig, catalogue: Catalogue, store: HistoryAndReleases, log) -> MaterializeResult:
     # openpyxl and the renderers load only when the report runs, not with the code location
     from lumos_dagster.reports.overview import Estate, build_overview, owner_todos, write_reports
     from lumos_dagster.reports.render import to_markdown

@@ -49,6 +49,7 @@ from lumos_dagster.sensors.triggers import Targets
 from lumos_dagster.sources import file_records
 from lumos_dagster.sources.base import FileSource
 from lumos_dagster.store import SnapshotStore
+from lumos_dagster.store.roles import RegistryAndHistory, RegistryStore
 from lumos_dagster.wording import few, plural
 
 #: seconds between ticks: a change reaches the catalog within a tick, the queue and one run
@@ -123,7 +124,7 @@ def is_preview(context) -> bool:
     return context.last_sensor_start_time is None
 
 
-def _record_new(store: SnapshotStore, source: FileSource, seen: Look, waiting: dict) -> list[str]:
+def _record_new(store: RegistryStore, source: FileSource, seen: Look, waiting: dict) -> list[str]:
     """Record the new datasets in the registry; they wait for the code location to know them."""
     store.upsert_datasets(file_records(source, seen.new_datasets))
     for name, ds in seen.new_datasets.items():
@@ -132,7 +133,7 @@ def _record_new(store: SnapshotStore, source: FileSource, seen: Look, waiting: d
     return sorted(seen.new_datasets)
 
 
-def _retire(store: SnapshotStore, config: LumosConfig, source: str, vanished: list[str], log) -> list[str]:
+def _retire(store: RegistryAndHistory, config: LumosConfig, source: str, vanished: list[str], log) -> list[str]:
     """Soft-delete the datasets whose files are all gone, unless too many of the source went at once."""
     known, vanished_names = store.datasets(sources=[source]), set(vanished)
     gone = [r for r in known if r.name in vanished_names]

@@ -26,6 +26,7 @@ from lumos_dagster.snapshot_json import change_to_json
 from lumos_dagster.sources import build_sources
 from lumos_dagster.store import SnapshotStore
 from lumos_dagster.store.acceptances import acceptances as acceptances_of
+from lumos_dagster.store.roles import RegistryStore
 from lumos_dagster.wording import plural
 
 FORMATS = click.Choice(["text", "json", "markdown"])
@@ -37,7 +38,7 @@ policy_option = click.option(
 )
 
 
-def catalogue_of(config: LumosConfig, store: SnapshotStore) -> Catalogue:
+def catalogue_of(config: LumosConfig, store: RegistryStore) -> Catalogue:
     roots = {name: s.root for name, s in build_sources(config).items()}
     return load_catalogue(config, store, roots)
 

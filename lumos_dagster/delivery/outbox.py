@@ -28,7 +28,8 @@ from typing import Callable
 
 from lumos_dagster.catalog.base import CatalogAdapter, Claiming, Undeliverable
 from lumos_dagster.masking import mask_secrets
-from lumos_dagster.store import Delivery, SnapshotStore, claim_owner
+from lumos_dagster.store import Delivery, claim_owner
+from lumos_dagster.store.roles import OutboxStore
 
 # Snapshots per emit call. A batch is one DataHub Lite transaction (or a few GMS requests) and one
 # store transaction, whose fixed costs (the commit and its fsync, one lookup of the batch's current
@@ -75,7 +76,7 @@ def _failure(exc: Exception) -> str:
 
 
 def deliver(
-    store: SnapshotStore,
+    store: OutboxStore,
     catalog: CatalogAdapter,
     progress: Callable[[str], None] = lambda _: None,
     lease: float = LEASE,
@@ -89,7 +90,7 @@ def deliver(
 
 
 def _deliver(
-    store: SnapshotStore, catalog: CatalogAdapter, progress: Callable[[str], None], owner: str, lease: float
+    store: OutboxStore, catalog: CatalogAdapter, progress: Callable[[str], None], owner: str, lease: float
 ) -> DeliveryReport:
     report = DeliveryReport(catalog=catalog.name)
     by_dataset: dict[str, list[Delivery]] = {}

@@ -23,6 +23,7 @@ from lumos_dagster.catalog.base import CatalogAdapter
 from lumos_dagster.collector import end_with_parent, frozen
 from lumos_dagster.delivery.outbox import deliver
 from lumos_dagster.store import SnapshotStore
+from lumos_dagster.store.roles import OutboxStore
 
 #: (catalog → its first error in the run): a delivery round's outcome
 Down = dict[str, str]
@@ -32,7 +33,7 @@ FIRST_WAIT = 30
 CHECK_EVERY = 5  # seconds between checks that a waited-for worker is still alive
 
 
-def deliver_all(store: SnapshotStore, catalogs: Sequence[CatalogAdapter], down: Down) -> None:
+def deliver_all(store: OutboxStore, catalogs: Sequence[CatalogAdapter], down: Down) -> None:
     """Deliver the outbox to each catalog not known to be down; a failure marks its catalog down."""
     for catalog in catalogs:
         if catalog.name not in down:

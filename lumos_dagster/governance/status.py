@@ -17,7 +17,7 @@ from lumos_dagster.config import LumosConfig
 from lumos_dagster.datasets import Catalogue, DatasetSpec
 from lumos_dagster.governance.checks import ERROR, WARN, CheckOutcome, judge
 from lumos_dagster.model import FileError, Snapshot
-from lumos_dagster.store import SnapshotStore
+from lumos_dagster.store.roles import HistoryAndReleases
 
 OK, WARNING, FAILED, HELD_BACK, NOT_MATERIALIZED = "ok", "warning", "failed", "held back", "not materialized"
 STATUSES = (OK, WARNING, FAILED, HELD_BACK, NOT_MATERIALIZED)
@@ -100,7 +100,7 @@ def judged(config: LumosConfig, catalogue: Catalogue, datasets: Sequence[Dataset
     return out
 
 
-def standings(config: LumosConfig, catalogue: Catalogue, store: SnapshotStore, names: Sequence[str] | None = None,
+def standings(config: LumosConfig, catalogue: Catalogue, store: HistoryAndReleases, names: Sequence[str] | None = None,
               partition: str | None = None) -> list[Standing]:  # fmt: skip
     """The status of every dataset of `catalogue` (lineage order), or of those `names` (their upstreams
     judged too, not returned), from what `store` holds now, its acceptances included. `partition`: that

@@ -13,6 +13,7 @@ from lumos_dagster.report import ScanReport
 from lumos_dagster.schema.versioning import retire as retire_snapshot
 from lumos_dagster.sources import Discovery
 from lumos_dagster.store import SnapshotStore
+from lumos_dagster.store.roles import RegistryAndHistory
 
 if TYPE_CHECKING:
     from lumos_dagster.config import LumosConfig
@@ -27,7 +28,7 @@ class Reconciliation:
     refused: dict[str, str] = field(default_factory=dict)  # source → why nothing was removed
 
 
-def retire(store: SnapshotStore, records: Sequence[DatasetRecord], catalogs: Sequence[str]) -> list[str]:
+def retire(store: RegistryAndHistory, records: Sequence[DatasetRecord], catalogs: Sequence[str]) -> list[str]:
     """Soft-delete datasets: each one's last snapshot as a tombstone (a DATASET_REMOVED version),
     queued for `catalogs`, and the registry marks it removed. Returns their names."""
     now = datetime.now(timezone.utc)
@@ -57,7 +58,7 @@ def too_many(vanished: int, known: int, max_share: float) -> str | None:
 
 
 def reconcile(
-    store: SnapshotStore,
+    store: RegistryAndHistory,
     discovery: Discovery,
     max_share: float,
     catalogs: Callable[[], Sequence[str]],
@@ -101,7 +102,8 @@ class Refresh:
 def refresh_registry(config: LumosConfig, store: SnapshotStore, progress: Callable[[str], None]) -> Refresh:
     """`lumos discover` and the `lumos_discover` job: scan the sources, record what they hold,
     soft-delete what vanished (delivered to the catalogs now), and read lineage from code and
-    from the databases' view definitions."""
+    from the databases' view definitions. Every role of the store: the registry, the tombstones'
+    history and the outbox."""
     from lumos_dagster.delivery.catalogs import build_catalogs
     from lumos_dagster.delivery.outbox import deliver
     from lumos_dagster.lineage.resolve import refresh_code

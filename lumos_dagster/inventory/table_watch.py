@@ -9,12 +9,12 @@ from __future__ import annotations
 from lumos_dagster.inventory.watch import FileChange, Look, listing_state
 from lumos_dagster.report import ScanReport
 from lumos_dagster.sources.base import TableSource
-from lumos_dagster.store import SnapshotStore
+from lumos_dagster.store.roles import RegistryStore
 
 
 def look_tables(
     source: TableSource,
-    store: SnapshotStore,
+    store: RegistryStore,
     generation: int | None,
     report: ScanReport,
     state: str | None = None,

@@ -26,7 +26,7 @@ from typing import Collection
 
 from lumos_dagster.report import ScanReport
 from lumos_dagster.sources.base import FileSource
-from lumos_dagster.store import SnapshotStore
+from lumos_dagster.store.roles import RegistryStore
 
 #: seconds between the two looks at a file found changed: taken when its size and modification time
 #: are the same at both, else its change waits for the next tick (which looks twice again)
@@ -69,7 +69,7 @@ class Look:
     def digest(self) -> str:
         return digest(self.changes)
 
-    def save(self, store: SnapshotStore, source: str, deferred: Collection[FileChange] = ()) -> str:
+    def save(self, store: RegistryStore, source: str, deferred: Collection[FileChange] = ()) -> str:
         """Write this look's generation, each of `deferred` as it was before (so the next look finds it
         again); returns the generation's state digest, the cursor's."""
         if self.unchanged:
@@ -96,7 +96,7 @@ def listing_state(current: dict[str, str]) -> str:
 
 def look(
     source: FileSource,
-    store: SnapshotStore,
+    store: RegistryStore,
     generation: int | None,
     report: ScanReport,
     state: str | None = None,

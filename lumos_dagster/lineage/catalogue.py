@@ -18,6 +18,7 @@ from lumos_dagster.errors import ConfigError
 from lumos_dagster.lineage.resolve import CodeDoc, doc_from_json
 from lumos_dagster.model import ColumnMapping, DatasetRecord, DatasetRef, LineageEdge, Owner
 from lumos_dagster.store import SnapshotStore
+from lumos_dagster.store.roles import RegistryStore
 
 
 @dataclass(frozen=True)
@@ -30,7 +31,7 @@ class RegistryState:
     code: Mapping[str, dict]
 
     @classmethod
-    def read(cls, store: SnapshotStore, sources: Sequence[str] | None = None) -> RegistryState:
+    def read(cls, store: RegistryStore, sources: Sequence[str] | None = None) -> RegistryState:
         """The registry now; only the datasets of `sources` when given (a code location's own)."""
         return cls(tuple(store.datasets(sources=sources)), store.code())
 
@@ -66,7 +67,7 @@ def catalogue_of(config: LumosConfig, state: RegistryState, source_roots: dict[s
     return resolve_datasets(config, state.records, source_roots, code)
 
 
-def load_catalogue(config: LumosConfig, store: SnapshotStore, source_roots: dict[str, str]) -> Catalogue:
+def load_catalogue(config: LumosConfig, store: RegistryStore, source_roots: dict[str, str]) -> Catalogue:
     return catalogue_of(config, RegistryState.read(store), source_roots)
 
 

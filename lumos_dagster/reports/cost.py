@@ -16,7 +16,7 @@ from lumos_dagster.cost.attribution import Node, Savings, switch_off
 from lumos_dagster.datasets import Catalogue
 from lumos_dagster.model import Cost, RolledUpCost, Snapshot
 from lumos_dagster.reports.csvsafe import SafeWriter
-from lumos_dagster.store import SnapshotStore
+from lumos_dagster.store.roles import HistoryStore
 from lumos_dagster.wording import visible
 
 #: a month as the report takes it: YYYY-MM, a month that exists (2026-13 is none)
@@ -94,7 +94,7 @@ def _owners(snapshot: Snapshot) -> tuple[str, ...]:
     return tuple(o.id for o in snapshot.owners)
 
 
-def build(store: SnapshotStore, catalogue: Catalogue, month: str | None = None) -> CostReport:
+def build(store: HistoryStore, catalogue: Catalogue, month: str | None = None) -> CostReport:
     """The latest priced snapshot of each dataset in `month` (default: the newest month priced)."""
     consumers = catalogue.consumers()
     per_month: dict[str, dict[str, tuple[Snapshot, Cost]]] = defaultdict(dict)

@@ -21,7 +21,7 @@ from lumos_dagster.model import BREAKING, Snapshot
 from lumos_dagster.naming import asset_paths
 from lumos_dagster.reports import cost as cost_report
 from lumos_dagster.reports import render as overview_render
-from lumos_dagster.store import SnapshotStore
+from lumos_dagster.store.roles import HistoryAndReleases, HistoryStore
 from lumos_dagster.wording import few
 
 TITLE = "Lumos estate overview"
@@ -40,7 +40,7 @@ class Estate:
     last_active: dict[str, datetime] = field(default_factory=dict)
 
     @classmethod
-    def load(cls, store: SnapshotStore, catalogue: Catalogue, since: datetime) -> Estate:
+    def load(cls, store: HistoryStore, catalogue: Catalogue, since: datetime) -> Estate:
         latest, week, active = {}, {}, {}
         for d in catalogue.datasets:
             history = store.history(d.ref.urn)
@@ -97,7 +97,7 @@ def _changes(snapshots: list[Snapshot]) -> list[dict[str, Any]]:
     return rows
 
 
-def _cost(store: SnapshotStore, catalogue: Catalogue) -> dict[str, Any] | None:
+def _cost(store: HistoryStore, catalogue: Catalogue) -> dict[str, Any] | None:
     report = cost_report.build(store, catalogue)
     if not report.rows:
         return None
@@ -112,7 +112,7 @@ def _cost(store: SnapshotStore, catalogue: Catalogue) -> dict[str, Any] | None:
 
 
 def build_overview(
-    store: SnapshotStore, catalogue: Catalogue, config: LumosConfig, now: datetime, estate: Estate | None = None
+    store: HistoryAndReleases, catalogue: Catalogue, config: LumosConfig, now: datetime, estate: Estate | None = None
 ) -> dict[str, Any]:
     estate = estate or Estate.load(store, catalogue, now - timedelta(days=7))
     snaps = estate.latest

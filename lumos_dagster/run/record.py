@@ -21,7 +21,7 @@ from lumos_dagster.datasets import Catalogue, DatasetSpec
 from lumos_dagster.governance.checks import READABLE_CHECK, CheckOutcome, Judgement, Table, has_data, judge, readable
 from lumos_dagster.model import CheckResult, Snapshot, Snapshots
 from lumos_dagster.schema.versioning import slot
-from lumos_dagster.store import SnapshotStore
+from lumos_dagster.store.roles import HistoryStore
 from lumos_dagster.store.store import Versioning
 
 
@@ -62,7 +62,7 @@ def _versioned(v: Versioning, captures: Sequence[Snapshot]):
     return out, moved, requeue, newest
 
 
-def record(store: SnapshotStore, config: LumosConfig, catalogue: Catalogue, datasets: Sequence[DatasetSpec],
+def record(store: HistoryStore, config: LumosConfig, catalogue: Catalogue, datasets: Sequence[DatasetSpec],
            snapshots: Snapshots, catalogs: Sequence[str]) -> Recorded:  # fmt: skip
     """Version, judge and store `snapshots` (of `datasets`, lineage order), queued for `catalogs`. A
     partition with no files is not a snapshot: neither versioned, stored nor queued, only judged."""
@@ -90,7 +90,7 @@ def record(store: SnapshotStore, config: LumosConfig, catalogue: Catalogue, data
     return Recorded(kept, judgements)
 
 
-def rejudge(store: SnapshotStore, config: LumosConfig, catalogue: Catalogue, dataset: DatasetSpec,
+def rejudge(store: HistoryStore, config: LumosConfig, catalogue: Catalogue, dataset: DatasetSpec,
             catalogs: Sequence[str]) -> Snapshot | None:  # fmt: skip
     """The dataset's latest capture judged again under today's acceptances (one recorded after its run):
     when its checks come out otherwise, the stored capture gets them and is queued for `catalogs` again,
@@ -128,9 +128,7 @@ def _affected(c: CheckOutcome) -> tuple[str, ...]:
     return tuple(row[0] for row in table.rows) if isinstance(table, Table) else ()
 
 
-def store_versioned(
-    store: SnapshotStore, snapshots: Sequence[Snapshot], catalogs: Sequence[str] = ()
-) -> list[Snapshot]:
+def store_versioned(store: HistoryStore, snapshots: Sequence[Snapshot], catalogs: Sequence[str] = ()) -> list[Snapshot]:
     """Store new captures versioned as a run does, without judging them (imports of history, tests):
     the captures as stored, in their order."""
     with store.versioning({s.dataset.urn for s in snapshots}) as v:

@@ -14,6 +14,7 @@ from lumos_dagster.formats.avro import read_avsc
 from lumos_dagster.model import Snapshot, dataset_urn
 from lumos_dagster.snapshot_json import snapshot_from_json
 from lumos_dagster.store import SnapshotStore
+from lumos_dagster.store.roles import RegistryAndHistory
 
 
 class InputError(LumosError):
@@ -42,7 +43,7 @@ def _snapshot_file(path: str) -> Snapshot | None:
     return None
 
 
-def _urn_of(store: SnapshotStore, name: str) -> str:
+def _urn_of(store: RegistryAndHistory, name: str) -> str:
     """The dataset's URN from the registry, whichever source (file, s3, postgres…) it came from."""
     if name.startswith("urn:lumos:dataset:"):
         return name

@@ -27,7 +27,9 @@ __all__ = ["Delivery", "Release", "SnapshotStore", "Versioning", "claim_owner"]
 
 
 class SnapshotStore(Registry, Recording, History, Outbox, FileState, Releases, Imports, StoreConnection):
-    """The snapshot store, one mixin per job, each in its own module:
+    """The snapshot store, one mixin per job, each in its own module. A use case asks for the roles it
+    uses (`roles.py`: `HistoryStore`, `OutboxStore`, `RegistryStore`, `ReleaseStore`, at most 13
+    methods each), which this class plays:
 
     - `connection.py` (`StoreConnection`): the engine, the one connection and its transactions
       (`_tx`), the schema version check on open, `close` and the context manager;
