@@ -19,10 +19,13 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, TypeVar
 
-import httpx
 from pydantic import BaseModel, TypeAdapter
 
 from lumos_dagster.api import models as m
+from lumos_dagster.extras import needs
+
+with needs("api", "the Lumos API client"):
+    import httpx
 
 T = TypeVar("T")
 

@@ -27,6 +27,7 @@ from typing import Annotated, Any, Callable, Generic, Iterator, TypeVar, get_arg
 from pydantic import BaseModel, ConfigDict, Field
 
 from lumos_dagster.errors import ConfigError
+from lumos_dagster.extras import needs
 
 log = logging.getLogger(__name__)
 
@@ -126,6 +127,13 @@ class Plugin:
     type: str
     config: builtins.type[ConfigModel]  # `type` here is the field above
     build: Callable[[Any, BuildContext], Any]
+    extra: str | None = None  # the extra of the package whose libraries `build` imports (lumos_dagster.extras)
+
+    def built(self, entry: Any, context: BuildContext) -> Any:
+        """`build(entry, context)`, a library of the plug-in's extra that is not installed said as the extra
+        to install."""
+        with needs(self.extra, f"{context.where} (type {self.type})"):
+            return self.build(entry, context)
 
     def __post_init__(self) -> None:
         is_config = isinstance(self.config, type) and issubclass(self.config, ConfigModel)

@@ -147,7 +147,7 @@ for _plugin in (
     Plugin("datahub-lite", DataHubLiteCatalogConfig, _datahub_lite),
     Plugin("datahub-rest", DataHubRestCatalogConfig, _datahub_rest),
     Plugin("datahub-file", DataHubFileCatalogConfig, _datahub_file),
-    Plugin("openlineage", OpenLineageCatalogConfig, _openlineage),
+    Plugin("openlineage", OpenLineageCatalogConfig, _openlineage, extra="openlineage"),
     Plugin("openmetadata", OpenMetadataCatalogConfig, _openmetadata),
     Plugin("atlas", AtlasCatalogConfig, _atlas),
     Plugin("amundsen", AmundsenCatalogConfig, _amundsen),

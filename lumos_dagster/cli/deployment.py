@@ -26,6 +26,7 @@ from lumos_dagster.cli.deploy_config import (
     pg_url_and_database,
 )
 from lumos_dagster.errors import LumosError
+from lumos_dagster.extras import needs
 
 if TYPE_CHECKING:
     from psycopg import Connection
@@ -189,7 +190,8 @@ class Deployment(Layout):
 
     def graphql(self, query: str, variables: Mapping[str, Any] | None = None, timeout: float = 30) -> dict:
         """The `data` of a GraphQL request to the webserver; DeployError on GraphQL errors."""
-        import httpx
+        with needs("deploy", "lumos deploy"):
+            import httpx
 
         response = httpx.post(
             f"{self.url}/graphql", json={"query": query, "variables": variables or {}}, timeout=timeout
@@ -276,8 +278,9 @@ def prepare_database(pg_url: str, dagster_home: Path, reset: bool = False) -> No
     state (Lumos' registry, assets/state.py) in the database and its content under
     DAGSTER_HOME/defs_state. A database that holds another (or a deleted) DAGSTER_HOME's instance
     would fail the code location's load ("No state found for key …"), so it is refused here."""
-    import psycopg
-    from psycopg import sql
+    with needs("postgres", "lumos deploy"):
+        import psycopg
+        from psycopg import sql
 
     url, database = pg_url_and_database(pg_url)
     host, port, user = url.host or "127.0.0.1", url.port or 5432, url.username or "postgres"

@@ -9,6 +9,7 @@ import click
 
 from lumos_dagster.cli.common import config_option, load
 from lumos_dagster.cli.output import echo, echo_json
+from lumos_dagster.extras import needs
 
 
 def _loopback(host: str) -> bool:
@@ -47,14 +48,16 @@ def serve(config_file, host, port, hash_token, new_token, openapi, log_level) ->
         echo("Give the token to its holder; put only the hash in lumos.yaml (api.tokens[].hash).", err=True)
         return
     if openapi:
-        from lumos_dagster.api.app import openapi_document
+        with needs("api", "lumos serve"):
+            from lumos_dagster.api.app import openapi_document
 
         echo_json(openapi_document(), sort_keys=True)
         return
 
-    import uvicorn
+    with needs("api", "lumos serve"):
+        import uvicorn
 
-    from lumos_dagster.api.app import build_app
+        from lumos_dagster.api.app import build_app
     from lumos_dagster.api.service import Lumos
     from lumos_dagster.errors import LumosError
 

@@ -14,7 +14,7 @@ from lumos_dagster.plugins import CATALOGS, BuildContext
 
 def build_catalog(entry: Any, context: BuildContext) -> CatalogAdapter:
     """The adapter of one validated `catalog` entry, by its type's plug-in; credentials are read now."""
-    return CATALOGS[entry.type].build(entry, context)
+    return CATALOGS[entry.type].built(entry, context)
 
 
 def build_catalogs(config: LumosConfig) -> list[CatalogAdapter]:

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 
 from lumos_dagster.datatypes import Schema
 from lumos_dagster.errors import SchemaReadError
+from lumos_dagster.extras import needs
 from lumos_dagster.formats.compression import SUFFIXES, codec_of
 from lumos_dagster.limits import MAX_NESTING
 
@@ -72,18 +73,21 @@ def fsspec_filesystem(spec: FsSpec):
     """The fsspec file system of an Azure, GCS or WebHDFS spec (adlfs, gcsfs: imported only when used)."""
     kind, first, second, scheme = spec
     if kind == "abfs":
-        from adlfs import AzureBlobFileSystem
+        with needs("azure", "reading Azure files"):
+            from adlfs import AzureBlobFileSystem
 
         return AzureBlobFileSystem(account_name=first, blocksize=FSSPEC_BLOCK)
     if kind == "gcs":
         # the plain JSON-API file system: gcsfs' default wrapper first asks a gRPC control plane
         # for the bucket's layout (zonal, hierarchical), which emulators and read-only roles lack
-        from gcsfs.core import GCSFileSystem
+        with needs("gcs", "reading GCS files"):
+            from gcsfs.core import GCSFileSystem
 
         project = {"project": second} if second else {}  # else gcsfs' default (the credentials')
         return GCSFileSystem(**project, endpoint_url=first or None, block_size=FSSPEC_BLOCK)
     if kind == "webhdfs":
-        from fsspec.implementations.webhdfs import WebHDFS
+        with needs("hdfs", "reading HDFS files"):
+            from fsspec.implementations.webhdfs import WebHDFS
 
         host, port = first.rsplit(":", 1)
         fs = WebHDFS(host, port=int(port), user=second or None, use_https=scheme == "https", skip_instance_cache=True)

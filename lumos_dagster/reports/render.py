@@ -15,10 +15,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from openpyxl import Workbook
-from openpyxl.styles import Font
-from openpyxl.utils import get_column_letter
-
+from lumos_dagster.extras import needs
 from lumos_dagster.governance.status import OK, STATUSES
 from lumos_dagster.reports.csvsafe import SafeWriter
 from lumos_dagster.wording import visible
@@ -209,6 +206,9 @@ def _cost_sheet(cost: dict[str, Any]) -> Table:
 
 
 def _fill_sheet(sheet: Any, table: Table) -> None:
+    from openpyxl.styles import Font
+    from openpyxl.utils import get_column_letter
+
     columns, rows = table
     sheet.append(columns)
     for row in rows:
@@ -225,6 +225,8 @@ def _fill_sheet(sheet: Any, table: Table) -> None:
 
 
 def to_xlsx(overview: dict[str, Any], path: str | os.PathLike[str]) -> None:
+    with needs("excel", "the report's Excel workbook"):
+        from openpyxl import Workbook
     workbook = Workbook()
     _fill_sheet(workbook.active, _summary(overview))
     workbook.active.title = "Summary"

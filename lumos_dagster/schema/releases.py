@@ -12,6 +12,8 @@ from urllib.parse import urlparse
 
 import yaml
 
+from lumos_dagster.extras import needs
+
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
 
 
@@ -37,7 +39,8 @@ def parse_manifest(text: str, where: str) -> Manifest:
 
 
 def _s3(watch: str, endpoint_url: str | None):
-    import boto3
+    with needs("s3", "reading releases from S3"):
+        import boto3
 
     url = urlparse(watch)
     return boto3.client("s3", endpoint_url=endpoint_url), url.netloc, url.path.lstrip("/")

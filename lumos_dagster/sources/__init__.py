@@ -38,7 +38,7 @@ def build_sources(config: LumosConfig) -> dict[str, Source]:
     sources = {}
     for i, entry in enumerate(config.sources):
         context = BuildContext(f"{config.source_file}: sources[{i}]", config.base_dir)
-        sources[entry.name] = SOURCES[entry.type].build(entry, context)
+        sources[entry.name] = SOURCES[entry.type].built(entry, context)
     return sources
 
 

@@ -322,19 +322,19 @@ def _iceberg(entry: IcebergSourceConfig, context: BuildContext):
 
 for _plugin in (
     Plugin("local", LocalSourceConfig, _local),
-    Plugin("s3", S3SourceConfig, _s3),
-    Plugin("azure", AzureSourceConfig, _azure),
-    Plugin("gcs", GCSSourceConfig, _gcs),
-    Plugin("hdfs", HDFSSourceConfig, _hdfs),
-    Plugin("postgres", PostgresSourceConfig, _postgres),
-    Plugin("mongodb", MongoSourceConfig, _mongodb),
-    Plugin("iceberg", IcebergSourceConfig, _iceberg),
-    Plugin("kafka", KafkaSourceConfig, _kafka),
+    Plugin("s3", S3SourceConfig, _s3, extra="s3"),
+    Plugin("azure", AzureSourceConfig, _azure, extra="azure"),
+    Plugin("gcs", GCSSourceConfig, _gcs, extra="gcs"),
+    Plugin("hdfs", HDFSSourceConfig, _hdfs, extra="hdfs"),
+    Plugin("postgres", PostgresSourceConfig, _postgres, extra="postgres"),
+    Plugin("mongodb", MongoSourceConfig, _mongodb, extra="mongodb"),
+    Plugin("iceberg", IcebergSourceConfig, _iceberg, extra="iceberg"),
+    Plugin("kafka", KafkaSourceConfig, _kafka, extra="kafka"),
     # warehouses: one source, a dialect each (lumos_dagster.sources.warehouse)
-    Plugin("snowflake", SnowflakeSourceConfig, _warehouse),
-    Plugin("duckdb", DuckDBSourceConfig, _warehouse),
-    Plugin("redshift", RedshiftSourceConfig, _warehouse),
-    Plugin("bigquery", BigQuerySourceConfig, _warehouse),
-    Plugin("databricks", DatabricksSourceConfig, _warehouse),
+    Plugin("snowflake", SnowflakeSourceConfig, _warehouse, extra="warehouses"),
+    Plugin("duckdb", DuckDBSourceConfig, _warehouse, extra="warehouses"),
+    Plugin("redshift", RedshiftSourceConfig, _warehouse, extra="warehouses"),
+    Plugin("bigquery", BigQuerySourceConfig, _warehouse, extra="warehouses"),
+    Plugin("databricks", DatabricksSourceConfig, _warehouse, extra="warehouses"),
 ):
     SOURCES.register(_plugin)

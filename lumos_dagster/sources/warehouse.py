@@ -44,6 +44,7 @@ from lumos_dagster.datatypes import (
     Timestamp,
 )
 from lumos_dagster.errors import ConfigError
+from lumos_dagster.extras import needs
 from lumos_dagster.masking import mask_secrets
 from lumos_dagster.model import DatasetRecord, OperationalStats
 from lumos_dagster.naming import name_part
@@ -379,7 +380,8 @@ class WarehouseSource(TableSource):
     # --- reading
 
     def _connect(self):
-        conn = self.dialect.connect(self.config, self.where)
+        with needs("warehouses", f"{self.where} (type {self.config.type})"):
+            conn = self.dialect.connect(self.config, self.where)
         try:
             if self.dialect.setup:
                 self._fetch(conn, self.dialect.setup)

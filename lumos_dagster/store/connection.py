@@ -19,6 +19,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
 from lumos_dagster.errors import StoreError
+from lumos_dagster.extras import needs
 from lumos_dagster.masking import AMBIGUOUS_PASSWORD, ambiguous_password, mask_secrets, shown_url
 from lumos_dagster.plugins import expand_secrets
 from lumos_dagster.store.faults import fault_message
@@ -43,7 +44,8 @@ def _engine(url: str) -> Engine:
             conn.execute("PRAGMA synchronous=NORMAL")
 
         return engine
-    return sa.create_engine(url, pool_pre_ping=True)
+    with needs("postgres", "a store on PostgreSQL"):
+        return sa.create_engine(url, pool_pre_ping=True)
 
 
 _IDLE_PING_SECONDS = 10.0  # a server connection unused this long is checked before use

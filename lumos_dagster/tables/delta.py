@@ -29,12 +29,15 @@ from typing import TYPE_CHECKING, Any, Sequence
 from urllib.parse import urlsplit
 
 from lumos_dagster.datatypes import Array, DataType, Field, Map, Primitive, Schema, Struct
+from lumos_dagster.extras import needs
 from lumos_dagster.formats.base import FsSpec, fsspec_filesystem
 from lumos_dagster.model import Commit, OperationalStats, TableVersion
 from lumos_dagster.tables.base import ListedFile, TableState, UnreadableVersion, table_url
 
 if TYPE_CHECKING:
-    from deltalake import DeltaTable
+    with needs("delta", "reading a Delta table"):
+        with needs("delta", "reading a Delta table"):
+            from deltalake import DeltaTable
 
 LOG = "_delta_log"
 _COMMIT = re.compile(rf"{LOG}/(\d{{20}})\.json")
@@ -133,7 +136,8 @@ class DeltaLog:
     """One Delta table, loaded once and moved between versions (delta-rs replays the log)."""
 
     def __init__(self, uri: str, fs: FsSpec | None, listed: Sequence[ListedFile]):
-        from deltalake import DeltaTable
+        with needs("delta", "reading a Delta table"):
+            from deltalake import DeltaTable
 
         self.uri, self.fs = uri, fs
         self._open = functools.partial(DeltaTable, table_url(uri, fs), storage_options=storage_options(fs))

@@ -14,6 +14,7 @@ import posixpath
 import re
 from typing import Iterable, Sequence
 
+from lumos_dagster.extras import needs
 from lumos_dagster.formats.base import FsSpec, fsspec_filesystem
 from lumos_dagster.model import Commit, TableVersion
 from lumos_dagster.tables.base import ListedFile, TableState, table_url
@@ -65,9 +66,10 @@ ICEBERG = IcebergFormat()
 def _file_io(fs: FsSpec | None, location: str):
     """The FileIO reading `location` on `fs`: pyiceberg's own locally and on S3; on Azure, GCS and HDFS the
     fsspec file system the source's files are read with, so its endpoint and credentials are the files'."""
-    from pyiceberg.io import load_file_io
+    with needs("iceberg", "reading an Iceberg table"):
+        from pyiceberg.io import load_file_io
 
-    from lumos_dagster.tables.iceberg_history import FsspecReadIO
+        from lumos_dagster.tables.iceberg_history import FsspecReadIO
 
     if fs is None:
         return load_file_io({}, location)
@@ -86,9 +88,10 @@ class IcebergTable:
     """One Iceberg table found in storage, its current metadata read once."""
 
     def __init__(self, uri: str, fs: FsSpec | None, listed: Sequence[ListedFile]):
-        from pyiceberg.serializers import FromInputFile
+        with needs("iceberg", "reading an Iceberg table"):
+            from pyiceberg.serializers import FromInputFile
 
-        from lumos_dagster.tables.iceberg_history import FolderIO, IcebergHistory
+            from lumos_dagster.tables.iceberg_history import FolderIO, IcebergHistory
 
         base = table_url(uri, fs)
         files = _file_io(fs, base)
