@@ -77,7 +77,7 @@ test: $(STAMP) $(DATAHUB_VENV) browser node
 ## markers: pyproject.toml); about a minute
 FAST := not (spark or dagster or servers or browser or deployment or slow)
 test-fast: $(STAMP)
-	$(BIN)/pytest -p no:cacheprovider -q -m "$(FAST)" $(PYTEST_ARGS)
+	LUMOS_TEST_FAST=1 $(BIN)/pytest -p no:cacheprovider -q -m "$(FAST)" $(PYTEST_ARGS)
 
 ## the whole test suite as on the tuned instance: the repository's dagster.yaml with its commented switch on (resources/tuning)
 test-tuned: $(STAMP) browser node

@@ -13,6 +13,19 @@ from datahub.testing.pytest_hooks import (  # noqa: F401
     pytest_configure,
 )
 from datahub.testing.pytest_hooks import pytest_addoption as _datahub_options
+from hypothesis import settings as hypothesis_settings
+
+#: `make test-fast` (the inner loop) sets LUMOS_TEST_FAST: property tests try a tenth of their examples
+FAST = bool(os.environ.get("LUMOS_TEST_FAST"))
+hypothesis_settings.register_profile("fast", max_examples=10)
+if FAST:
+    hypothesis_settings.load_profile("fast")
+
+
+def examples(n: int) -> int:
+    """A property test's budget of examples: `n` in `make test`, a tenth in `make test-fast`."""
+    return max(n // 10, 5) if FAST else n
+
 
 ROOT = Path(__file__).resolve().parents[1]
 S3_TEST_CREDENTIALS = {

@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 
 from lumos_dagster.cost.attribution import GIB, METHODS, Node, attribute, contributions, storage_cost, switch_off
 from lumos_dagster.errors import UnknownDataset
+from tests.conftest import examples
 
 # The design's graph: raw_events (storage $500/mo) feeds cleaned_events (compute $3,000,
 # reads 60% of raw_events) and event_metrics (compute $1,000, 40%); cleaned_events feeds
@@ -72,7 +73,7 @@ def dags(draw):
     return nodes
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(dags(), st.sampled_from(METHODS))
 def test_cost_is_conserved_on_random_dags(nodes, method):
     rollup = attribute(nodes, method)

@@ -62,6 +62,7 @@ def run(tmp_path, datasets: int) -> list[dict]:
     return out
 
 
+@pytest.mark.slow  # processes racing: make test, not the inner loop
 def test_the_bookkeeping_does_not_grow_with_the_estate(tmp_path, monkeypatch):
     monkeypatch.setattr(delivery, "BATCH", 40)
     small, large = run(tmp_path, 40), run(tmp_path, 400)

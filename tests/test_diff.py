@@ -9,6 +9,7 @@ from lumos_dagster.model import BREAKING, INFORMATIONAL, POLICIES
 from lumos_dagster.schema.diff import diff_schemas, diff_snapshots
 from lumos_dagster.schema.versioning import assess, judge
 from tests.cases import load_cases
+from tests.conftest import examples
 from tests.test_versioning import snap
 
 CASES = load_cases("diff.yaml")
@@ -135,7 +136,7 @@ _rename_fields = st.builds(
 )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.lists(_rename_fields, max_size=6), st.lists(_rename_fields, max_size=6))
 def test_renames_found_through_indexes_are_the_pairwise_rules(removed, added):
     from lumos_dagster.schema.diff import _renames

@@ -36,7 +36,7 @@ from lumos_dagster.estate import portable
 from lumos_dagster.formats import FileResult
 from lumos_dagster.formats.readers import POOL_CRASH, PoolReader
 from lumos_dagster.schema.proposed import FORMATS, ProposalError, parse_proposal
-from tests.conftest import TESTDATA
+from tests.conftest import TESTDATA, examples
 from tests.test_reliability_hostile import avro_bomb
 from tests.test_store import snap
 
@@ -57,7 +57,7 @@ def fuzz(default: int):
     """Hypothesis settings with `default` examples, or the LUMOS_FUZZ budget; no deadline (a
     loaded machine is slow), the reads themselves are bounded by the readers' own limits."""
     return settings(
-        max_examples=EXAMPLES or default,
+        max_examples=EXAMPLES or examples(default),
         deadline=None,
         database=None,
         suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],

@@ -5,6 +5,7 @@ from hypothesis import strategies as st
 from lumos_dagster.datatypes import Decimal, Field, Primitive, Schema, Timestamp, schema_from_json, schema_to_json
 from lumos_dagster.formats.merge import MAX_CONFLICT_FILES, _merge, merge_schemas, widen
 from tests.cases import load_cases
+from tests.conftest import examples
 from tests.test_model import schemas
 
 
@@ -48,7 +49,7 @@ def test_widen(a, b, expected):
     assert widen(b, a) == expected
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(schemas, st.integers(1, 4))
 def test_files_written_alike_merge_to_what_the_full_merge_gives(schema, copies):
     """merge_schemas skips the merge when every file's schema is the same: the shortcut must give what

@@ -44,6 +44,7 @@ from lumos_dagster.model import (
     Snapshot,
 )
 from lumos_dagster.snapshot_json import snapshot_dumps, snapshot_from_json, snapshot_loads, snapshot_to_json
+from tests.conftest import examples
 
 SCHEMA = json.loads(files("lumos_dagster").joinpath("snapshot.schema.json").read_text())
 names = st.text("abcdefgh_xyz", min_size=1, max_size=8)
@@ -204,7 +205,7 @@ snapshots = st.builds(
 )
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(snapshots)
 def test_round_trip_is_exact_and_the_document_matches_its_json_schema(snapshot):
     document = snapshot_to_json(snapshot)

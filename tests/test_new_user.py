@@ -160,12 +160,14 @@ def test_lumos_init_names_pages_lumos_docs_prints(tmp_path, monkeypatch):
     assert not [line for line in comments if "docs/" in line]
 
 
-def test_create_dagster_comes_with_lumos():
+def test_create_dagster_comes_with_lumos_dg_extra():
     """The README says `create-dagster project`; installing Lumos did not bring it (`dg scaffold project` and
-    `dg init` do not exist in this Dagster)."""
+    `dg init` do not exist in this Dagster). It comes with the `dg` extra the README installs."""
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    wanted = {re.split(r"[<>=!~ ]", d, maxsplit=1)[0]: d for d in project["dependencies"]}
-    assert wanted["create-dagster"] == wanted["dagster"].replace("dagster", "create-dagster")  # Dagster's release
+    hard = {re.split(r"[<>=!~ \[]", d, maxsplit=1)[0]: d for d in project["dependencies"]}
+    dg = {re.split(r"[<>=!~ ]", d, maxsplit=1)[0]: d for d in project["optional-dependencies"]["dg"]}
+    assert dg["create-dagster"] == hard["dagster"].replace("dagster", "create-dagster")  # Dagster's release
     assert "create-dagster==" in (ROOT / "constraints.txt").read_text()
-    assert "create-dagster project my-project" in (ROOT / "README.md").read_text()
+    readme = (ROOT / "README.md").read_text()
+    assert "create-dagster project my-project" in readme and "pip install 'lumos[dg]'" in readme
     assert (Path(sys.executable).parent / "create-dagster").exists()  # test_component runs it

@@ -26,6 +26,7 @@ from lumos_dagster.estate import parts as estate_parts
 from lumos_dagster.estate import portable
 from lumos_dagster.estate.migration import migrate_document
 from lumos_dagster.store import SnapshotStore
+from tests.conftest import examples
 from tests.lake import demo_project
 from tests.test_model import names, snapshots, texts
 
@@ -134,7 +135,7 @@ def estates(draw):
     return estate
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(estates())
 def test_export_import_export_is_identical_and_consistent(estate):
     doc = json.loads(json.dumps(portable.to_json(estate)))

@@ -160,6 +160,7 @@ def test_a_late_earlier_day_is_slotted_in_and_the_later_day_versioned_against_it
     check_history_and_catalog(store_url, lite)
 
 
+@pytest.mark.slow  # processes racing: make test, not the inner loop
 def test_two_days_snapshotted_at_once_give_the_versions_of_in_order(store_url, lake, tmp_path):  # noqa: F811
     lite = str(tmp_path / "catalog.db")
     SnapshotStore(store_url).close()  # the tables exist before the race

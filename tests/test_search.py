@@ -14,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lumos_dagster.reports.search import Document, Hit, SearchIndex, search, tokenize
+from tests.conftest import examples
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -406,7 +407,7 @@ def passes(doc: Document, filters: dict) -> bool:
     )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     st.lists(documents, max_size=12, unique_by=lambda doc: doc.dataset),
     st.data(),

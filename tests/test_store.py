@@ -182,6 +182,7 @@ def _two_at_once(target, store_url: str, n: int) -> None:
         assert p.exitcode == 0  # e.g. no unique-key error from two writers creating one row
 
 
+@pytest.mark.slow  # processes racing: make test, not the inner loop
 def test_two_runs_writing_at_once_lose_nothing(store_url):
     _two_at_once(_writer, store_url, 40)
     store = SnapshotStore(store_url)
@@ -199,6 +200,7 @@ def _recorder(url: str, worker: int, n: int) -> None:
     store.close()
 
 
+@pytest.mark.slow  # processes racing: make test, not the inner loop
 def test_runs_recording_into_one_release_at_once_lose_no_version(store_url):
     _two_at_once(_recorder, store_url, 30)
     store = SnapshotStore(store_url)
