@@ -652,12 +652,34 @@ class ColumnProfile:
 
 
 @dataclass(frozen=True)
+class PartialRead:
+    """What a profile read of its partition when `profile.max_bytes` stopped it short: the files (in path
+    order) that fit within the cap, of all the partition's readable files."""
+
+    files_read: int
+    files: int
+    bytes_read: int
+    bytes: int
+
+    def __str__(self) -> str:
+        return f"{self.files_read} of {self.files} files ({self.bytes_read:,} of {self.bytes:,} bytes)"
+
+
+@dataclass(frozen=True)
 class Profile:
-    """Measured on a partition's data by Spark, from a sample when `sample_fraction` < 1."""
+    """Measured on a partition's data (Spark, or the database's own SQL), from a sample when
+    `sample_fraction` < 1, from its first files only when `partial` says so: then `row_count` counts
+    what was read, not the partition."""
 
     row_count: int
     sample_fraction: float
     columns: tuple[ColumnProfile, ...] = ()
+    partial: PartialRead | None = None
+
+    @property
+    def whole(self) -> bool:
+        """Whether `row_count` is the partition's: all of its rows were read."""
+        return self.sample_fraction >= 1 and self.partial is None
 
     @property
     def completeness(self) -> float | None:
@@ -964,7 +986,7 @@ def _quality_from_json(j: dict | None) -> Quality | None:
 def _profile_to_json(p: Profile | None) -> dict | None:
     if p is None:
         return None
-    return {
+    out = {
         "row_count": p.row_count,
         "sample_fraction": p.sample_fraction,
         "columns": [
@@ -972,6 +994,9 @@ def _profile_to_json(p: Profile | None) -> dict | None:
             for c in p.columns
         ],
     }
+    if p.partial is not None:  # absent when the whole partition was read: earlier documents are unchanged
+        out["partial"] = asdict(p.partial)
+    return out
 
 
 def _profile_from_json(j: dict | None) -> Profile | None:
@@ -980,7 +1005,8 @@ def _profile_from_json(j: dict | None) -> Profile | None:
     columns = tuple(
         ColumnProfile(c["path"], c["null_fraction"], c["distinct"], c["min"], c["max"]) for c in j["columns"]
     )
-    return Profile(j["row_count"], j["sample_fraction"], columns)
+    partial = PartialRead(**j["partial"]) if j.get("partial") else None
+    return Profile(j["row_count"], j["sample_fraction"], columns, partial)
 
 
 def _table_to_json(t: TableVersion | None) -> dict | None:

@@ -19,6 +19,7 @@ import sys
 import time
 from pathlib import Path
 
+import fastavro
 import pyarrow as pa
 import pyarrow.csv as pcsv
 import pytest
@@ -212,14 +213,16 @@ from lumos_dagster.spark.profile import profile_files
 from lumos_dagster.spark.schemas import read_schemas
 from lumos_dagster.spark.session import is_connect, start_session
 
-remote, paths, csv = sys.argv[1], json.loads(sys.argv[2]), sys.argv[3]
+remote, paths, csv, avro = sys.argv[1], json.loads(sys.argv[2]), sys.argv[3], sys.argv[4]
 session = start_session({"spark.sql.session.timeZone": "UTC"}, remote)
 results = read_schemas(session, [(p, sniff_format(p)) for p in paths])
 profile = profile_files(session, [csv], "csv", 1.0)
+avro_profile = profile_files(session, [avro, avro], "avro", 1.0)  # mapInArrow tasks: Connect has no RDDs
 print(json.dumps({
     "connect": is_connect(session),
     "results": {p: [r.error, r.row_count, r.schema.fingerprint() if r.schema else None] for p, r in results.items()},
     "profile": [profile.row_count, [[c.path, c.null_fraction, c.min, c.max] for c in profile.columns]],
+    "avro": [avro_profile.row_count, [[c.path, c.null_fraction, c.min, c.max] for c in avro_profile.columns]],
 }))
 session.stop()
 """
@@ -247,10 +250,14 @@ def _client(script: str, *args: str) -> dict:
 
 
 @pytest.mark.slow
-def test_schemas_and_a_profile_read_over_spark_connect_are_those_one_process_reads(connect_server, tmp_path):
+def test_schemas_and_profiles_read_over_spark_connect_are_those_one_process_reads(connect_server, tmp_path):
     paths = FILES[:60]
     pcsv.write_csv(pa.table({"customer_id": [1, 2, 3], "country": ["FR", None, "US"]}), tmp_path / "c.csv")
-    got = _client(READ_SCRIPT, connect_server, json.dumps(paths), str(tmp_path / "c.csv"))
+    schema = {"type": "record", "name": "E", "fields": [{"name": "n", "type": "long"},
+                                                        {"name": "kind", "type": ["null", "string"]}]}  # fmt: skip
+    with open(tmp_path / "e.avro", "wb") as fh:
+        fastavro.writer(fh, schema, ({"n": i, "kind": None if i % 4 == 0 else "click"} for i in range(8)))
+    got = _client(READ_SCRIPT, connect_server, json.dumps(paths), str(tmp_path / "c.csv"), str(tmp_path / "e.avro"))
     assert got["connect"] is True
     assert set(got["results"]) == set(paths)
     for path in paths:
@@ -260,6 +267,7 @@ def test_schemas_and_a_profile_read_over_spark_connect_are_those_one_process_rea
     rows, columns = got["profile"]
     assert rows == 3
     assert columns == [["customer_id", 0.0, "1", "3"], ["country", pytest.approx(1 / 3), "FR", "US"]]
+    assert got["avro"] == [16, [["n", 0.0, "0", "7"], ["kind", 0.25, "click", "click"]]]
 
 
 @pytest.mark.slow
