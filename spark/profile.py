@@ -61,12 +61,16 @@ def _worker_frame(spark, paths: list[str], fmt: str, fs: FsSpec | None):
     from pyspark.sql.pandas.types import from_arrow_type, to_arrow_schema
     from pyspark.sql.types import StringType, StructField, StructType
 
-    from lumos_dagster.formats.rows import conform, first_schema, record_batches
+    from lumos_dagster.formats.rows import batch_schema, conform, record_batches
 
-    try:
-        found = first_schema(paths, fmt, fs)
-    except Exception as exc:
-        raise NotProfiled(f"cannot read {paths[0]}: {_line(exc)}") from exc
+    found = None
+    for path in paths:  # the columns read: the first file with rows says them
+        try:
+            found = batch_schema(path, fmt, fs)
+        except Exception as exc:
+            raise NotProfiled(f"cannot read {path}: {_line(exc)}") from exc
+        if found is not None:
+            break
     if found is None:
         raise NotProfiled(f"the {fmt} files hold no rows")
     fields = []

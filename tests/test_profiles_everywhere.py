@@ -38,6 +38,8 @@ pytestmark = [pytest.mark.servers]
 #: whose profile DataHub Lite keeps; a dated partition's is followed by the table's totals, which it keeps)
 TODAY = datetime.now(timezone.utc).date().isoformat()
 ROWS = 100
+#: moto's servers in one process share their buckets: this module's is its own
+BUCKET = "lumos-profiles"
 PG = "postgresql://postgres@127.0.0.1:5432/test"
 
 
@@ -61,7 +63,7 @@ def _corrupt(data: bytes) -> bytes:
 def s3_lake():
     for key, value in S3_TEST_CREDENTIALS.items():
         os.environ.setdefault(key, value)
-    server, url, client = s3_emulator("lake")
+    server, url, client = s3_emulator(BUCKET)
     put = {}
     for part in range(3):
         data = _parquet(_orders(part))
@@ -75,7 +77,7 @@ def s3_lake():
     fastavro.writer(events, schema, ({"n": i, "kind": None if i % 4 == 0 else "click"} for i in range(40)))
     put["web/events/e.avro"] = events.getvalue()
     for key, data in put.items():
-        client.put_object(Bucket="lake", Key=f"warehouse/{key}", Body=data)
+        client.put_object(Bucket=BUCKET, Key=f"warehouse/{key}", Body=data)
     yield {"url": url, "sizes": {k: len(v) for k, v in put.items()}}
     server.stop()
 
@@ -100,12 +102,12 @@ def test_s3_files_are_profiled_on_spark_capped_and_reach_datahub_lite(tmp_path, 
             {
                 "type": "s3",
                 "name": "lake",
-                "bucket": "lake",
+                "bucket": BUCKET,
                 "prefix": "warehouse/",
                 "endpoint_url": s3_lake["url"],
                 "region": "us-east-1",
             }
-        ],  # fmt: skip
+        ],
         "datasets": [
             {"name": "sales/orders", "profile": True},
             {"name": "sales/capped", "profile": {"max_bytes": capped}},
@@ -122,7 +124,7 @@ def test_s3_files_are_profiled_on_spark_capped_and_reach_datahub_lite(tmp_path, 
     # the corrupt object fails its own dataset's profile, naming it; the cap is said; nothing else
     assert len(said) == 2, said
     assert said[0].startswith(f"sales/capped: profile is partial: read 2 of 3 files ({capped:,} of "), said
-    corrupt = "sales/corrupt: not profiled: cannot read lake/warehouse/sales/corrupt/part-1.parquet: "
+    corrupt = f"sales/corrupt: not profiled: cannot read {BUCKET}/warehouse/sales/corrupt/part-1.parquet: "
     assert said[1].startswith(corrupt) and "\n" not in said[1], said
 
     store = SnapshotStore(loaded.store_url)
@@ -132,8 +134,8 @@ def test_s3_files_are_profiled_on_spark_capped_and_reach_datahub_lite(tmp_path, 
         store.close()
     assert got["sales/orders"].row_count == 3 * ROWS and got["sales/orders"].partial is None
     assert got["sales/capped"].row_count == 2 * ROWS  # what it read, said so:
-    assert got["sales/capped"].partial == PartialRead(2, 3, capped, capped + s3_lake["sizes"][
-        "sales/capped/part-2.parquet"])  # fmt: skip
+    everything = capped + s3_lake["sizes"]["sales/capped/part-2.parquet"]
+    assert got["sales/capped"].partial == PartialRead(2, 3, capped, everything)
 
     lite = open_lite(str(tmp_path / "lite.db"), read_only=True)
     try:
@@ -141,7 +143,7 @@ def test_s3_files_are_profiled_on_spark_capped_and_reach_datahub_lite(tmp_path, 
     finally:
         lite.close()
     orders = aspects["sales/orders"]["datasetProfile"]
-    fields = {f["fieldPath"]: f for f in orders.get("fieldProfiles") or []}
+    fields = {f["fieldPath"]: f for f in orders["fieldProfiles"]}
     assert orders["rowCount"] == 3 * ROWS, orders
     assert (fields["name"]["nullCount"], fields["name"]["nullProportion"]) == (30, 0.1)
     assert (fields["id"]["min"], fields["id"]["max"], fields["id"]["nullCount"]) == ("0", str(3 * ROWS - 1), 0)

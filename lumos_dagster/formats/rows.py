@@ -80,11 +80,7 @@ def conform(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
     return pa.RecordBatch.from_arrays(columns, schema=schema)
 
 
-def first_schema(paths: list[str], fmt: str, fs: FsSpec | None) -> pa.Schema | None:
-    """The columns the profile reads: those of the first file with rows (Parquet and ORC: its footer;
-    text and Avro: its first batch's inferred types); None when no file holds a row."""
-    for path in paths:
-        for batch in record_batches(path, fmt, fs):
-            if batch.num_rows:
-                return batch.schema
-    return None
+def batch_schema(path: str, fmt: str, fs: FsSpec | None) -> pa.Schema | None:
+    """The columns of the file's first batch with rows (text and Avro: their inferred types); None when
+    it holds no row."""
+    return next((b.schema for b in record_batches(path, fmt, fs) if b.num_rows), None)

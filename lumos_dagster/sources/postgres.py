@@ -6,7 +6,9 @@ defaults, primary keys and comments; row estimates and sizes from the catalog; u
 counters from `pg_stat_user_tables` (scans and row changes: staleness means "not modified
 and not queried"); view lineage from the dependencies PostgreSQL records for each view.
 
-Every query is parameterized: no SQL is built from names that came from outside.
+Every query is parameterized: no SQL is built from names that came from outside, except the
+profile's, where column and table names can only be identifiers: psycopg quotes them as such
+(`psycopg.sql.Identifier`), its fraction is bound.
 """
 
 from __future__ import annotations
