@@ -6,6 +6,7 @@ back from DataHub Lite."""
 
 from __future__ import annotations
 
+import gzip
 import io
 import os
 import uuid
@@ -25,6 +26,7 @@ from lumos_dagster.cli import main
 from lumos_dagster.config import load_config
 from lumos_dagster.definitions import build_definitions
 from lumos_dagster.errors import NotProfiled
+from lumos_dagster.formats.rows import conform, record_batches
 from lumos_dagster.governance.profiling import within_cap
 from lumos_dagster.model import PartialRead, dataset_urn
 from lumos_dagster.store import SnapshotStore
@@ -219,3 +221,13 @@ def test_a_postgres_table_is_profiled_by_its_own_sql_and_reaches_datahub_lite(tm
     fields = {f["fieldPath"]: f for f in capped["fieldProfiles"]}
     assert capped["rowCount"] == 20000  # the catalog's estimate, never the sample's count
     assert "nullCount" not in fields["note"] and 0.15 < fields["note"]["nullProportion"] < 0.35
+
+
+def test_rows_of_text_files_read_as_spark_reads_them_and_conform_to_the_first_files_columns(tmp_path):
+    (tmp_path / "a.tsv").write_text("id\tnote\n1\tx\n2\t\n")
+    (tmp_path / "b.json.gz").write_bytes(gzip.compress(b'{"id": 3}\n{"id": 4, "extra": true}\n'))
+    (first,) = record_batches(str(tmp_path / "a.tsv"), "tsv", None)
+    assert first.to_pylist() == [{"id": 1, "note": "x"}, {"id": 2, "note": None}]  # empty: null, as in Spark
+    target = pa.schema([("id", pa.float64()), ("note", pa.string())])
+    (other,) = record_batches(str(tmp_path / "b.json.gz"), "json", None)  # gzip undone by its header
+    assert conform(other, target).to_pylist() == [{"id": 3.0, "note": None}, {"id": 4.0, "note": None}]
