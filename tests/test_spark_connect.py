@@ -11,6 +11,7 @@ its Python workers this interpreter with Lumos importable, as a team's executors
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import socket
@@ -22,6 +23,7 @@ from pathlib import Path
 import fastavro
 import pyarrow as pa
 import pyarrow.csv as pcsv
+import pyarrow.parquet as pq
 import pytest
 import yaml
 from dagster import DagsterInstance
@@ -30,6 +32,8 @@ from lumos_dagster.config import load_config, parse_config
 from lumos_dagster.errors import ConfigError, SparkUnavailable
 from lumos_dagster.formats import read_file_result, sniff_format
 from resources.spark import LumosSparkResource, spark_resource
+from tests.conftest import S3_TEST_CREDENTIALS
+from tests.emulators import s3_emulator
 from tests.fake_servers import free_port
 from tests.lake import backdate, write_parquet
 from tests.test_testdata import FILES
@@ -184,7 +188,9 @@ def connect_server(tmp_path_factory):
     home = os.path.dirname(pyspark.__file__)
     port = free_port()
     logs = tmp_path_factory.mktemp("connect") / "server.log"
-    env = {**os.environ, "SPARK_HOME": home, "PYSPARK_PYTHON": sys.executable, "PYTHONPATH": str(ROOT)}
+    # the S3 credentials moto takes, in the server's environment as an instance role's would be
+    env = {**os.environ, **S3_TEST_CREDENTIALS, "SPARK_HOME": home, "PYSPARK_PYTHON": sys.executable,
+           "PYTHONPATH": str(ROOT)}  # fmt: skip
     command = [
         f"{home}/bin/spark-submit", "--class", "org.apache.spark.sql.connect.service.SparkConnectServer",
         "--name", "lumos-tests-connect", "--master", "local[2]",
@@ -224,6 +230,18 @@ print(json.dumps({
     "profile": [profile.row_count, [[c.path, c.null_fraction, c.min, c.max] for c in profile.columns]],
     "avro": [avro_profile.row_count, [[c.path, c.null_fraction, c.min, c.max] for c in avro_profile.columns]],
 }))
+session.stop()
+"""
+
+S3_SCRIPT = """
+import json, sys
+from lumos_dagster.spark.profile import profile_files
+from lumos_dagster.spark.session import start_session
+
+remote, paths, fs = sys.argv[1], json.loads(sys.argv[2]), tuple(json.loads(sys.argv[3]))
+session = start_session({"spark.sql.session.timeZone": "UTC"}, remote)
+p = profile_files(session, paths, "parquet", 1.0, fs)
+print(json.dumps([p.row_count, [[c.path, c.null_fraction, c.min, c.max] for c in p.columns]]))
 session.stop()
 """
 
@@ -268,6 +286,24 @@ def test_schemas_and_profiles_read_over_spark_connect_are_those_one_process_read
     assert rows == 3
     assert columns == [["customer_id", 0.0, "1", "3"], ["country", pytest.approx(1 / 3), "FR", "US"]]
     assert got["avro"] == [16, [["n", 0.0, "0", "7"], ["kind", 0.25, "click", "click"]]]
+
+
+@pytest.mark.slow
+def test_object_store_files_are_profiled_over_spark_connect_through_the_sources_file_system(connect_server):
+    for key, value in S3_TEST_CREDENTIALS.items():
+        os.environ.setdefault(key, value)
+    server, url, client = s3_emulator("lumos-connect")
+    try:
+        for part in range(2):
+            buf = io.BytesIO()
+            pq.write_table(pa.table({"id": [2 * part, 2 * part + 1], "note": [None, f"n{part}"]}), buf)
+            client.put_object(Bucket="lumos-connect", Key=f"t/part-{part}.parquet", Body=buf.getvalue())
+        fs = ["s3", url.split("://", 1)[1], "us-east-1", "http"]
+        paths = [f"lumos-connect/t/part-{part}.parquet" for part in range(2)]
+        got = _client(S3_SCRIPT, connect_server, json.dumps(paths), json.dumps(fs))
+    finally:
+        server.stop()
+    assert got == [4, [["id", 0.0, "0", "3"], ["note", 0.5, "n0", "n1"]]]
 
 
 @pytest.mark.slow
