@@ -88,6 +88,8 @@ def governance_metadata(last: Snapshot, keys: Mapping[str, AssetKey]) -> dict[st
         )  # fmt: skip
         if p.sample_fraction < 1:
             md["lumos/profile_sample"] = MetadataValue.float(p.sample_fraction)
+        if p.partial is not None:  # `profile.max_bytes` stopped it: its rows are those of the files read
+            md["lumos/profile_partial"] = MetadataValue.text(f"read {p.partial}")
     return md
 
 

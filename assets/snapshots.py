@@ -26,6 +26,7 @@ from lumos_dagster.config import LumosConfig
 from lumos_dagster.cost.pricing import Bills
 from lumos_dagster.datasets import Catalogue, DatasetSpec
 from lumos_dagster.governance.checks import READABLE_CHECK
+from lumos_dagster.governance.profiling import PartitionFiles
 from lumos_dagster.naming import RELEASE_TAG
 from lumos_dagster.progress import Progress
 from lumos_dagster.resources.spark import LumosSparkResource, schema_reader
@@ -49,10 +50,11 @@ def _services(context: AssetExecutionContext, spark: LumosSparkResource, config:
         asset = decl.cost.compute.dagster_asset if decl and decl.cost and decl.cost.compute else None
         return hours_from_runs(context.instance, asset) if asset else None
 
-    def profile(d: DatasetSpec, files: Sequence[str]):
+    def profile(d: DatasetSpec, files: PartitionFiles):
         from lumos_dagster.spark.profile import profile_files
 
-        return profile_files(spark.spark_session, files, d.format, d.profile.sample if d.profile else 1.0)
+        paths = [p for p, _ in files.files]
+        return profile_files(spark.spark_session, paths, d.format, d.profile.sample if d.profile else 1.0, files.fs)
 
     read = schema_reader(spark, config.spark)
     return Services(read=read, hours=hours, bills=bills.month, profile=profile, say=context.log.info,

@@ -149,11 +149,22 @@ class DatasetCostDecl(ConfigModel):
     )
 
 
+#: what a profile reads of a partition at most unless `profile.max_bytes` says otherwise
+PROFILE_MAX_BYTES = 1 << 30
+
+
 class ProfileDecl(ConfigModel):
-    """Profiling on Spark: row count and per-column nulls, distinct estimate, min/max."""
+    """Profiling: row count and per-column nulls, distinct estimate, min/max — files on Spark, database
+    tables with the database's own SQL."""
 
     enabled: bool = True
     sample: float = Field(1.0, gt=0, le=1, description="Fraction of rows profiled (1: all).")
+    max_bytes: int | None = Field(
+        PROFILE_MAX_BYTES,
+        ge=1,
+        description="Bytes of a partition read at most (files beyond it are not read: the profile is partial; a "
+        "table is sampled down to it); null: no cap.",
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -178,7 +189,9 @@ class DatasetDecl(ConfigModel):
     schedule: ScheduleDecl | None = Field(None, description="When the data lands: refresh then (and after releases).")
     cost: DatasetCostDecl | None = None
     sla: str | None = Field(None, description="How fresh the data must be, e.g. `6h`, `2d` (drives freshness).")
-    profile: ProfileDecl | None = Field(None, description="Profile the data on Spark: `true` or {sample: 0.1}.")
+    profile: ProfileDecl | None = Field(
+        None, description="Profile the data: `true` or {sample: 0.1, max_bytes: 1073741824}."
+    )
     keys: list[str] = Field(
         default_factory=list, description="The primary key's columns (flat paths) where the files cannot say."
     )

@@ -133,12 +133,34 @@ class ColumnProfile:
 
 
 @dataclass(frozen=True)
+class PartialRead:
+    """What a profile read of its partition when `profile.max_bytes` stopped it short: the files (in path
+    order) that fit within the cap, of all the partition's readable files."""
+
+    files_read: int
+    files: int
+    bytes_read: int
+    bytes: int
+
+    def __str__(self) -> str:
+        return f"{self.files_read} of {self.files} files ({self.bytes_read:,} of {self.bytes:,} bytes)"
+
+
+@dataclass(frozen=True)
 class Profile:
-    """Measured on a partition's data by Spark, from a sample when `sample_fraction` < 1."""
+    """Measured on a partition's data (Spark, or the database's own SQL), from a sample when
+    `sample_fraction` < 1, from its first files only when `partial` says so: then `row_count` counts
+    what was read, not the partition."""
 
     row_count: int
     sample_fraction: float
     columns: tuple[ColumnProfile, ...] = ()
+    partial: PartialRead | None = None
+
+    @property
+    def whole(self) -> bool:
+        """Whether `row_count` is the partition's: all of its rows were read."""
+        return self.sample_fraction >= 1 and self.partial is None
 
     @property
     def completeness(self) -> float | None:

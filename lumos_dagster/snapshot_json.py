@@ -4,6 +4,7 @@ this module; `snapshot_from_json(snapshot_to_json(x)) == x` exactly."""
 from __future__ import annotations
 
 import json
+from dataclasses import asdict
 from datetime import datetime
 from typing import Any, Sequence
 
@@ -22,6 +23,7 @@ from lumos_dagster.model import (
     LineageEdge,
     OperationalStats,
     Owner,
+    PartialRead,
     Profile,
     Quality,
     SchemaChange,
@@ -118,7 +120,7 @@ def _quality_from_json(j: dict | None) -> Quality | None:
 def _profile_to_json(p: Profile | None) -> dict | None:
     if p is None:
         return None
-    return {
+    out = {
         "row_count": p.row_count,
         "sample_fraction": p.sample_fraction,
         "columns": [
@@ -126,6 +128,9 @@ def _profile_to_json(p: Profile | None) -> dict | None:
             for c in p.columns
         ],
     }
+    if p.partial is not None:  # absent when the whole partition was read: earlier documents are unchanged
+        out["partial"] = asdict(p.partial)
+    return out
 
 
 def _profile_from_json(j: dict | None) -> Profile | None:
@@ -134,7 +139,8 @@ def _profile_from_json(j: dict | None) -> Profile | None:
     columns = tuple(
         ColumnProfile(c["path"], c["null_fraction"], c["distinct"], c["min"], c["max"]) for c in j["columns"]
     )
-    return Profile(j["row_count"], j["sample_fraction"], columns)
+    partial = PartialRead(**j["partial"]) if j.get("partial") else None
+    return Profile(j["row_count"], j["sample_fraction"], columns, partial)
 
 
 def _table_to_json(t: TableVersion | None) -> dict | None:

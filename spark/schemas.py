@@ -57,7 +57,7 @@ def read_schemas(spark, items: Sequence[Item], reader: Reader = read_file_result
     if not unique:
         return {}
     connect = is_connect(spark)
-    slices = max(1, min(len(unique), _parallelism(spark, connect) * TASKS_PER_CORE))
+    slices = max(1, min(len(unique), parallelism(spark, connect) * TASKS_PER_CORE))
     read_task = functools.partial(read_batch, reader=reader)  # what a pool worker runs on its chunk
 
     def job(batch: list[Item]) -> list[FileResult]:
@@ -78,7 +78,8 @@ def read_schemas(spark, items: Sequence[Item], reader: Reader = read_file_result
 CONNECT_PARALLELISM = 8
 
 
-def _parallelism(spark, connect: bool) -> int:
+def parallelism(spark, connect: bool) -> int:
+    """How many tasks the cluster runs at once (over Connect: as it says, else `CONNECT_PARALLELISM`)."""
     if not connect:
         return spark.sparkContext.defaultParallelism
     return int(spark.conf.get("spark.default.parallelism", None) or CONNECT_PARALLELISM)

@@ -251,7 +251,7 @@ def test_profiles_sample_and_keep_nested_columns_to_null_counts(spark, tmp_path)
     assert (user.null_fraction, user.distinct, user.min) == (0.25, None, None)
     sampled = profile_files(spark, [path], "parquet", 0.1)
     assert sampled.sample_fraction == 0.1 and 100 < sampled.row_count < 300
-    with pytest.raises(NotProfiled, match="remote files"):
+    with pytest.raises(NotProfiled, match="s3://bucket/t.parquet: no file system to read it with"):
         profile_files(spark, ["s3://bucket/t.parquet"], "parquet", 1.0)
     with pytest.raises(NotProfiled, match="no readable file"):
         profile_files(spark, [], "parquet", 1.0)

@@ -11,6 +11,7 @@ its Python workers this interpreter with Lumos importable, as a team's executors
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import socket
@@ -19,8 +20,10 @@ import sys
 import time
 from pathlib import Path
 
+import fastavro
 import pyarrow as pa
 import pyarrow.csv as pcsv
+import pyarrow.parquet as pq
 import pytest
 import yaml
 from dagster import DagsterInstance
@@ -29,6 +32,8 @@ from lumos_dagster.config import load_config, parse_config
 from lumos_dagster.errors import ConfigError, SparkUnavailable
 from lumos_dagster.formats import read_file_result, sniff_format
 from resources.spark import LumosSparkResource, spark_resource
+from tests.conftest import S3_TEST_CREDENTIALS
+from tests.emulators import s3_emulator
 from tests.fake_servers import free_port
 from tests.lake import backdate, write_parquet
 from tests.test_testdata import FILES
@@ -183,7 +188,9 @@ def connect_server(tmp_path_factory):
     home = os.path.dirname(pyspark.__file__)
     port = free_port()
     logs = tmp_path_factory.mktemp("connect") / "server.log"
-    env = {**os.environ, "SPARK_HOME": home, "PYSPARK_PYTHON": sys.executable, "PYTHONPATH": str(ROOT)}
+    # the S3 credentials moto takes, in the server's environment as an instance role's would be
+    env = {**os.environ, **S3_TEST_CREDENTIALS, "SPARK_HOME": home, "PYSPARK_PYTHON": sys.executable,
+           "PYTHONPATH": str(ROOT)}  # fmt: skip
     command = [
         f"{home}/bin/spark-submit", "--class", "org.apache.spark.sql.connect.service.SparkConnectServer",
         "--name", "lumos-tests-connect", "--master", "local[2]",
@@ -212,15 +219,29 @@ from lumos_dagster.spark.profile import profile_files
 from lumos_dagster.spark.schemas import read_schemas
 from lumos_dagster.spark.session import is_connect, start_session
 
-remote, paths, csv = sys.argv[1], json.loads(sys.argv[2]), sys.argv[3]
+remote, paths, csv, avro = sys.argv[1], json.loads(sys.argv[2]), sys.argv[3], sys.argv[4]
 session = start_session({"spark.sql.session.timeZone": "UTC"}, remote)
 results = read_schemas(session, [(p, sniff_format(p)) for p in paths])
 profile = profile_files(session, [csv], "csv", 1.0)
+avro_profile = profile_files(session, [avro, avro], "avro", 1.0)  # mapInArrow tasks: Connect has no RDDs
 print(json.dumps({
     "connect": is_connect(session),
     "results": {p: [r.error, r.row_count, r.schema.fingerprint() if r.schema else None] for p, r in results.items()},
     "profile": [profile.row_count, [[c.path, c.null_fraction, c.min, c.max] for c in profile.columns]],
+    "avro": [avro_profile.row_count, [[c.path, c.null_fraction, c.min, c.max] for c in avro_profile.columns]],
 }))
+session.stop()
+"""
+
+S3_SCRIPT = """
+import json, sys
+from lumos_dagster.spark.profile import profile_files
+from lumos_dagster.spark.session import start_session
+
+remote, paths, fs = sys.argv[1], json.loads(sys.argv[2]), tuple(json.loads(sys.argv[3]))
+session = start_session({"spark.sql.session.timeZone": "UTC"}, remote)
+p = profile_files(session, paths, "parquet", 1.0, fs)
+print(json.dumps([p.row_count, [[c.path, c.null_fraction, c.min, c.max] for c in p.columns]]))
 session.stop()
 """
 
@@ -247,10 +268,14 @@ def _client(script: str, *args: str) -> dict:
 
 
 @pytest.mark.slow
-def test_schemas_and_a_profile_read_over_spark_connect_are_those_one_process_reads(connect_server, tmp_path):
+def test_schemas_and_profiles_read_over_spark_connect_are_those_one_process_reads(connect_server, tmp_path):
     paths = FILES[:60]
     pcsv.write_csv(pa.table({"customer_id": [1, 2, 3], "country": ["FR", None, "US"]}), tmp_path / "c.csv")
-    got = _client(READ_SCRIPT, connect_server, json.dumps(paths), str(tmp_path / "c.csv"))
+    schema = {"type": "record", "name": "E", "fields": [{"name": "n", "type": "long"},
+                                                        {"name": "kind", "type": ["null", "string"]}]}  # fmt: skip
+    with open(tmp_path / "e.avro", "wb") as fh:
+        fastavro.writer(fh, schema, ({"n": i, "kind": None if i % 4 == 0 else "click"} for i in range(8)))
+    got = _client(READ_SCRIPT, connect_server, json.dumps(paths), str(tmp_path / "c.csv"), str(tmp_path / "e.avro"))
     assert got["connect"] is True
     assert set(got["results"]) == set(paths)
     for path in paths:
@@ -260,6 +285,25 @@ def test_schemas_and_a_profile_read_over_spark_connect_are_those_one_process_rea
     rows, columns = got["profile"]
     assert rows == 3
     assert columns == [["customer_id", 0.0, "1", "3"], ["country", pytest.approx(1 / 3), "FR", "US"]]
+    assert got["avro"] == [16, [["n", 0.0, "0", "7"], ["kind", 0.25, "click", "click"]]]
+
+
+@pytest.mark.slow
+def test_object_store_files_are_profiled_over_spark_connect_through_the_sources_file_system(connect_server):
+    for key, value in S3_TEST_CREDENTIALS.items():
+        os.environ.setdefault(key, value)
+    server, url, client = s3_emulator("lumos-connect")
+    try:
+        for part in range(2):
+            buf = io.BytesIO()
+            pq.write_table(pa.table({"id": [2 * part, 2 * part + 1], "note": [None, f"n{part}"]}), buf)
+            client.put_object(Bucket="lumos-connect", Key=f"t/part-{part}.parquet", Body=buf.getvalue())
+        fs = ["s3", url.split("://", 1)[1], "us-east-1", "http"]
+        paths = [f"lumos-connect/t/part-{part}.parquet" for part in range(2)]
+        got = _client(S3_SCRIPT, connect_server, json.dumps(paths), json.dumps(fs))
+    finally:
+        server.stop()
+    assert got == [4, [["id", 0.0, "0", "3"], ["note", 0.5, "n0", "n1"]]]
 
 
 @pytest.mark.slow

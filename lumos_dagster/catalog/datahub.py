@@ -539,8 +539,8 @@ def partition_id(s: Snapshot) -> str:
 def profiled_rows(s: Snapshot) -> int | None:
     """The partition's rows: those its profile counted over all its data (CSV and JSON files carry no row
     count of their own), else its files' statistics (Parquet footers, a table's log). A sampled profile
-    counted only its sample."""
-    if s.profile is not None and s.profile.sample_fraction >= 1:
+    counted only its sample, a partial one (`profile.max_bytes`) only the files it read."""
+    if s.profile is not None and s.profile.whole:
         return s.profile.row_count
     return s.stats.row_count
 
@@ -712,17 +712,22 @@ def snapshot_proposals(s: Snapshot, env: str = "PROD", before: Claims | None = N
 
 
 def _field_profiles(s: Snapshot) -> list[DatasetFieldProfileClass] | None:
-    if s.profile is None:
+    """Each column's measures; null counts only where the profile read every row (datasetProfile has no
+    field saying that a profile is sampled or partial: its proportions, distincts, min and max are those
+    of what was read)."""
+    p = s.profile
+    if p is None:
         return None
     return [
         DatasetFieldProfileClass(
             fieldPath=c.path,
+            nullCount=round(c.null_fraction * p.row_count) if p.whole and c.null_fraction is not None else None,
             nullProportion=c.null_fraction,
             uniqueCount=c.distinct,
             min=c.min,
             max=c.max,
         )
-        for c in s.profile.columns
+        for c in p.columns
     ]
 
 

@@ -6,21 +6,19 @@ naming `spark.master` or `spark.remote` and the address)."""
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Callable, Mapping, Sequence
+from typing import Mapping, Sequence
 
 from lumos_dagster.config import LumosConfig
 from lumos_dagster.datasets import Catalogue, DatasetSpec
 from lumos_dagster.errors import NotProfiled, SparkUnavailable
+from lumos_dagster.governance.profiling import Profiler, SizedPath
 from lumos_dagster.governance.rules import assess, has_quality_sources, read_assertions
-from lumos_dagster.model import Profile, Snapshots
-
-#: profile of a partition's readable files (the dataset, the files)
-Profiler = Callable[[DatasetSpec, Sequence[str]], Profile]
+from lumos_dagster.model import Snapshots
 
 
 def govern(config: LumosConfig, catalogue: Catalogue, datasets: Sequence[DatasetSpec], snapshots: Snapshots,
-           readable: Mapping[tuple[str, str | None], Sequence[str]], now: datetime,
-           profile: Profiler | None = None) -> tuple[Snapshots, list[str]]:  # fmt: skip
+           readable: Mapping[tuple[str, str | None], Sequence[SizedPath]], now: datetime,
+           profile: Profiler) -> tuple[Snapshots, list[str]]:  # fmt: skip
     """(`snapshots` with their quality and the newest partition's profile, the warnings to say once)."""
     warnings: list[str] = []
     assertions: dict = {}
@@ -33,17 +31,17 @@ def govern(config: LumosConfig, catalogue: Catalogue, datasets: Sequence[Dataset
         newest = max(snaps, key=lambda k: k or "")
         found = None
         if d.profile is not None:
-            if profile is None:
-                warnings.append(f"{d.name}: not profiled: no profiler in this run")
-            else:
-                try:
-                    found = profile(d, readable.get((d.name, newest), []))
-                except NotProfiled as e:
-                    warnings.append(f"{d.name}: not profiled: {e}")
-                except SparkUnavailable:  # no dataset can be profiled: the run fails once, saying where Spark is
-                    raise
-                except Exception as e:  # the data refusing to be profiled must not lose the snapshot
-                    warnings.append(f"{d.name}: profiling failed: {type(e).__name__}: {str(e).splitlines()[0]}")
+            try:
+                found = profile(d, readable.get((d.name, newest), []))
+                if found.partial is not None:
+                    warnings.append(f"{d.name}: profile is partial: read {found.partial} within "
+                                    f"profile.max_bytes; its row count is not the partition's")  # fmt: skip
+            except NotProfiled as e:
+                warnings.append(f"{d.name}: not profiled: {e}")
+            except SparkUnavailable:  # no dataset can be profiled: the run fails once, saying where Spark is
+                raise
+            except Exception as e:  # the data refusing to be profiled must not lose the snapshot
+                warnings.append(f"{d.name}: profiling failed: {type(e).__name__}: {str(e).splitlines()[0]}")
         out[d.name] = {
             key: assess(s, assertions.get(d.name, ()), found if key == newest else None, now)
             for key, s in snaps.items()

@@ -125,6 +125,6 @@ class Observed:
     """What each partition holds: its contents, and (file datasets) the files that could be read."""
 
     contents: Mapping[Cell, Contents]
-    readable: Mapping[Cell, Sequence[str]]
+    readable: Mapping[Cell, Sequence[tuple[str, int]]]  # (path, bytes as listed)
     sizes: Mapping[str, int]  # bytes of each whole dataset, all partitions
     counts: Mapping[str, int] = field(default_factory=dict)  # files of each whole file dataset, as listed now

@@ -139,10 +139,10 @@ def observe(listing: Listing, results: Mapping[str, FileResult], report: ScanRep
     report.files_read += len(results)
     # what the files and tables say enters the snapshot here: within the limits the store keeps
     contents = {cell: within_limits(c, listing.specs[cell[0]].uri) for cell, c in listing.described.items()}
-    readable: dict[Cell, list[str]] = {}
+    readable: dict[Cell, list[tuple[str, int]]] = {}
     for (name, pk), files in listing.files.items():
         missing = () if listing.found[name] is not None else (not_found(listing.specs[name]),)
         found = contents[name, pk] = within_limits(file_contents(files, results, missing), listing.specs[name].uri)
         failed = {e.path for e in found.errors}  # unreadable, damaged, or still being written
-        readable[name, pk] = [p for p, _ in files if p not in failed]
+        readable[name, pk] = [(p, f.entry.size) for p, f in files if p not in failed]
     return Observed(contents, readable, listing.sizes, listing.counts)

@@ -33,7 +33,8 @@ from lumos_dagster.delivery.worker import Delivery
 from lumos_dagster.formats import FileResult
 from lumos_dagster.governance.alerts import alert_run
 from lumos_dagster.governance.checks import Judgement, blocking_checks, failure_message, has_data
-from lumos_dagster.governance.govern import Profiler, govern
+from lumos_dagster.governance.govern import govern
+from lumos_dagster.governance.profiling import FileProfiler, profiler
 from lumos_dagster.model import Snapshot
 from lumos_dagster.report import ScanReport
 from lumos_dagster.run.assemble import assemble
@@ -66,8 +67,9 @@ class Services:
     hours: HoursLookup = lambda name: None
     #: the FOCUS bills' allocation for a month (`cost.billing`); None: the run reads lumos.yaml's bills itself
     bills: BillsLookup | None = None
-    #: profile of a partition's readable files; None: no profiling here (e.g. no Spark)
-    profile: Profiler | None = None
+    #: profile of a partition's files (within the cap); None: no Spark here (database tables are still
+    #: profiled, by their sources)
+    profile: FileProfiler | None = None
     say: Callable[[str], None] = log.info
     now: Callable[[], datetime] = lambda: datetime.now(timezone.utc)
     #: the engine `read` reads a number of files with, as the log names it (`a process pool of 2`,
@@ -229,7 +231,7 @@ class SnapshotRun:
                           services.bills or self._bills.month)  # fmt: skip
         lap("price")
         snapshots, warnings = govern(config, catalogue, b.datasets, snapshots, observed.readable, services.now(),
-                                     services.profile)  # fmt: skip
+                                     profiler(self.sources, services.profile))  # fmt: skip
         warnings = [*b.listing.warnings, *warnings]
         lap("govern")
         catalogs = self.delivery.names if self.delivery is not None else []

@@ -14,8 +14,9 @@ from typing import Callable, Iterator, Sequence
 
 from lumos_dagster.code import StoredSql
 from lumos_dagster.datatypes import Schema
+from lumos_dagster.errors import NotProfiled
 from lumos_dagster.formats import FsSpec
-from lumos_dagster.model import OperationalStats, TableVersion
+from lumos_dagster.model import OperationalStats, Profile, TableVersion
 from lumos_dagster.report import ScanReport
 from lumos_dagster.sources.discovery import DiscoveredDataset, FileEntry, group_files
 
@@ -136,6 +137,11 @@ class TableSource(ABC):
     def stored_sql(self, report: ScanReport) -> StoredSql | None:
         """The SQL the source keeps for its views (column lineage); None where it keeps none."""
         return None
+
+    def profile(self, location: str, sample: float, max_bytes: int | None) -> Profile:
+        """The table's profile, measured by the platform itself: a `sample` fraction of its rows, sampled
+        further down to about `max_bytes` (None: no cap). Raises `NotProfiled` where it cannot."""
+        raise NotProfiled(f"{self.platform} tables are not profiled (profiled: PostgreSQL tables)")
 
     def fingerprints(self, report: ScanReport) -> dict[str, tuple[str, str]] | None:
         """Location → (dataset name, digest of what a snapshot would read), from one cheap listing: what

@@ -6,7 +6,9 @@ defaults, primary keys and comments; row estimates and sizes from the catalog; u
 counters from `pg_stat_user_tables` (scans and row changes: staleness means "not modified
 and not queried"); view lineage from the dependencies PostgreSQL records for each view.
 
-Every query is parameterized: no SQL is built from names that came from outside.
+Every query is parameterized: no SQL is built from names that came from outside, except the
+profile's, where column and table names can only be identifiers: psycopg quotes them as such
+(`psycopg.sql.Identifier`), its fraction is bound.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from fnmatch import fnmatchcase
 from typing import cast
 
 import psycopg
+from psycopg import sql
 
 from lumos_dagster.code import StoredSql
 from lumos_dagster.datatypes import (
@@ -32,9 +35,9 @@ from lumos_dagster.datatypes import (
     Time,
     Timestamp,
 )
-from lumos_dagster.errors import ConfigError
+from lumos_dagster.errors import ConfigError, NotProfiled
 from lumos_dagster.masking import AMBIGUOUS_PASSWORD
-from lumos_dagster.model import DatasetRecord, OperationalStats
+from lumos_dagster.model import ColumnProfile, DatasetRecord, OperationalStats, Profile
 from lumos_dagster.naming import name_part
 from lumos_dagster.plugins import expand_secrets
 from lumos_dagster.report import ScanReport
@@ -89,6 +92,22 @@ JOIN pg_namespace n ON n.oid = c.relnamespace
 WHERE r.ev_class = %s AND d.refobjid <> %s AND c.relkind IN ('r', 'p', 'v', 'm', 'f')
 ORDER BY 1, 2
 """
+
+
+# a profile's columns, and the table's own bytes (no indexes, no TOAST indexes) that the cap is held against
+PROFILE_RELATION = """
+SELECT c.oid, c.relkind, pg_table_size(c.oid)
+FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = %s AND c.relname = %s
+"""
+PROFILE_COLUMNS = """
+SELECT a.attname, t.typcategory FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid
+WHERE a.attrelid = %s AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum
+"""
+#: type categories (pg_type.typcategory) with an order: min, max and distincts; booleans and UUIDs: distincts
+_ORDERED = frozenset("NSDTE")
+_COUNTED = _ORDERED | {"B"}
+#: what TABLESAMPLE samples: tables, partitioned tables, materialized views (views are not stored)
+_SAMPLED_KINDS = frozenset("rpm")
 
 
 def quote(schema: str, table: str) -> str:
@@ -264,6 +283,26 @@ class PostgresSource(TableSource):
             for name, type_oid, native, typmod, not_null, default, comment in conn.execute(COLUMNS, (relid,))
         )
 
+    def profile(self, location: str, sample: float, max_bytes: int | None) -> Profile:
+        """Row count and, per column, nulls, distincts (exact: PostgreSQL has no approximate count of its
+        own), min and max in one query, over `TABLESAMPLE SYSTEM` pages when `sample` or the cap (the
+        table's own bytes against `max_bytes`) asks for less than the whole table. A view has no
+        size: it is read whole, or its rows filtered by `random()` when `sample` < 1."""
+        schema, table = unquote(location)
+        try:
+            with self._connect() as conn:
+                found = conn.execute(PROFILE_RELATION, (schema, table)).fetchone()
+                if found is None:
+                    raise NotProfiled(f"{location} is gone from {self.root}")
+                oid, kind, size = found
+                columns = conn.execute(PROFILE_COLUMNS, (oid,)).fetchall()
+                fraction, where = _fraction(kind, size or 0, sample, max_bytes)
+                query = _profile_query(schema, table, columns, kind, fraction)
+                row = cast(tuple, conn.execute(query, where).fetchone())
+        except (psycopg.Error, ConfigError) as exc:
+            raise NotProfiled(f"{location} on {self.root}: {str(exc).strip().splitlines()[0]}") from exc
+        return _profile(row, columns, fraction)
+
     def describe(self, location: str) -> TableDescription | None:
         schema, table = unquote(location)
         with self._connect() as conn:
@@ -292,3 +331,41 @@ class PostgresSource(TableSource):
             description=comment,
             upstream=upstream,
         )
+
+
+def _fraction(kind: str, size: int, sample: float, max_bytes: int | None) -> tuple[float, tuple]:
+    """The fraction of rows profiled, and the parameters its query binds."""
+    if kind not in _SAMPLED_KINDS:
+        return sample, ((sample,) if sample < 1 else ())
+    if max_bytes is not None and size > max_bytes:
+        sample = min(sample, max_bytes / size)
+    return sample, ((sample * 100,) if sample < 1 else ())
+
+
+def _profile_query(schema: str, table: str, columns: list, kind: str, fraction: float) -> sql.Composed:
+    measures: list[sql.Composable] = [sql.SQL("count(*)")]
+    for name, category in columns:
+        column = sql.Identifier(name)
+        measures.append(sql.SQL("count(*) - count({})").format(column))
+        if category in _COUNTED:
+            measures.append(sql.SQL("count(DISTINCT {})").format(column))
+        if category in _ORDERED:
+            measures += [sql.SQL("min({})::text").format(column), sql.SQL("max({})::text").format(column)]
+    source = sql.SQL("{}.{}").format(sql.Identifier(schema), sql.Identifier(table))
+    if fraction < 1:
+        # SYSTEM samples whole pages: it reads only those; REPEATABLE: the same pages while the table stays
+        sampled = " TABLESAMPLE SYSTEM (%s) REPEATABLE (0)" if kind in _SAMPLED_KINDS else " WHERE random() < %s"
+        source = sql.Composed([source, sql.SQL(sampled)])
+    return sql.SQL("SELECT {} FROM {}").format(sql.SQL(", ").join(measures), source)
+
+
+def _profile(row: tuple, columns: list, fraction: float) -> Profile:
+    values = iter(row)
+    rows = next(values)
+    out = []
+    for name, category in columns:
+        nulls = next(values)
+        distinct = next(values) if category in _COUNTED else None
+        low, high = (next(values), next(values)) if category in _ORDERED else (None, None)
+        out.append(ColumnProfile(name, nulls / rows if rows else None, distinct, low, high))
+    return Profile(rows, fraction, tuple(out))
