@@ -231,7 +231,7 @@ def test_a_run_worker_with_its_own_dagster_home_builds_the_state_its_run_was_pla
             process.wait(timeout=30)
         if instance is not None:  # workers the sensors' runs started may still run
             for record in instance.get_runs():
-                if PID_TAG in record.tags:
+                if PID_TAG in record.tags and not record.is_finished:
                     try:
                         os.killpg(int(record.tags[PID_TAG]), signal.SIGTERM)
                     except ProcessLookupError:
