@@ -1,20 +1,23 @@
 """Sources beyond the local disk: S3 (a real S3-speaking server: moto's standalone
-server on 127.0.0.1), PostgreSQL (the real server on 127.0.0.1:5432) and MongoDB (no
-server can run here: mongomock stands in for it)."""
+server on 127.0.0.1), PostgreSQL (the real server on 127.0.0.1:5432) and MongoDB (no MongoDB
+server can be installed here: NX-27017, a wire-protocol server on SQLite, stands in for it)."""
 
 import datetime as dt
 import gzip
 import io
 import json
 import os
+import subprocess
+import sys
 import uuid
+from pathlib import Path
 
 import fastavro
-import mongomock
 import psycopg
 import pyarrow as pa
 import pyarrow.orc as orc
 import pyarrow.parquet as pq
+import pymongo
 import pytest
 import requests
 
@@ -29,7 +32,7 @@ from lumos_dagster.schema.releases import Manifest, read_manifests, write_manife
 from lumos_dagster.sources import build_sources, discover
 from lumos_dagster.sources.mongodb import MongoSource
 from tests.conftest import S3_TEST_CREDENTIALS
-from tests.emulators import s3_emulator
+from tests.emulators import _wait_for_port, free_port, s3_emulator
 from tests.lake import spark_run
 
 pytestmark = [pytest.mark.dagster, pytest.mark.servers]
@@ -293,19 +296,36 @@ def test_an_unreachable_database_is_a_failure_not_an_empty_source():
 # ------------------------------------------------------------------- MongoDB
 
 
-def test_mongodb_schemas_inferred_from_a_sample():
-    client = mongomock.MongoClient()
-    client.shop.orders.insert_many([
-        {"_id": 1, "total": 10, "items": [{"sku": "a", "qty": 1}], "customer": {"name": "Ann", "vip": True},
-         "at": dt.datetime(2026, 11, 25)},
-        {"_id": 2, "total": 12.5, "items": [], "customer": {"name": "Bob"}, "coupon": "X"},
-        {"_id": 3, "total": "n/a", "items": [{"sku": "b"}], "coupon": None},
-    ])  # fmt: skip
-    client.shop.customers.insert_one({"_id": "c1"})
-    config = parse_config(
-        {"sources": [{"type": "mongodb", "name": "mongo", "uri": "mongodb://db", "databases": ["shop"]}]}
-    )
-    source = MongoSource(config.sources[0], client=client)
+@pytest.fixture(scope="module")
+def mongodb(tmp_path_factory):
+    """NX-27017 (PyPI): MongoDB's wire protocol over SQLite, one file per database, on 127.0.0.1. The
+    driver, the wire protocol and the commands the source sends ($sample, collStats, count) are real;
+    the storage is not MongoDB's (docs/sources.md says what it lacks). Its URI."""
+    folder = tmp_path_factory.mktemp("mongodb")
+    port = free_port()
+    server = subprocess.Popen(
+        [str(Path(sys.executable).parent / "nx-27017"), "--data-dir", str(folder), "--host", "127.0.0.1",
+         "-p", str(port), "--log-file", str(folder / "server.log"), "--pid-file", str(folder / "server.pid")],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    _wait_for_port(port, server, "NX-27017")
+    yield f"mongodb://127.0.0.1:{port}"
+    server.terminate()
+    server.wait(timeout=20)
+
+
+def test_mongodb_schemas_inferred_from_a_sample(mongodb):
+    with pymongo.MongoClient(mongodb) as client:
+        client.shop.orders.insert_many([
+            {"_id": 1, "total": 10, "items": [{"sku": "a", "qty": 1}], "customer": {"name": "Ann", "vip": True},
+             "at": dt.datetime(2026, 11, 25)},
+            {"_id": 2, "total": 12.5, "items": [], "customer": {"name": "Bob"}, "coupon": "X"},
+            {"_id": 3, "total": "n/a", "items": [{"sku": "b"}], "coupon": None},
+        ])  # fmt: skip
+        client.shop.customers.insert_one({"_id": "c1"})
+        size = client.shop.command("collStats", "orders")["size"]
+    config = parse_config({"sources": [{"type": "mongodb", "name": "mongo", "uri": mongodb, "databases": ["shop"]}]})
+    source = MongoSource(config.sources[0])  # its own client, from the URI
     records = source.discover(ScanReport())
     assert sorted(r.name for r in records) == ["shop/customers", "shop/orders"]
     desc = source.describe("shop.orders")
@@ -317,8 +337,22 @@ def test_mongodb_schemas_inferred_from_a_sample():
     item = f["items"].type.element.fields
     assert [(x.name, x.nullable) for x in item] == [("sku", False), ("qty", True)]
     assert type_str(f["customer"].type) == "struct<name: string, vip: boolean>" and f["customer"].nullable
-    assert desc.stats.row_count == 3
+    assert desc.stats.row_count == 3 and desc.stats.total_bytes == size > 0  # the server's count and collStats
     assert source.describe("shop.gone") is None
+
+
+def test_mongodb_samples_sample_size_documents_with_the_servers_sample_stage(mongodb):
+    with pymongo.MongoClient(mongodb) as client:
+        client.events.clicks.insert_many([{"n": i, f"only_{i}": True} for i in range(40)])
+    config = parse_config({"sources": [{"type": "mongodb", "name": "mongo", "uri": mongodb, "databases": ["events"],
+                                        "sample_size": 5}]})  # fmt: skip
+    desc = MongoSource(config.sources[0]).describe("events.clicks")
+    names = [x.name for x in desc.schema.fields]
+    # each document has a field of its own: the schema shows which documents the sample drew
+    drawn = sorted(int(n.removeprefix("only_")) for n in names if n.startswith("only_"))
+    assert names[:2] == ["_id", "n"] and len(drawn) == 5 and desc.stats.row_count == 40
+    # $sample's, not the first five (the fallback for servers without it): 1 chance in 658,008 to be them
+    assert drawn != [0, 1, 2, 3, 4]
 
 
 def test_postgres_tables_reach_datahub_with_view_lineage_through_dagster(pg_schema, tmp_path, spark):

@@ -510,7 +510,10 @@ def test_sql_sent_to_a_service_not_run_here_parses_in_its_dialect_and_its_rows_m
     code = read_code(config, {n: [] for n in records}, [stored])
     (edge,) = code.docs[f"{database}/sales/order_totals"].edges
     assert (edge.upstream, edge.columns) == (f"{database}/sales/orders", (ColumnMapping("total", "amount"),))
-    if platform == "bigquery":  # INFORMATION_SCHEMA of the configured region
-        assert all("`region-eu`.INFORMATION_SCHEMA" in sql for sql, _ in conn.sent if "@@" not in sql)
+    if platform == "bigquery":  # INFORMATION_SCHEMA of the configured region; the keys' of the table's dataset
+        keys = [sql for sql, _ in conn.sent if "KEY_COLUMN_USAGE" in sql]
+        assert keys and all(sql.count("`acme-prod`.`sales`.INFORMATION_SCHEMA") == 2 for sql in keys)
+        others = [sql for sql, _ in conn.sent if "@@" not in sql and sql not in keys]
+        assert all("`region-eu`.INFORMATION_SCHEMA" in sql for sql in others)
     for sql, params in conn.sent:  # every statement is one the service's dialect reads
         sqlglot.parse_one(literal_params(sql, params), read=platform, error_level=sqlglot.ErrorLevel.RAISE)

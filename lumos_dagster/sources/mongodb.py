@@ -164,7 +164,7 @@ class MongoSource(TableSource):
         n = self.config.sample_size
         try:
             return list(collection.aggregate([{"$sample": {"size": n}}]))
-        except Exception:  # servers (and mongomock) without $sample: the first documents
+        except Exception:  # MongoDB-compatible servers without $sample: the first documents
             return list(collection.find().limit(n))
 
     def describe(self, location: str) -> TableDescription | None:
@@ -175,7 +175,7 @@ class MongoSource(TableSource):
         documents = self._sample(collection)
         try:
             size = self.client[database].command("collStats", name).get("size", 0)
-        except Exception:  # not every server (or mongomock) has collStats
+        except Exception:  # not every MongoDB-compatible server has collStats
             size = 0
         return TableDescription(
             schema=Schema(infer_fields(documents)),

@@ -13,6 +13,7 @@ parameterized: names that came from the warehouse are bound, never spliced into 
 
 BigQuery and Databricks were not run against a live service (none can run here): their SQL
 is checked by parsing it in their dialect, their rows by mapping the connectors' own row types.
+BigQuery's PyPI emulator answers none of the source's queries (docs/sources.md, Warehouses).
 """
 
 from __future__ import annotations
@@ -204,6 +205,15 @@ def _bigquery(config, where: str):
     return dbapi.connect(bigquery.Client(project=config.project, location=config.region))
 
 
+def _bigquery_dataset(config, schema: str) -> str:
+    """Where a dataset's own INFORMATION_SCHEMA is: TABLE_CONSTRAINTS and KEY_COLUMN_USAGE take only a
+    dataset qualifier, not a region's. A dataset name is letters, digits and underscores, so quoted it
+    is an identifier and nothing else."""
+    if not re.fullmatch(r"\w{1,1024}", schema, re.ASCII):
+        raise ValueError(f"not a BigQuery dataset name: {schema!r}")
+    return f"`{config.project}`.`{schema}`.INFORMATION_SCHEMA"
+
+
 def _databricks(config, where: str):
     from databricks import sql
 
@@ -228,6 +238,8 @@ class Dialect:
     shown: Callable[[Any], str]  # where it is, for reports: never credentials
     queries: dict[str, str]
     info: Callable[[Any], str] = lambda config: "information_schema"
+    # where the keys query's INFORMATION_SCHEMA is, by (config, schema), when not `info`'s
+    keys_info: Callable[[Any, str], str] | None = None
     fold: bool = False  # names are case-insensitive and uppercase: lowercased, as DataHub's source does
     setup: str | None = None  # run first on each connection
     live: bool = True  # False: never run against the live service (none can run where Lumos is tested)
@@ -245,7 +257,7 @@ DIALECTS: dict[str, Dialect] = {
                         setup="SET search_path TO pg_catalog"),
     "bigquery": Dialect(
         "bigquery", "pyformat", _bigquery, lambda c: f"bigquery://{c.project}/region-{c.region}", BIGQUERY,
-        info=lambda c: f"`region-{c.region}`.INFORMATION_SCHEMA", live=False,
+        info=lambda c: f"`region-{c.region}`.INFORMATION_SCHEMA", keys_info=_bigquery_dataset, live=False,
     ),
     "databricks": Dialect(
         "databricks", "named", _databricks, lambda c: f"databricks://{c.server_hostname}/{c.catalog}", DATABRICKS,
@@ -404,7 +416,9 @@ class WarehouseSource(TableSource):
             cursor.close()
 
     def _keys(self, conn, schema: str, table: str) -> set[str]:
-        sql = self.dialect.queries["keys"].replace("{info}", self.dialect.info(self.config))
+        keys_info = self.dialect.keys_info
+        info = keys_info(self.config, schema) if keys_info else self.dialect.info(self.config)
+        sql = self.dialect.queries["keys"].replace("{info}", info)
         cursor = conn.cursor()
         try:
             if "{table}" in sql:
