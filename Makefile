@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed-$(shell cat pyproject.toml constraints.txt | cksum |
 export DAGSTER_HOME := $(CURDIR)/.lumos/dagster
 TODAY := $(shell date -u +%F)
 # the demo lake's first day (recursive: read once the venv exists)
-DEMO_FIRST = $(shell $(BIN)/python -c "import datetime as d; from lumos_dagster.demo import DAYS; \
+DEMO_FIRST = $(shell $(BIN)/python -c "import datetime as d; from lumos_dagster.cli.demo_lake import DAYS; \
 	print(d.datetime.now(d.timezone.utc).date() - d.timedelta(days=DAYS - 1))")
 CODE := lumos_dagster assets resources sensors spark tests benchmarks
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)

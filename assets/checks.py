@@ -5,8 +5,9 @@ evaluations (`files_readable`, the `schema_compatible` gate, and when governance
 from dagster import AssetCheckEvaluation, AssetCheckSeverity, AssetCheckSpec, AssetKey, MetadataValue
 
 from lumos_dagster.assets.metadata import md_table
-from lumos_dagster.config import LumosConfig
-from lumos_dagster.datasets import DatasetSpec
+from lumos_dagster.floor.config import LumosConfig
+from lumos_dagster.floor.dataset_specs import DatasetSpec
+from lumos_dagster.floor.wording import visible
 from lumos_dagster.governance.checks import (
     COMPATIBLE_CHECK,
     COMPLETE_CHECK,
@@ -17,7 +18,6 @@ from lumos_dagster.governance.checks import (
     blocking_checks,
     check_names,
 )
-from lumos_dagster.wording import visible
 
 DESCRIPTIONS = {
     READABLE_CHECK: "Every file of the dataset can be read",

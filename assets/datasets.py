@@ -31,10 +31,10 @@ from dagster import (
 from lumos_dagster.assets.checks import check_specs
 from lumos_dagster.assets.keys import dagster_owners, dagster_tags, group_name
 from lumos_dagster.assets.snapshots import snapshot_events
-from lumos_dagster.config import LumosConfig, PartitionsConfig
 from lumos_dagster.cost.pricing import Bills
-from lumos_dagster.datasets import Catalogue, DatasetSpec, chunks
-from lumos_dagster.naming import URN_METADATA_KEY
+from lumos_dagster.floor.config import LumosConfig, PartitionsConfig
+from lumos_dagster.floor.dataset_specs import Catalogue, DatasetSpec, chunks
+from lumos_dagster.floor.naming import URN_METADATA_KEY
 from lumos_dagster.resources.spark import LumosSparkResource
 from lumos_dagster.resources.store import CatalogsResource, SnapshotStoreResource
 from lumos_dagster.sources import Source

@@ -7,7 +7,7 @@ from typing import Iterable
 
 from dagster import AssetKey
 
-from lumos_dagster.naming import segment
+from lumos_dagster.floor.naming import segment
 from lumos_dagster.resources.tuning.dagster_private import is_valid_owner
 
 _TAG_KEY = re.compile(r"^[A-Za-z0-9_.\-/]{1,63}$")

@@ -12,10 +12,10 @@ from dagster import (
     TableSchema,
 )
 
-from lumos_dagster.datatypes import type_str
+from lumos_dagster.floor.datatypes import type_str
+from lumos_dagster.floor.model import SchemaChange, Snapshot
+from lumos_dagster.floor.wording import visible
 from lumos_dagster.governance.checks import CHANGE_HEADER, change_rows, error_rows
-from lumos_dagster.model import SchemaChange, Snapshot
-from lumos_dagster.wording import visible
 
 MAX_ROWS = 20
 

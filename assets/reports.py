@@ -20,14 +20,14 @@ from dagster import (
     multi_asset,
 )
 
-from lumos_dagster.config import LumosConfig
-from lumos_dagster.datasets import Catalogue
-from lumos_dagster.errors import LumosError
+from lumos_dagster.floor.config import LumosConfig
+from lumos_dagster.floor.dataset_specs import Catalogue
+from lumos_dagster.floor.errors import LumosError
+from lumos_dagster.floor.wording import VISIBLE_LOG
 from lumos_dagster.governance.rules import post_webhook, todo_json, todo_markdown
 from lumos_dagster.reports import cost as cost_report
 from lumos_dagster.resources.store import SnapshotStoreResource
 from lumos_dagster.store.roles import HistoryAndReleases, HistoryStore
-from lumos_dagster.wording import VISIBLE_LOG
 
 FORMATS = {"json": "json", "csv": "csv", "markdown": "md"}
 COST_REPORT = AssetKey("lumos_cost_report")

@@ -22,21 +22,21 @@ from dagster import AssetExecutionContext, AssetKey, AssetMaterialization, Asset
 from lumos_dagster.assets.checks import evaluation
 from lumos_dagster.assets.metadata import newest, not_snapshotted, partition_metadata, snapshot_metadata
 from lumos_dagster.assets.runtime import hours_from_runs
-from lumos_dagster.config import LumosConfig
 from lumos_dagster.cost.pricing import Bills
-from lumos_dagster.datasets import Catalogue, DatasetSpec
+from lumos_dagster.floor.config import LumosConfig
+from lumos_dagster.floor.dataset_specs import Catalogue, DatasetSpec
+from lumos_dagster.floor.naming import RELEASE_TAG
+from lumos_dagster.floor.progress import Progress
+from lumos_dagster.floor.windows import Window
+from lumos_dagster.floor.wording import VISIBLE_LOG
 from lumos_dagster.governance.checks import READABLE_CHECK
 from lumos_dagster.governance.profiling import PartitionFiles
-from lumos_dagster.naming import RELEASE_TAG
-from lumos_dagster.progress import Progress
 from lumos_dagster.resources.spark import LumosSparkResource, schema_reader
 from lumos_dagster.resources.store import CatalogsResource, SnapshotStoreResource
 from lumos_dagster.resources.tuning.dagster_private import DATA_VERSION_IS_USER_PROVIDED_TAG, DATA_VERSION_TAG
 from lumos_dagster.run.snapshot import BatchOutcome, Services, SnapshotRun, held_message
 from lumos_dagster.schema.gate import how_to_accept
 from lumos_dagster.sources import Source
-from lumos_dagster.windows import Window
-from lumos_dagster.wording import VISIBLE_LOG
 
 #: a run's step seconds, summed over its ops (a run tag: JSON, step → seconds)
 SECONDS_TAG = "lumos/step_seconds"

@@ -25,7 +25,7 @@ from pathlib import Path
 from dagster.components.utils.defs_state import DefsStateConfig
 from dagster_shared.serdes.objects.models.defs_state_info import DefsStateManagementType
 
-from lumos_dagster.config import LumosConfig
+from lumos_dagster.floor.config import LumosConfig
 from lumos_dagster.lineage.catalogue import RegistryState
 from lumos_dagster.resources.tuning.dagster_private import DefinitionsLoadContext, DefinitionsLoadType, DefsStateStorage
 

@@ -44,12 +44,12 @@ import sqlalchemy as sa
 import yaml
 
 from lumos_dagster.api.auth import hash_token, new_token
-from lumos_dagster.datatypes import Field, Primitive, Schema
-from lumos_dagster.model import DatasetRecord, DatasetRef, Owner, Snapshot
+from lumos_dagster.floor.datatypes import Field, Primitive, Schema
+from lumos_dagster.floor.model import DatasetRecord, DatasetRef, Owner, Snapshot
+from lumos_dagster.floor.snapshot_json import snapshot_loads
 from lumos_dagster.run.record import store_versioned
-from lumos_dagster.snapshot_json import snapshot_loads
 from lumos_dagster.store import SnapshotStore
-from lumos_dagster.store.tables import snapshots_table, stored_document, with_bodies
+from lumos_dagster.store.sql_tables import snapshots_table, stored_document, with_bodies
 
 ROOT = Path(__file__).resolve().parents[1]
 PG = "postgresql+psycopg://postgres@127.0.0.1:5432/test"

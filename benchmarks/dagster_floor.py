@@ -162,7 +162,7 @@ def _assets(n: int, metadata: bool, checks: bool) -> dg.AssetsDefinition:
 @functools.cache  # Dagster's CLI loads a code location several times a command, as Lumos' does
 def build(n: int, metadata: bool, checks: bool) -> dg.Definitions:
     """The generated module's definitions, built as lumos_dagster/definitions.py builds Lumos'."""
-    from lumos_dagster.collector import paused
+    from lumos_dagster.floor.collector import paused
 
     with paused():
         definitions = dg.Definitions(
@@ -178,7 +178,7 @@ def _write_module(folder: Path, n: int, metadata: bool, checks: bool) -> None:
     (folder / f"{MODULE}.py").write_text(
         "import dagster as dg\n\n"
         "from benchmarks.dagster_floor import build\n"
-        "from lumos_dagster.collector import skip_final_collection\n\n"
+        "from lumos_dagster.floor.collector import skip_final_collection\n\n"
         "skip_final_collection()\n\n\n"
         "@dg.definitions\n"
         "def defs() -> dg.Definitions:\n"

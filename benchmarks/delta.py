@@ -69,14 +69,14 @@ def floor(paths: list[Path], versions: int) -> dict[str, tuple]:
 def lumos(root: Path, versions: int) -> tuple[dict[str, tuple], dict[str, float]]:
     """One discovery and one snapshot run over `versions` daily partitions (into an in-memory store);
     step times too."""
-    from lumos_dagster.config import parse_config
+    from lumos_dagster.floor.config import parse_config
+    from lumos_dagster.floor.scan_report import ScanReport
+    from lumos_dagster.floor.windows import Window
     from lumos_dagster.formats.readers import read_in_process
     from lumos_dagster.lineage.catalogue import resolve_datasets
-    from lumos_dagster.report import ScanReport
     from lumos_dagster.run.snapshot import Services, SnapshotRun
     from lumos_dagster.sources import build_sources, discover
     from lumos_dagster.store import SnapshotStore
-    from lumos_dagster.windows import Window
 
     steps: dict[str, float] = {}
     start = time.perf_counter()

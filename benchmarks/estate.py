@@ -47,7 +47,7 @@ BIN = Path(sys.executable).parent
 LOAD = """
 import sys, time
 t0 = time.perf_counter()
-from lumos_dagster.config import load_config
+from lumos_dagster.floor.config import load_config
 from lumos_dagster.definitions import build_definitions
 defs = build_definitions(load_config(sys.argv[1]))
 defs.resolve_asset_graph()

@@ -40,8 +40,8 @@ from datetime import datetime, timedelta, timezone
 
 import sqlalchemy as sa
 
-from lumos_dagster.datatypes import Field, Primitive, Schema, Struct
-from lumos_dagster.model import (
+from lumos_dagster.floor.datatypes import Field, Primitive, Schema, Struct
+from lumos_dagster.floor.model import (
     AssertionResult,
     ColumnMapping,
     ColumnProfile,
@@ -54,11 +54,11 @@ from lumos_dagster.model import (
     Quality,
     Snapshot,
 )
+from lumos_dagster.floor.snapshot_json import snapshot_dumps
 from lumos_dagster.run.record import _versioned, store_versioned
-from lumos_dagster.snapshot_json import snapshot_dumps
 from lumos_dagster.store import SnapshotStore
 from lumos_dagster.store.rows import _snapshot_row
-from lumos_dagster.store.tables import metadata
+from lumos_dagster.store.sql_tables import metadata
 
 PG = "postgresql+psycopg://postgres@127.0.0.1:5432/test"
 DAY0 = datetime(2026, 11, 1, tzinfo=timezone.utc)
@@ -129,7 +129,7 @@ class Shelf:
 def _store_inline(store: SnapshotStore, snapshots: list[Snapshot], catalogs: list[str]) -> None:
     """What a run stored before schema version 3: captures versioned alike, each row with its whole
     document inline, each queued for each catalog."""
-    from lumos_dagster.store.tables import outbox_table, snapshots_table
+    from lumos_dagster.store.sql_tables import outbox_table, snapshots_table
 
     with store.versioning({s.dataset.urn for s in snapshots}) as v:
         versioned, _, _, _ = _versioned(v, snapshots)

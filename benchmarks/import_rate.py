@@ -16,9 +16,9 @@ import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-from lumos_dagster.datatypes import Field, Primitive, Schema
 from lumos_dagster.estate import portable
-from lumos_dagster.model import DatasetRef, Snapshot
+from lumos_dagster.floor.datatypes import Field, Primitive, Schema
+from lumos_dagster.floor.model import DatasetRef, Snapshot
 from lumos_dagster.store import SnapshotStore
 
 T0 = datetime(2026, 11, 20, tzinfo=timezone.utc)

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import yaml
 
-from lumos_dagster.model import DatasetRecord
+from lumos_dagster.floor.model import DatasetRecord
 from lumos_dagster.store import SnapshotStore
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -26,7 +26,7 @@ BIN = Path(sys.executable).parent
 MEASURE = """
 import sys, time
 t0 = time.perf_counter()
-from lumos_dagster.config import load_config
+from lumos_dagster.floor.config import load_config
 from lumos_dagster.definitions import build_definitions
 t1 = time.perf_counter()
 defs = build_definitions(load_config(sys.argv[1]))

@@ -38,7 +38,7 @@ from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, Callable
 
-from lumos_dagster.datatypes import (
+from lumos_dagster.floor.datatypes import (
     Array,
     Decimal,
     Field,
@@ -49,7 +49,7 @@ from lumos_dagster.datatypes import (
     schema_from_json,
     schema_to_json,
 )
-from lumos_dagster.model import ColumnMapping, DatasetRef, LineageEdge, OperationalStats, Owner, Snapshot
+from lumos_dagster.floor.model import ColumnMapping, DatasetRef, LineageEdge, OperationalStats, Owner, Snapshot
 
 Row = dict[str, Any]
 
@@ -477,8 +477,8 @@ def _project(folder: Path, lake: Path, start: date):
     """A lumos.yaml over `lake` with its own store and catalog in `folder`, the lake discovered."""
     import yaml
 
-    from lumos_dagster.config import load_config
-    from lumos_dagster.report import ScanReport
+    from lumos_dagster.floor.config import load_config
+    from lumos_dagster.floor.scan_report import ScanReport
     from lumos_dagster.sources import build_sources, discover
     from lumos_dagster.store import SnapshotStore
 

@@ -35,7 +35,7 @@ import pyarrow as pa
 import pyarrow.csv as pa_csv
 import pyarrow.parquet as pq
 
-from lumos_dagster.model import Snapshot
+from lumos_dagster.floor.model import Snapshot
 
 ARROW = {"int32": pa.int32(), "int64": pa.int64(), "string": pa.string(), "bool": pa.bool_(), "double": pa.float64()}
 AVRO = {"int32": "int", "int64": "long", "string": "string", "bool": "boolean", "double": "double"}

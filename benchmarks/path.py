@@ -89,8 +89,8 @@ def main() -> None:
     sys.setprofile(_profile)
     threading.setprofile(_profile)
     from lumos_dagster.cli import main as lumos
-    from lumos_dagster.config import load_config
     from lumos_dagster.definitions import build_definitions
+    from lumos_dagster.floor.config import load_config
 
     assert CliRunner().invoke(lumos, ["discover"]).exit_code == 0
     job = build_definitions(load_config(str(work / "lumos.yaml"))).resolve_implicit_global_asset_job_def()

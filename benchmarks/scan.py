@@ -61,7 +61,7 @@ def lumos_project(lake: Path, work: Path) -> Path:
 
 
 def lumos_fields(config_path: Path) -> dict[str, list[str]]:
-    from lumos_dagster.config import load_config
+    from lumos_dagster.floor.config import load_config
     from lumos_dagster.store import SnapshotStore
 
     store = SnapshotStore(load_config(str(config_path)).store_url)
@@ -112,9 +112,9 @@ def run_floor(lake: Path, truth: dict) -> dict:
 
 def rescan(lake: Path, work: Path) -> dict:
     """An unchanged re-scan (the storage sensor's `look`) against pure listing of the same files."""
-    from lumos_dagster.config import load_config
+    from lumos_dagster.floor.config import load_config
+    from lumos_dagster.floor.scan_report import ScanReport
     from lumos_dagster.inventory.watch import look
-    from lumos_dagster.report import ScanReport
     from lumos_dagster.sources import build_sources
     from lumos_dagster.sources.local import list_files
     from lumos_dagster.store import SnapshotStore

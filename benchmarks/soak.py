@@ -97,7 +97,7 @@ def project(work: Path, lake: Path, store_db: str) -> Path:
 def datahub_urns(config_path: Path) -> dict[str, str]:
     """Dataset name → its urn in DataHub, as the DataHub catalog names it (DataHub's own source's urn)."""
     from lumos_dagster.catalog.datahub import dataset_urn
-    from lumos_dagster.config import load_config
+    from lumos_dagster.floor.config import load_config
     from lumos_dagster.lineage.catalogue import load_catalogue
     from lumos_dagster.sources import build_sources
     from lumos_dagster.store import SnapshotStore

@@ -22,7 +22,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, TypeAdapter
 
 from lumos_dagster.api import models as m
-from lumos_dagster.extras import needs
+from lumos_dagster.floor.extras import needs
 
 with needs("api", "the Lumos API client"):
     import httpx

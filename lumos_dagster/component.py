@@ -40,9 +40,9 @@ from dagster.components.utils.defs_state import DefsStateConfig
 from pydantic import BaseModel, Field
 
 from lumos_dagster.assets.state import state_config
-from lumos_dagster.config import DEFAULT_CONFIG
 from lumos_dagster.definitions import location_config, location_definitions
-from lumos_dagster.errors import LumosError
+from lumos_dagster.floor.config import DEFAULT_CONFIG
+from lumos_dagster.floor.errors import LumosError
 from lumos_dagster.lineage.catalogue import RegistryState
 
 #: how defs.yaml names the project's root (Dagster's template scope)

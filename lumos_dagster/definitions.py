@@ -18,8 +18,9 @@ from dagster import Definitions, definitions, in_process_executor
 from lumos_dagster.assets.datasets import build_dataset_assets
 from lumos_dagster.assets.keys import dataset_keys
 from lumos_dagster.assets.reports import report_assets
-from lumos_dagster.collector import paused
-from lumos_dagster.config import LumosConfig, load_config
+from lumos_dagster.floor.collector import paused
+from lumos_dagster.floor.config import LumosConfig, load_config
+from lumos_dagster.floor.windows import parse_lag
 from lumos_dagster.lineage.catalogue import RegistryState, catalogue_of
 from lumos_dagster.resources.io_manager import LumosIOManager
 from lumos_dagster.resources.spark import spark_resource
@@ -34,7 +35,6 @@ from lumos_dagster.sensors.sync import sync_job
 from lumos_dagster.sensors.tables import table_sensor
 from lumos_dagster.sensors.triggers import Targets
 from lumos_dagster.sources import FileSource, TableSource, build_sources
-from lumos_dagster.windows import parse_lag
 
 
 @dataclass(frozen=True)
@@ -132,6 +132,6 @@ def location_definitions(path: str, state: RegistryState | None = None) -> Defin
 
 @definitions
 def defs() -> Definitions:
-    from lumos_dagster.config import config_path
+    from lumos_dagster.floor.config import config_path
 
     return location_definitions(config_path())

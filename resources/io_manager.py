@@ -8,7 +8,7 @@ from typing import Any
 
 from dagster import ConfigurableIOManager, InputContext, OutputContext
 
-from lumos_dagster.naming import URN_METADATA_KEY
+from lumos_dagster.floor.naming import URN_METADATA_KEY
 from lumos_dagster.resources.store import SnapshotStoreResource
 
 

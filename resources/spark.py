@@ -11,7 +11,7 @@ from typing import Any
 from dagster import ConfigurableResource
 from pydantic import PrivateAttr
 
-from lumos_dagster.config import SparkConfig
+from lumos_dagster.floor.config import SparkConfig
 
 PYTHON_CONF = "spark.pyspark.python"
 DEFAULT_CONF = {
@@ -37,7 +37,7 @@ class LumosSparkResource(ConfigurableResource):
         if self._failure is not None:
             raise self._failure
         if self._spark_session is None:
-            from lumos_dagster.errors import SparkUnavailable
+            from lumos_dagster.floor.errors import SparkUnavailable
             from lumos_dagster.spark.session import start_session
 
             # PySpark launches workers with $PYSPARK_PYTHON (default `python3`); the

@@ -12,11 +12,11 @@ from dagster import Config, ConfigurableResource, Failure, InitResourceContext
 from pydantic import PrivateAttr
 
 from lumos_dagster.catalog.base import CatalogAdapter
-from lumos_dagster.config import LumosConfig
 from lumos_dagster.delivery.catalogs import catalogs_from_entries
 from lumos_dagster.delivery.worker import Delivery
-from lumos_dagster.errors import StoreError
-from lumos_dagster.masking import shown_url
+from lumos_dagster.floor.config import LumosConfig
+from lumos_dagster.floor.errors import StoreError
+from lumos_dagster.floor.masking import shown_url
 from lumos_dagster.resources.ownership import claim_run
 from lumos_dagster.store import SnapshotStore
 from lumos_dagster.store.faults import fault_message

@@ -5,12 +5,12 @@ then the run fails saying why), lineage re-read from code and view definitions."
 
 from dagster import DefaultScheduleStatus, Failure, OpExecutionContext, ScheduleDefinition, job, op
 
-from lumos_dagster.config import LumosConfig
+from lumos_dagster.floor.config import LumosConfig
+from lumos_dagster.floor.wording import VISIBLE_LOG
 from lumos_dagster.inventory.refresh import refresh_registry
 from lumos_dagster.resources.ownership import OWN_RUN_TAGS
 from lumos_dagster.resources.store import SnapshotStoreResource
 from lumos_dagster.sensors.reload import request_reload
-from lumos_dagster.wording import VISIBLE_LOG
 
 # daily, an hour before the snapshot schedules' midnight tick (in the partitions' time zone): the
 # registry knows the new datasets and days before they are snapshotted

@@ -6,7 +6,7 @@ from datetime import datetime, timezone
 
 from dagster import DefaultScheduleStatus, OpExecutionContext, ScheduleDefinition, job, op
 
-from lumos_dagster.config import LumosConfig
+from lumos_dagster.floor.config import LumosConfig
 from lumos_dagster.reports.nudges import run_nudge
 from lumos_dagster.resources.ownership import OWN_RUN_TAGS
 from lumos_dagster.resources.store import SnapshotStoreResource

@@ -10,11 +10,11 @@ from datetime import UTC, datetime
 
 from dagster import DefaultSensorStatus, RunRequest, SensorDefinition, SensorResult, sensor
 
-from lumos_dagster.naming import RELEASE_TAG, TRIGGER_TAG
+from lumos_dagster.floor.naming import RELEASE_TAG, TRIGGER_TAG
+from lumos_dagster.floor.windows import latest_due, next_window, parse_lag
 from lumos_dagster.schema.releases import read_manifests
 from lumos_dagster.sensors.run_tags import AUTOMATION_RUN_TAGS
 from lumos_dagster.sensors.triggers import Targets
-from lumos_dagster.windows import latest_due, next_window, parse_lag
 
 KEEP_DONE = 200  # names of fully requested releases kept in the cursor
 

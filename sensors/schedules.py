@@ -26,10 +26,10 @@ from dagster import (
     schedule,
 )
 
+from lumos_dagster.floor.windows import snapshot_cron
 from lumos_dagster.resources.ownership import OWN_RUN_TAGS
 from lumos_dagster.sensors.run_tags import AUTOMATION_RUN_TAGS
 from lumos_dagster.sensors.triggers import AssetJob
-from lumos_dagster.windows import snapshot_cron
 
 PERIOD = {"hourly": "hour", "daily": "day", "weekly": "week", "monthly": "month"}
 

@@ -35,12 +35,13 @@ from dagster import (
     sensor,
 )
 
-from lumos_dagster.config import LumosConfig
 from lumos_dagster.delivery.catalogs import build_catalogs
+from lumos_dagster.floor.config import LumosConfig
+from lumos_dagster.floor.naming import TRIGGER_TAG, segment
+from lumos_dagster.floor.scan_report import ScanReport
+from lumos_dagster.floor.wording import few, plural
 from lumos_dagster.inventory.refresh import retire, too_many
 from lumos_dagster.inventory.watch import FileChange, Look, digest, look, still_changing
-from lumos_dagster.naming import TRIGGER_TAG, segment
-from lumos_dagster.report import ScanReport
 from lumos_dagster.sensors.reload import request_reload
 from lumos_dagster.sensors.run_tags import AUTOMATION_RUN_TAGS
 from lumos_dagster.sensors.schedules import run_groups
@@ -50,7 +51,6 @@ from lumos_dagster.sources import file_records
 from lumos_dagster.sources.base import FileSource
 from lumos_dagster.store import SnapshotStore
 from lumos_dagster.store.roles import RegistryAndHistory, RegistryStore
-from lumos_dagster.wording import few, plural
 
 #: seconds between ticks: a change reaches the catalog within a tick, the queue and one run
 INTERVAL = 30

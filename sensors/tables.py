@@ -8,9 +8,9 @@ import json
 
 from dagster import DefaultSensorStatus, SensorDefinition, SensorResult, SkipReason, sensor
 
+from lumos_dagster.floor.naming import segment
+from lumos_dagster.floor.scan_report import ScanReport
 from lumos_dagster.inventory.table_watch import look_tables
-from lumos_dagster.naming import segment
-from lumos_dagster.report import ScanReport
 from lumos_dagster.sensors.storage import INTERVAL, first_snapshots, is_preview, plan
 from lumos_dagster.sensors.triggers import Targets
 from lumos_dagster.sources.base import TableSource

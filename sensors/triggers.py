@@ -6,8 +6,8 @@ from zoneinfo import ZoneInfo
 
 from dagster import AssetKey, AssetsDefinition, TimeWindow
 
-from lumos_dagster.datasets import DatasetSpec
-from lumos_dagster.windows import CADENCE_CRON
+from lumos_dagster.floor.dataset_specs import DatasetSpec
+from lumos_dagster.floor.windows import CADENCE_CRON
 
 #: what `define_asset_job` returns: an asset job, resolved when Definitions binds it (its class is
 #: private to Dagster, so it is named here by what it is)

@@ -21,9 +21,9 @@ from __future__ import annotations
 import re
 from typing import Sequence
 
-from lumos_dagster.errors import NotProfiled
+from lumos_dagster.floor.errors import NotProfiled
+from lumos_dagster.floor.model import ColumnProfile, Profile
 from lumos_dagster.formats import FsSpec
-from lumos_dagster.model import ColumnProfile, Profile
 from lumos_dagster.spark.schemas import parallelism
 from lumos_dagster.spark.session import is_connect
 

@@ -13,7 +13,7 @@ import socket
 from typing import Any, Mapping
 from urllib.parse import urlsplit
 
-from lumos_dagster.errors import SparkUnavailable
+from lumos_dagster.floor.errors import SparkUnavailable
 
 #: the port a Spark Connect server listens on unless told otherwise (Spark's `spark.connect.grpc.binding.port`)
 CONNECT_PORT = 15002

@@ -10,8 +10,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import yaml
 
-from lumos_dagster.demo import ORDER_SCHEMA
-from lumos_dagster.report import ScanReport
+from lumos_dagster.cli.demo_lake import ORDER_SCHEMA
+from lumos_dagster.floor.scan_report import ScanReport
 from lumos_dagster.sources import build_sources, discover
 from lumos_dagster.store import SnapshotStore
 
@@ -43,7 +43,7 @@ def catalog_urn(config, name: str, env: str = "PROD") -> str:
     """The URN Lumos gives the dataset `name` in DataHub (DataHub's own source's), from where the store
     says its latest snapshot is."""
     from lumos_dagster.catalog.datahub import dataset_urn
-    from lumos_dagster.model import dataset_urn as lumos_urn
+    from lumos_dagster.floor.model import dataset_urn as lumos_urn
 
     store = SnapshotStore(config.store_url)
     try:
@@ -114,7 +114,7 @@ def demo_project(folder: Path, day: date, edit=None) -> Path:
     """The demo lake as of `day` under `folder`, and a lumos.yaml beside it (store and DataHub Lite
     there too, partitions from 2026-11-01, no profiling: it needs Spark); `edit(config)` may change
     the config first. Returns the config's path."""
-    from lumos_dagster.demo import build_demo_lake
+    from lumos_dagster.cli.demo_lake import build_demo_lake
 
     build_demo_lake(str(folder / "lake"), today=day)
     config = demo_config()
@@ -134,10 +134,10 @@ def run_in_process(config, catalogue, sources, partitions, read=None, store=None
     """The snapshot run over `partitions` ((key, start, end) each, or `Window`s) of `datasets` (default:
     every dataset of `catalogue`), reading with `read` (default: in this process), into `store`
     (default: a new in-memory one, so versions start from nothing), delivering to no catalog."""
+    from lumos_dagster.floor.windows import Window
     from lumos_dagster.formats.readers import read_in_process
     from lumos_dagster.run.snapshot import Services, SnapshotRun
     from lumos_dagster.store import SnapshotStore
-    from lumos_dagster.windows import Window
 
     windows = [p if isinstance(p, Window) else Window(*p) for p in partitions]
     services = Services(read=read or read_in_process, say=lambda _: None, **({"now": now} if now else {}))

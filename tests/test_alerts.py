@@ -10,13 +10,13 @@ from click.testing import CliRunner
 from dagster import DagsterInstance
 
 from lumos_dagster.cli import main
-from lumos_dagster.config import load_config
-from lumos_dagster.datatypes import Field, Primitive, Schema
 from lumos_dagster.definitions import build_definitions
+from lumos_dagster.floor.config import load_config
+from lumos_dagster.floor.datatypes import Field, Primitive, Schema
+from lumos_dagster.floor.model import ColumnMapping, DatasetRecord, DatasetRef, JobRef, Owner, Snapshot
 from lumos_dagster.governance.alerts import alert_run
 from lumos_dagster.lineage.catalogue import load_catalogue
 from lumos_dagster.lineage.resolve import CodeDoc, CodeEdge, doc_to_json
-from lumos_dagster.model import ColumnMapping, DatasetRecord, DatasetRef, JobRef, Owner, Snapshot
 from lumos_dagster.run.record import store_versioned
 from lumos_dagster.schema.versioning import assess
 from lumos_dagster.store import SnapshotStore

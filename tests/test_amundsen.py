@@ -21,8 +21,8 @@ from lumos_dagster.catalog.amundsen import AmundsenCatalog
 from lumos_dagster.cli import main
 from lumos_dagster.delivery.catalogs import catalogs_from_entries
 from lumos_dagster.delivery.outbox import deliver
-from lumos_dagster.model import Owner
-from lumos_dagster.snapshot_json import snapshot_to_json
+from lumos_dagster.floor.model import Owner
+from lumos_dagster.floor.snapshot_json import snapshot_to_json
 from lumos_dagster.store import SnapshotStore
 from tests.test_catalogs import estate
 

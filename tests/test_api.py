@@ -21,9 +21,9 @@ import yaml
 
 from lumos_dagster.api import audit, auth, limits
 from lumos_dagster.api.auth import Throttled, TokenVerifier, hash_token, new_token, parse_hash, token_id, verify
-from lumos_dagster.api_config import ApiToken
 from lumos_dagster.client import ApiError, LumosClient
-from lumos_dagster.config import load_config
+from lumos_dagster.floor.api_config import ApiToken
+from lumos_dagster.floor.config import load_config
 from lumos_dagster.lineage.catalogue import load_catalogue
 from lumos_dagster.schema.proposed import ProposalError, parse_proposal
 from lumos_dagster.sources import build_sources
@@ -437,7 +437,7 @@ def test_serve_hash_token_and_openapi_commands():
     ],
 )  # fmt: skip
 def test_proposed_schemas(fmt, text, fields):
-    from lumos_dagster.datatypes import type_str
+    from lumos_dagster.floor.datatypes import type_str
 
     schema = parse_proposal(fmt, text)
     assert [(f.name, type_str(f.type), f.nullable) for f in schema.fields] == fields
@@ -474,10 +474,10 @@ MORE_TOKENS = [new_token() for _ in range(13)]
 def hostile(tmp_path_factory):
     """`lumos serve` with 16 tokens, writes off, a 3 s deadline, on datasets whose names look like the API's
     paths: `sales`, `sales/history`, `sales/orders`."""
-    from lumos_dagster.datatypes import Field as F
-    from lumos_dagster.datatypes import Primitive
-    from lumos_dagster.datatypes import Schema as S
-    from lumos_dagster.model import DatasetRecord, DatasetRef, Snapshot
+    from lumos_dagster.floor.datatypes import Field as F
+    from lumos_dagster.floor.datatypes import Primitive
+    from lumos_dagster.floor.datatypes import Schema as S
+    from lumos_dagster.floor.model import DatasetRecord, DatasetRef, Snapshot
     from lumos_dagster.run.record import store_versioned
 
     tmp = tmp_path_factory.mktemp("hostile")

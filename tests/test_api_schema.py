@@ -16,7 +16,7 @@ from click.testing import CliRunner
 
 from lumos_dagster.api.limits import MAX_URL_BYTES
 from lumos_dagster.cli import main
-from lumos_dagster.limits import MAX_FIELD_NAME
+from lumos_dagster.floor.limits import MAX_FIELD_NAME
 from tests.lake import backdate
 from tests.test_api import TOKENS, Server, build_lake, free_port, materialize, write_config
 

@@ -14,10 +14,10 @@ from croniter import croniter
 from dagster import AssetKey, DagsterInstance, build_schedule_context
 
 from lumos_dagster.assets.metadata import governance_metadata
-from lumos_dagster.config import load_config
 from lumos_dagster.definitions import build_definitions
-from lumos_dagster.model import ColumnMapping, DatasetRef, LineageEdge, Snapshot
-from lumos_dagster.progress import Progress
+from lumos_dagster.floor.config import load_config
+from lumos_dagster.floor.model import ColumnMapping, DatasetRef, LineageEdge, Snapshot
+from lumos_dagster.floor.progress import Progress
 from lumos_dagster.sensors.schedules import ended_partition
 from tests.lake import partitioned_lake, register, write_parquet
 

@@ -13,12 +13,12 @@ from click.testing import CliRunner
 from lumos_dagster.catalog.atlas import AtlasCatalog
 from lumos_dagster.catalog.base import Undeliverable
 from lumos_dagster.cli import main
-from lumos_dagster.datatypes import Field, Primitive, Schema
 from lumos_dagster.delivery.catalogs import catalogs_from_entries
 from lumos_dagster.delivery.outbox import deliver
-from lumos_dagster.errors import CatalogError
-from lumos_dagster.model import LineageEdge
-from lumos_dagster.snapshot_json import snapshot_to_json
+from lumos_dagster.floor.datatypes import Field, Primitive, Schema
+from lumos_dagster.floor.errors import CatalogError
+from lumos_dagster.floor.model import LineageEdge
+from lumos_dagster.floor.snapshot_json import snapshot_to_json
 from lumos_dagster.store import SnapshotStore
 from tests.fake_atlas import FakeAtlas
 from tests.test_catalogs import estate

@@ -13,11 +13,11 @@ import pytest
 from click.testing import CliRunner
 
 from lumos_dagster.cli import main
-from lumos_dagster.datatypes import Fixed, Primitive, Schema, UnionType
+from lumos_dagster.floor.datatypes import Fixed, Primitive, Schema, UnionType
+from lumos_dagster.floor.model import FileError
 from lumos_dagster.formats import read_file_result, read_file_schema
 from lumos_dagster.formats.avro import from_avro_schema, read_avsc
 from lumos_dagster.formats.merge import merge_schemas
-from lumos_dagster.model import FileError
 from lumos_dagster.run.contents import file_contents
 from lumos_dagster.schema.diff import diff_schemas
 from lumos_dagster.schema.proposed import ProposalError, parse_proposal

@@ -16,7 +16,7 @@ import avro.schema
 import fastavro
 import pytest
 
-from lumos_dagster.datatypes import Array, Enum, Field, Fixed, Map, Primitive, Struct, UnionType, schema_from_json
+from lumos_dagster.floor.datatypes import Array, Enum, Field, Fixed, Map, Primitive, Struct, UnionType, schema_from_json
 from lumos_dagster.schema.diff import diff_schemas
 from lumos_dagster.schema.resolution import resolves
 from tests.cases import load_cases

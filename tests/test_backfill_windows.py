@@ -10,14 +10,14 @@ import pyarrow.csv as pcsv
 import pytest
 from deltalake import write_deltalake
 
-from lumos_dagster.config import parse_config
+from lumos_dagster.floor.config import parse_config
+from lumos_dagster.floor.scan_report import ScanReport
+from lumos_dagster.floor.windows import Window
 from lumos_dagster.governance.checks import has_data
 from lumos_dagster.lineage.catalogue import resolve_datasets
-from lumos_dagster.report import ScanReport
 from lumos_dagster.run.contents import files_in_window
 from lumos_dagster.sources import build_sources, discover
 from lumos_dagster.sources.discovery import DatasetFile, DiscoveredDataset, FileEntry
-from lumos_dagster.windows import Window
 from tests.lake import run_in_process
 
 DAY = datetime(2026, 11, 20, tzinfo=timezone.utc)

@@ -28,10 +28,10 @@ from lumos_dagster.catalog.datahub_lite import DataHubLiteCatalog
 from lumos_dagster.catalog.datahub_rest import DataHubRestCatalog
 from lumos_dagster.catalog.openmetadata import OpenMetadataCatalog
 from lumos_dagster.cli import main
-from lumos_dagster.datatypes import Field, Fixed, Schema
 from lumos_dagster.estate import carry, portable
-from lumos_dagster.model import DatasetRecord
-from lumos_dagster.snapshot_json import snapshot_to_json
+from lumos_dagster.floor.datatypes import Field, Fixed, Schema
+from lumos_dagster.floor.model import DatasetRecord
+from lumos_dagster.floor.snapshot_json import snapshot_to_json
 from lumos_dagster.store import SnapshotStore
 from tests.fake_atlas import FakeAtlas
 from tests.fake_servers import FakeGMS, FakeOpenMetadata

@@ -25,13 +25,13 @@ from lumos_dagster.catalog.openlineage import OpenLineageCatalog
 from lumos_dagster.catalog.openmetadata import OpenMetadataCatalog
 from lumos_dagster.catalog.patch_apply import state_of
 from lumos_dagster.cli import main
-from lumos_dagster.config import load_config, parse_config
-from lumos_dagster.datatypes import Field, Primitive, Schema
 from lumos_dagster.delivery.catalogs import build_catalogs
 from lumos_dagster.delivery.outbox import deliver
-from lumos_dagster.errors import CatalogError
-from lumos_dagster.model import ColumnMapping, DatasetRef, LineageEdge, Owner
-from lumos_dagster.snapshot_json import snapshot_to_json
+from lumos_dagster.floor.config import load_config, parse_config
+from lumos_dagster.floor.datatypes import Field, Primitive, Schema
+from lumos_dagster.floor.errors import CatalogError
+from lumos_dagster.floor.model import ColumnMapping, DatasetRef, LineageEdge, Owner
+from lumos_dagster.floor.snapshot_json import snapshot_to_json
 from lumos_dagster.store import SnapshotStore
 from tests.fake_servers import FakeGMS, FakeOpenLineage, FakeOpenMetadata, free_port
 from tests.lake import register
@@ -326,8 +326,8 @@ def test_a_run_with_gms_down_succeeds_and_lumos_sync_delivers_later(tmp_path, sp
     from dagster import DagsterInstance
 
     from lumos_dagster.cli import main
+    from lumos_dagster.cli.demo_lake import build_demo_lake
     from lumos_dagster.definitions import build_definitions
-    from lumos_dagster.demo import build_demo_lake
     from tests.test_gate import project
 
     build_demo_lake(str(tmp_path / "lake"), today=date(2026, 11, 25))

@@ -7,8 +7,8 @@ from click.testing import CliRunner
 from dagster import AssetKey, AssetSelection, AssetSpec, Definitions
 
 from lumos_dagster.cli import main
+from lumos_dagster.floor.naming import asset_paths
 from lumos_dagster.lineage.changed import EVERYTHING, selection
-from lumos_dagster.naming import asset_paths
 from tests.lake import write_parquet
 from tests.test_governance_pipeline import CUSTOMER_VALUE, MARTS_ORDERS
 

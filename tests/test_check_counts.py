@@ -3,8 +3,8 @@ many partitions of a backfill hold that version (issue 29: 13 changes × 19 days
 
 import pytest
 
+from lumos_dagster.floor.model import BREAKING, SchemaChange
 from lumos_dagster.governance.checks import compatible
-from lumos_dagster.model import BREAKING, SchemaChange
 from lumos_dagster.schema.gate import Verdict
 
 
@@ -44,8 +44,8 @@ def test_a_file_failing_in_every_partition_of_a_backfill_is_listed_once():
     """The demo's lumos/errors listed one torn file 3 times: an undated file is in each partition's window."""
     from datetime import datetime, timezone
 
+    from lumos_dagster.floor.model import DatasetRef, FileError, Snapshot
     from lumos_dagster.governance.checks import error_rows
-    from lumos_dagster.model import DatasetRef, FileError, Snapshot
 
     torn = FileError("/lake/landing/feed/batch-2.parquet", "not a valid Parquet file")
     other = FileError("/lake/landing/feed/batch-3.parquet", "not a valid Parquet file")

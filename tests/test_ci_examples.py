@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from lumos_dagster.demo import build_demo_lake
+from lumos_dagster.cli.demo_lake import build_demo_lake
 from tests.lake import demo_config
 from tests.test_gate import PK, drop_from_todays_orders
 

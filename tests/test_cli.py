@@ -14,8 +14,8 @@ from click.testing import CliRunner
 
 from lumos_dagster.catalog.datahub_lite import DataHubLiteCatalog
 from lumos_dagster.cli import main
-from lumos_dagster.datatypes import Field, Primitive, Schema
-from lumos_dagster.model import DatasetRef, Snapshot
+from lumos_dagster.floor.datatypes import Field, Primitive, Schema
+from lumos_dagster.floor.model import DatasetRef, Snapshot
 from tests.lake import demo_config, partitioned_lake, write_parquet
 
 pytestmark = pytest.mark.dagster

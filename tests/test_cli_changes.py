@@ -10,11 +10,11 @@ import yaml
 from click.testing import CliRunner
 
 from lumos_dagster.cli import main
-from lumos_dagster.config import load_config
-from lumos_dagster.datatypes import Field, Primitive, Schema
-from lumos_dagster.model import DatasetRecord, DatasetRef, LineageEdge, Snapshot
+from lumos_dagster.floor.config import load_config
+from lumos_dagster.floor.datatypes import Field, Primitive, Schema
+from lumos_dagster.floor.model import DatasetRecord, DatasetRef, LineageEdge, Snapshot
+from lumos_dagster.floor.snapshot_json import snapshot_dumps
 from lumos_dagster.schema.versioning import assess
-from lumos_dagster.snapshot_json import snapshot_dumps
 from lumos_dagster.store import SnapshotStore
 from tests.conftest import TESTDATA
 from tests.lake import write_parquet

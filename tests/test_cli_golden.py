@@ -23,8 +23,8 @@ from click.testing import CliRunner
 from dagster import DagsterEventType, DagsterInstance
 
 from lumos_dagster.cli import main
-from lumos_dagster.config import load_config
 from lumos_dagster.definitions import build_definitions
+from lumos_dagster.floor.config import load_config
 from tests.lake import demo_project
 
 pytestmark = pytest.mark.dagster

@@ -25,7 +25,7 @@ from lumos_dagster.assets.state import state_key
 from lumos_dagster.catalog.datahub_lite import DataHubLiteCatalog
 from lumos_dagster.cli import main
 from lumos_dagster.component import LumosComponent
-from lumos_dagster.config import load_config
+from lumos_dagster.floor.config import load_config
 from lumos_dagster.lineage.catalogue import RegistryState
 from tests.lake import backdate
 from tests.test_init import DAGSTER_WARNING, DAYS, make_lake

@@ -3,8 +3,8 @@ from pathlib import Path
 
 import pytest
 
-from lumos_dagster.config import load_config, parse_config
-from lumos_dagster.errors import ConfigError
+from lumos_dagster.floor.config import load_config, parse_config
+from lumos_dagster.floor.errors import ConfigError
 
 BAD = [
     ("missing root", {"sources": [{"type": "local", "name": "lake"}]}, "sources[0].root: Field required"),

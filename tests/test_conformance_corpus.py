@@ -41,14 +41,14 @@ from pyiceberg.io.pyarrow import PyArrowFileIO
 from pyiceberg.manifest import ManifestContent
 from pyiceberg.table import StaticTable
 
-from lumos_dagster.datatypes import Array, DataType, Enum, Map, Schema, Struct, UnionType, type_str
+from lumos_dagster.floor.datatypes import Array, DataType, Enum, Map, Schema, Struct, UnionType, type_str
+from lumos_dagster.floor.scan_report import ScanReport
+from lumos_dagster.floor.windows import Window
 from lumos_dagster.formats import read_file_result, sniff_format
-from lumos_dagster.report import ScanReport
 from lumos_dagster.run.tables import table_contents
+from lumos_dagster.sources.builtins import LocalSourceConfig
 from lumos_dagster.sources.local import LocalSource
-from lumos_dagster.sources.registry import LocalSourceConfig
 from lumos_dagster.tables import TABLES, ListedFile
-from lumos_dagster.windows import Window
 from tests.cases import load_cases
 from tests.conftest import TESTDATA
 

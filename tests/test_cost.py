@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lumos_dagster.cost.attribution import GIB, METHODS, Node, attribute, contributions, storage_cost, switch_off
-from lumos_dagster.errors import UnknownDataset
+from lumos_dagster.floor.errors import UnknownDataset
 from tests.conftest import examples
 
 # The design's graph: raw_events (storage $500/mo) feeds cleaned_events (compute $3,000,

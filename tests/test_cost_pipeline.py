@@ -15,9 +15,9 @@ from dagster import DagsterInstance, Definitions, asset, materialize
 
 from lumos_dagster.assets.runtime import hours_from_runs
 from lumos_dagster.cli import main
-from lumos_dagster.config import BillingRule, load_config
 from lumos_dagster.cost.billing import BillingError, allocate, read_focus
 from lumos_dagster.definitions import build_definitions
+from lumos_dagster.floor.config import BillingRule, load_config
 from tests.lake import COST_NAMES as NAMES
 from tests.lake import cost_example, focus_rows, lite_properties, register, write_parquet
 

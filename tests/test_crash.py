@@ -17,7 +17,7 @@ import yaml
 
 from benchmarks.lake import FIRST_DAY, generate_lake
 from lumos_dagster.catalog.datahub_lite import DataHubLiteCatalog
-from lumos_dagster.config import load_config
+from lumos_dagster.floor.config import load_config
 from lumos_dagster.store import SnapshotStore
 
 pytestmark = [pytest.mark.dagster, pytest.mark.servers, pytest.mark.slow]

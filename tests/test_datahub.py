@@ -32,8 +32,19 @@ from lumos_dagster.catalog.datahub import (
     snapshot_proposals,
 )
 from lumos_dagster.catalog.patch_apply import state_of
-from lumos_dagster.datatypes import Array, Decimal, Enum, Field, Map, Primitive, Schema, Struct, Timestamp, UnionType
-from lumos_dagster.model import (
+from lumos_dagster.floor.datatypes import (
+    Array,
+    Decimal,
+    Enum,
+    Field,
+    Map,
+    Primitive,
+    Schema,
+    Struct,
+    Timestamp,
+    UnionType,
+)
+from lumos_dagster.floor.model import (
     AssertionResult,
     CheckResult,
     ColumnMapping,
@@ -297,7 +308,7 @@ def test_the_fingerprint_changes_with_what_is_sent_not_with_when_lumos_looked(mo
     from dataclasses import replace
 
     from lumos_dagster.catalog import datahub
-    from lumos_dagster.snapshot_json import snapshot_dumps
+    from lumos_dagster.floor.snapshot_json import snapshot_dumps
 
     def sent(s):
         return [m.to_obj() for m in snapshot_proposals(s)]

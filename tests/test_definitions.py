@@ -10,9 +10,9 @@ import pytest
 import yaml
 from dagster import AssetKey, BackfillPolicy
 
-from lumos_dagster.config import load_config
 from lumos_dagster.definitions import build_definitions
-from lumos_dagster.errors import ConfigError
+from lumos_dagster.floor.config import load_config
+from lumos_dagster.floor.errors import ConfigError
 from tests.lake import partitioned_lake, register
 
 pytestmark = pytest.mark.dagster

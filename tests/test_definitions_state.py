@@ -17,7 +17,7 @@ from dagster._core.workspace.load_target import ModuleTarget
 from dagster._grpc.types import ExecuteRunArgs
 from dagster._serdes import serialize_value
 
-from lumos_dagster.config import load_config
+from lumos_dagster.floor.config import load_config
 from lumos_dagster.store import SnapshotStore
 from tests.lake import partitioned_lake, register, write_parquet
 

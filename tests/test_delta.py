@@ -21,9 +21,9 @@ import pytest
 from deltalake import DeltaTable, write_deltalake
 
 from lumos_dagster.catalog.datahub_lite import DataHubLiteCatalog, open_lite
-from lumos_dagster.config import parse_config
+from lumos_dagster.floor.config import parse_config
+from lumos_dagster.floor.scan_report import ScanReport
 from lumos_dagster.lineage.catalogue import resolve_datasets
-from lumos_dagster.report import ScanReport
 from lumos_dagster.schema.diff import (
     FIELD_ADDED,
     FIELD_MOVED,

@@ -24,7 +24,7 @@ import yaml
 
 from lumos_dagster.cli.deploy_config import DeployError
 from lumos_dagster.cli.deployment import Deployment, prepare_database
-from lumos_dagster.config import load_config
+from lumos_dagster.floor.config import load_config
 from tests.lake import lite_properties, partitioned_lake, register
 
 pytestmark = pytest.mark.deployment

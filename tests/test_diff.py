@@ -4,8 +4,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lumos_dagster.datatypes import Field, Fixed, Primitive, Schema, Struct, schema_from_json
-from lumos_dagster.model import BREAKING, INFORMATIONAL, POLICIES
+from lumos_dagster.floor.datatypes import Field, Fixed, Primitive, Schema, Struct, schema_from_json
+from lumos_dagster.floor.model import BREAKING, INFORMATIONAL, POLICIES
 from lumos_dagster.schema.diff import diff_schemas, diff_snapshots
 from lumos_dagster.schema.versioning import assess, judge
 from tests.cases import load_cases
@@ -40,7 +40,7 @@ def test_old_and_new_values_are_readable():
 
 
 def test_dataset_level_changes_are_informational():
-    from lumos_dagster.model import DatasetRef, LineageEdge, Owner
+    from lumos_dagster.floor.model import DatasetRef, LineageEdge, Owner
 
     old = snap(tags=("a",))
     new = snap(

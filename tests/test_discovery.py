@@ -1,6 +1,6 @@
 import pytest
 
-from lumos_dagster.errors import ConfigError
+from lumos_dagster.floor.errors import ConfigError
 from lumos_dagster.sources.discovery import FileEntry, PathTemplate, group_files
 from lumos_dagster.sources.local import list_files
 from tests.cases import load_cases
@@ -75,7 +75,7 @@ def test_listing_gives_root_relative_paths_of_every_walked_file(tmp_path, subpat
 def test_a_symlinked_file_is_read_only_when_it_points_under_the_root(tmp_path):
     """A link to a file outside the root (a CSV whose first line would become column names in the
     store and the catalog) is skipped and reported; a link within the root is listed."""
-    from lumos_dagster.report import ScanReport
+    from lumos_dagster.floor.scan_report import ScanReport
 
     secret = tmp_path / "outside" / "passwd.csv"
     secret.parent.mkdir()
@@ -100,7 +100,7 @@ def test_discovering_a_lake_loads_no_reader_library(tmp_path):
     import subprocess
     import sys
 
-    from lumos_dagster.demo import build_demo_lake
+    from lumos_dagster.cli.demo_lake import build_demo_lake
 
     build_demo_lake(str(tmp_path / "lake"))
     (tmp_path / "lumos.yaml").write_text(f"sources: [{{name: lake, root: {tmp_path / 'lake'}}}]\n")

@@ -12,10 +12,10 @@ from datahub.metadata.schema_classes import OwnershipClass, SchemaMetadataClass,
 from datahub.utilities.urns.field_paths import get_simple_field_path_from_v2_field_path
 
 from lumos_dagster.catalog.datahub_lite import open_lite
-from lumos_dagster.config import load_config
+from lumos_dagster.cli.demo_lake import build_demo_lake
 from lumos_dagster.definitions import build_definitions
-from lumos_dagster.demo import build_demo_lake
-from lumos_dagster.model import Snapshot
+from lumos_dagster.floor.config import load_config
+from lumos_dagster.floor.model import Snapshot
 from lumos_dagster.store import SnapshotStore
 from tests.conftest import lite_aspect_versions
 from tests.lake import catalog_urn, demo_config, register, write_parquet

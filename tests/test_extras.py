@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from lumos_dagster.extras import EXTRAS
+from lumos_dagster.floor.extras import EXTRAS
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -38,7 +38,7 @@ SCRIPT = textwrap.dedent(
         except Exception as exc:
             out[key] = f"{type(exc).__name__}: {exc}"
 
-    from lumos_dagster.config import load_config
+    from lumos_dagster.floor.config import load_config
     from lumos_dagster.definitions import build_definitions
 
     config = load_config(sys.argv[2])
@@ -84,7 +84,7 @@ def test_without_its_extras_lumos_loads_and_names_the_extra_each_part_needs(tmp_
 
 @pytest.mark.parametrize("extra", sorted(EXTRAS))
 def test_a_missing_library_of_an_extra_is_one_line_naming_it(extra, monkeypatch):
-    from lumos_dagster.extras import MissingExtra, needs
+    from lumos_dagster.floor.extras import MissingExtra, needs
 
     module = EXTRAS[extra][0]
     monkeypatch.setitem(sys.modules, module, None)
@@ -97,7 +97,7 @@ def test_a_missing_library_of_an_extra_is_one_line_naming_it(extra, monkeypatch)
 
 
 def test_a_missing_module_of_no_extra_is_raised_as_it_is(monkeypatch):
-    from lumos_dagster.extras import MissingExtra, needs
+    from lumos_dagster.floor.extras import MissingExtra, needs
 
     monkeypatch.setitem(sys.modules, "deltalake", None)
     with pytest.raises(ModuleNotFoundError) as raised, needs("s3", "reading S3"):

@@ -8,7 +8,7 @@ import pyarrow.orc as orc
 import pyarrow.parquet as pq
 import pytest
 
-from lumos_dagster.datatypes import (
+from lumos_dagster.floor.datatypes import (
     NO_DEFAULT,
     Array,
     Decimal,
@@ -21,7 +21,7 @@ from lumos_dagster.datatypes import (
     UnionType,
     type_str,
 )
-from lumos_dagster.errors import SchemaReadError
+from lumos_dagster.floor.errors import SchemaReadError
 from lumos_dagster.formats import format_of, read_file_result, read_file_schema, sniff_format
 
 NESTED = pa.schema(

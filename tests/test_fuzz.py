@@ -30,9 +30,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from lumos_dagster.config import load_config
-from lumos_dagster.errors import ConfigError
 from lumos_dagster.estate import portable
+from lumos_dagster.floor.config import load_config
+from lumos_dagster.floor.errors import ConfigError
 from lumos_dagster.formats import FileResult
 from lumos_dagster.formats.readers import POOL_CRASH, PoolReader
 from lumos_dagster.schema.proposed import FORMATS, ProposalError, parse_proposal

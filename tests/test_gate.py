@@ -13,12 +13,12 @@ from dagster import AssetKey, DagsterInstance
 from lumos_dagster.api.service import Lumos
 from lumos_dagster.catalog.datahub_lite import open_lite
 from lumos_dagster.cli import main
-from lumos_dagster.config import load_config
+from lumos_dagster.cli.demo_lake import build_demo_lake
 from lumos_dagster.definitions import build_definitions
-from lumos_dagster.demo import build_demo_lake
+from lumos_dagster.floor.config import load_config
+from lumos_dagster.floor.model import dataset_urn
+from lumos_dagster.floor.scan_report import ScanReport
 from lumos_dagster.lineage.resolve import refresh_code
-from lumos_dagster.model import dataset_urn
-from lumos_dagster.report import ScanReport
 from lumos_dagster.sources import build_sources, discover
 from lumos_dagster.store import SnapshotStore, acceptances
 from tests.lake import catalog_urn, demo_config, drop_from_todays_orders, write_parquet

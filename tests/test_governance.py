@@ -7,13 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from lumos_dagster.config import RequiredConfig, parse_config
-from lumos_dagster.datasets import Enrichment
-from lumos_dagster.datatypes import Field, Primitive, Schema, Struct
-from lumos_dagster.governance.rules import assess, missing_by_owner, missing_context, read_assertions, todo_markdown
-from lumos_dagster.lineage.catalogue import resolve_datasets
-from lumos_dagster.lineage.resolve import CodeDoc, CodeEdge, TableNames, doc_from_json, doc_to_json, read_code
-from lumos_dagster.model import (
+from lumos_dagster.floor.config import RequiredConfig, parse_config
+from lumos_dagster.floor.dataset_specs import Enrichment
+from lumos_dagster.floor.datatypes import Field, Primitive, Schema, Struct
+from lumos_dagster.floor.model import (
     AssertionResult,
     ColumnMapping,
     ColumnProfile,
@@ -26,6 +23,9 @@ from lumos_dagster.model import (
     SchemaChange,
     Snapshot,
 )
+from lumos_dagster.governance.rules import assess, missing_by_owner, missing_context, read_assertions, todo_markdown
+from lumos_dagster.lineage.catalogue import resolve_datasets
+from lumos_dagster.lineage.resolve import CodeDoc, CodeEdge, TableNames, doc_from_json, doc_to_json, read_code
 from lumos_dagster.reports.overview import Estate, build_overview, last_used, owner_todos, write_reports
 from lumos_dagster.run.assemble import build_snapshot
 from lumos_dagster.run.contents import Contents

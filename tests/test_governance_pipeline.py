@@ -17,9 +17,9 @@ from dagster import AssetKey, DagsterInstance
 
 from lumos_dagster.catalog.datahub_lite import open_lite
 from lumos_dagster.cli import main
-from lumos_dagster.config import load_config
 from lumos_dagster.definitions import build_definitions
-from lumos_dagster.model import dataset_urn
+from lumos_dagster.floor.config import load_config
+from lumos_dagster.floor.model import dataset_urn
 from lumos_dagster.store import SnapshotStore
 from tests.fake_servers import WebhookReceiver, free_port
 from tests.lake import backdate, catalog_urn, write_parquet

@@ -17,13 +17,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from lumos_dagster.config import parse_config
-from lumos_dagster.errors import ConfigError
+from lumos_dagster.floor.config import parse_config
+from lumos_dagster.floor.errors import ConfigError
+from lumos_dagster.floor.scan_report import ScanReport
 from lumos_dagster.formats.readers import PoolReader, read_in_process
 from lumos_dagster.lineage.catalogue import resolve_datasets
-from lumos_dagster.report import ScanReport
 from lumos_dagster.sources import build_sources, discover
-from lumos_dagster.sources.registry import WebHdfsAddress, webhdfs_address
+from lumos_dagster.sources.builtins import WebHdfsAddress, webhdfs_address
 from tests.emulators import free_port
 from tests.lake import partitioned_lake, run_in_process
 from tests.test_tables_s3 import fields, iceberg_catalog, write_iceberg

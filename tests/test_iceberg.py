@@ -27,11 +27,11 @@ from pyiceberg.transforms import (
 )
 from pyiceberg.typedef import Record
 
-from lumos_dagster.config import parse_config
-from lumos_dagster.datatypes import Array, Decimal, Fixed, Map, Primitive, Schema, Time, Timestamp
+from lumos_dagster.floor.config import parse_config
+from lumos_dagster.floor.datatypes import Array, Decimal, Fixed, Map, Primitive, Schema, Time, Timestamp
+from lumos_dagster.floor.model import OperationalStats, TableVersion
+from lumos_dagster.floor.scan_report import ScanReport
 from lumos_dagster.lineage.catalogue import resolve_datasets
-from lumos_dagster.model import OperationalStats, TableVersion
-from lumos_dagster.report import ScanReport
 from lumos_dagster.run.listing import as_of
 from lumos_dagster.schema.diff import diff_schemas
 from lumos_dagster.sources import TableDescription, build_sources, discover
@@ -374,8 +374,8 @@ def test_the_uri_keeps_its_variables_until_the_source_connects(built, monkeypatc
 
 
 def test_the_table_version_survives_the_snapshot_document():
-    from lumos_dagster.model import DatasetRef, Snapshot
-    from lumos_dagster.snapshot_json import snapshot_dumps, snapshot_loads
+    from lumos_dagster.floor.model import DatasetRef, Snapshot
+    from lumos_dagster.floor.snapshot_json import snapshot_dumps, snapshot_loads
 
     table = TableVersion("iceberg", "7452585127268970489", T0, ("area", "day(ts)"), ("ts DESC NULLS LAST",))
     s = replace(Snapshot(DatasetRef("iceberg", "ns.t", "x"), None, T0), table=table)

@@ -9,8 +9,18 @@ import yaml
 from click.testing import CliRunner
 
 from lumos_dagster.cli import main
-from lumos_dagster.config import load_config, parse_config
-from lumos_dagster.datatypes import Field, Primitive, Schema
+from lumos_dagster.floor.config import load_config, parse_config
+from lumos_dagster.floor.datatypes import Field, Primitive, Schema
+from lumos_dagster.floor.model import (
+    BREAKING,
+    NON_BREAKING,
+    ColumnMapping,
+    DatasetRecord,
+    DatasetRef,
+    JobRef,
+    SchemaChange,
+    Snapshot,
+)
 from lumos_dagster.lineage.catalogue import resolve_datasets
 from lumos_dagster.lineage.resolve import CodeDoc, CodeEdge, refresh_code
 from lumos_dagster.lineage.verdicts import (
@@ -23,16 +33,6 @@ from lumos_dagster.lineage.verdicts import (
     consumer_verdicts,
     edge_reach,
     root_reach,
-)
-from lumos_dagster.model import (
-    BREAKING,
-    NON_BREAKING,
-    ColumnMapping,
-    DatasetRecord,
-    DatasetRef,
-    JobRef,
-    SchemaChange,
-    Snapshot,
 )
 from lumos_dagster.schema.versioning import assess
 from lumos_dagster.store import SnapshotStore

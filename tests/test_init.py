@@ -21,7 +21,7 @@ from lumos_dagster.catalog.datahub_lite import DataHubLiteCatalog
 from lumos_dagster.cli import main
 from lumos_dagster.cli.deploy import Deployment
 from lumos_dagster.cli.instance import instance_yaml
-from lumos_dagster.config import load_config
+from lumos_dagster.floor.config import load_config
 from tests.conftest import S3_TEST_CREDENTIALS
 from tests.emulators import s3_emulator
 

@@ -18,11 +18,22 @@ import uuid
 
 import pytest
 
-from lumos_dagster.config import parse_config
-from lumos_dagster.datatypes import NO_DEFAULT, Array, Enum, Field, Map, Primitive, Schema, Struct, Timestamp, UnionType
+from lumos_dagster.floor.config import parse_config
+from lumos_dagster.floor.datatypes import (
+    NO_DEFAULT,
+    Array,
+    Enum,
+    Field,
+    Map,
+    Primitive,
+    Schema,
+    Struct,
+    Timestamp,
+    UnionType,
+)
+from lumos_dagster.floor.scan_report import ScanReport
 from lumos_dagster.formats.json_schema import from_json_schema
 from lumos_dagster.inventory.refresh import reconcile
-from lumos_dagster.report import ScanReport
 from lumos_dagster.sources import build_sources, discover
 from lumos_dagster.sources.kafka import KEY_FIELD
 from lumos_dagster.sources.schema_registry import RegisteredSchema, to_schema

@@ -16,7 +16,7 @@ from click.testing import CliRunner
 from google.protobuf.message_factory import GetMessageClass
 
 from lumos_dagster.cli import main
-from lumos_dagster.datatypes import (
+from lumos_dagster.floor.datatypes import (
     NO_DEFAULT,
     Array,
     Enum,

@@ -18,9 +18,9 @@ import zstandard
 from click.testing import CliRunner
 
 from lumos_dagster.cli import main
-from lumos_dagster.config import parse_config
+from lumos_dagster.floor.config import parse_config
+from lumos_dagster.floor.scan_report import ScanReport
 from lumos_dagster.formats import format_from
-from lumos_dagster.report import ScanReport
 from lumos_dagster.run.contents import files_in_window
 from lumos_dagster.sources import build_sources
 

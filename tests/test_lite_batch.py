@@ -40,8 +40,8 @@ from lumos_dagster.catalog.datahub import DataHubCatalog
 from lumos_dagster.catalog.datahub_lite import DataHubLiteCatalog, lite_config, lite_options, open_lite
 from lumos_dagster.catalog.lite_batch import open_batched
 from lumos_dagster.catalog.patch_apply import IfAbsent, patched, state_of
-from lumos_dagster.datatypes import Schema
-from lumos_dagster.model import DatasetRef
+from lumos_dagster.floor.datatypes import Schema
+from lumos_dagster.floor.model import DatasetRef
 from tests.test_catalogs import estate
 
 pytestmark = [pytest.mark.servers, pytest.mark.slow]

@@ -2,7 +2,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lumos_dagster.datatypes import Decimal, Field, Primitive, Schema, Timestamp, schema_from_json, schema_to_json
+from lumos_dagster.floor.datatypes import Decimal, Field, Primitive, Schema, Timestamp, schema_from_json, schema_to_json
 from lumos_dagster.formats.merge import MAX_CONFLICT_FILES, _merge, merge_schemas, widen
 from tests.cases import load_cases
 from tests.conftest import examples

@@ -18,10 +18,10 @@ from dagster import DagsterInstance
 
 from lumos_dagster.catalog.datahub_lite import DataHubLiteCatalog
 from lumos_dagster.cli import main
-from lumos_dagster.config import load_config
-from lumos_dagster.datatypes import Field, Primitive, Schema
 from lumos_dagster.definitions import build_definitions
-from lumos_dagster.model import DatasetRef, LineageEdge, Owner, Snapshot
+from lumos_dagster.floor.config import load_config
+from lumos_dagster.floor.datatypes import Field, Primitive, Schema
+from lumos_dagster.floor.model import DatasetRef, LineageEdge, Owner, Snapshot
 from tests.fake_atlas import FakeAtlas
 from tests.fake_servers import FakeOpenMetadata
 from tests.lake import demo_project

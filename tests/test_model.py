@@ -7,7 +7,7 @@ import jsonschema
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lumos_dagster.datatypes import (
+from lumos_dagster.floor.datatypes import (
     NO_DEFAULT,
     PRIMITIVE_KINDS,
     Array,
@@ -25,7 +25,7 @@ from lumos_dagster.datatypes import (
     type_str,
     type_to_json,
 )
-from lumos_dagster.model import (
+from lumos_dagster.floor.model import (
     AssertionResult,
     ColumnMapping,
     ColumnProfile,
@@ -44,7 +44,7 @@ from lumos_dagster.model import (
     SchemaConflict,
     Snapshot,
 )
-from lumos_dagster.snapshot_json import snapshot_dumps, snapshot_from_json, snapshot_loads, snapshot_to_json
+from lumos_dagster.floor.snapshot_json import snapshot_dumps, snapshot_from_json, snapshot_loads, snapshot_to_json
 from tests.conftest import examples
 
 SCHEMA = json.loads(files("lumos_dagster").joinpath("snapshot.schema.json").read_text())

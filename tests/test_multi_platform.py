@@ -30,8 +30,8 @@ from dagster import DagsterInstance
 
 from lumos_dagster.catalog.datahub_lite import DataHubLiteCatalog
 from lumos_dagster.cli import main
-from lumos_dagster.config import load_config
 from lumos_dagster.definitions import build_definitions
+from lumos_dagster.floor.config import load_config
 from tests import test_object_stores
 from tests.conftest import S3_TEST_CREDENTIALS
 from tests.emulators import s3_emulator

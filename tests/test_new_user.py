@@ -18,7 +18,7 @@ import yaml
 from click.testing import CliRunner
 
 from lumos_dagster.cli import main
-from lumos_dagster.report import FAILURES_SHOWN
+from lumos_dagster.floor.scan_report import FAILURES_SHOWN
 from tests.lake import write_parquet
 
 DAYS = ("2026-11-24", "2026-11-25", "2026-11-26")

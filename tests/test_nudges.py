@@ -10,9 +10,9 @@ from dagster import DagsterInstance, build_schedule_context
 from datahub.metadata.schema_classes import DeprecationClass
 
 from lumos_dagster.catalog.datahub_lite import open_lite
-from lumos_dagster.config import EscalationRule, NudgeConfig, load_config
+from lumos_dagster.cli.demo_lake import build_demo_lake
 from lumos_dagster.definitions import build_definitions
-from lumos_dagster.demo import build_demo_lake
+from lumos_dagster.floor.config import EscalationRule, NudgeConfig, load_config
 from lumos_dagster.governance.rules import Todo, todo_markdown
 from lumos_dagster.lineage.catalogue import load_catalogue
 from lumos_dagster.reports.nudges import DEPRECATE, NOTIFY_DOMAIN_OWNER, decide, escalation, nudges_table

@@ -21,11 +21,11 @@ from dagster import AssetKey, DagsterInstance
 
 from lumos_dagster.catalog.datahub_lite import DataHubLiteCatalog
 from lumos_dagster.cli import main
-from lumos_dagster.config import load_config, parse_config
 from lumos_dagster.definitions import build_definitions
+from lumos_dagster.floor.config import load_config, parse_config
+from lumos_dagster.floor.scan_report import ScanReport
 from lumos_dagster.formats.base import fsspec_filesystem
 from lumos_dagster.formats.readers import PoolReader, read_in_process, start_method
-from lumos_dagster.report import ScanReport
 from lumos_dagster.sources import build_sources, discover
 from lumos_dagster.store import SnapshotStore
 from tests.emulators import AZURITE_ACCOUNT, Azurite, CountingProxy, azurite_connection_string, gcs_emulator

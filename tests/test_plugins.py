@@ -16,10 +16,10 @@ import pyarrow as pa
 import pytest
 import yaml
 
-from lumos_dagster.config import parse_config
-from lumos_dagster.errors import ConfigError
-from lumos_dagster.plugins import Plugin, Registry, expand_secrets
-from lumos_dagster.report import ScanReport
+from lumos_dagster.floor.config import parse_config
+from lumos_dagster.floor.errors import ConfigError
+from lumos_dagster.floor.plugins import Plugin, PluginRegistry, expand_secrets
+from lumos_dagster.floor.scan_report import ScanReport
 from lumos_dagster.sources import build_sources, discover
 from tests.lake import write_parquet
 
@@ -34,7 +34,7 @@ MEMO_CATALOG = """
 import json, os
 from typing import Literal
 
-from lumos_dagster.plugins import ConfigModel, Plugin
+from lumos_dagster.floor.plugins import ConfigModel, Plugin
 
 
 class MemoConfig(ConfigModel):
@@ -69,7 +69,7 @@ not_a_plugin = object()
 # a format: `.kv` files of `column=type` lines
 KV_FORMAT = """
 from lumos_dagster.formats import FileSchema, Format
-from lumos_dagster.model import Field, Primitive, Schema
+from lumos_dagster.floor.model import Field, Primitive, Schema
 
 
 def read_kv(path, fs=None):
@@ -179,8 +179,8 @@ def test_a_broken_plugin_is_skipped_with_a_warning(tmp_path, monkeypatch, caplog
         },
     )
     monkeypatch.syspath_prepend(str(site))
-    registry = Registry("lumos.catalogs", Plugin)
-    with caplog.at_level(logging.WARNING, logger="lumos_dagster.plugins"):
+    registry = PluginRegistry("lumos.catalogs", Plugin)
+    with caplog.at_level(logging.WARNING, logger="lumos_dagster.floor.plugins"):
         assert registry.names() == ("memo",)
         assert registry.names() == ("memo",)  # loaded once: no second round of warnings
     warnings = sorted(r.getMessage() for r in caplog.records)
@@ -284,19 +284,19 @@ def test_sources_read_their_credentials_when_they_connect(monkeypatch):
 def test_entry_points_are_read_once_and_again_when_a_package_is_installed(tmp_path, monkeypatch):
     """Registries share one read of the installed packages' metadata, yet a package installed later
     (into a folder on the path, or put on the path: a notebook's pip install, sys.path.append) is found."""
-    from lumos_dagster import plugins
+    from lumos_dagster.floor import plugins
 
     group = f"lumos.test_{uuid.uuid4().hex[:8]}"
     site = tmp_path / "site"
     site.mkdir()
     monkeypatch.syspath_prepend(str(site))
-    assert Registry(group, Plugin).names() == ()
+    assert PluginRegistry(group, Plugin).names() == ()
     hits = plugins._entry_points.cache_info().hits
-    assert Registry(group, Plugin).names() == () and plugins._entry_points.cache_info().hits == hits + 1
+    assert PluginRegistry(group, Plugin).names() == () and plugins._entry_points.cache_info().hits == hits + 1
     install(tmp_path, "lumos-late", MEMO_CATALOG, {group: {"memo": "lumos_late:plugin"}})  # into `site`
-    assert Registry(group, Plugin).names() == ("memo",)
+    assert PluginRegistry(group, Plugin).names() == ("memo",)
     other = f"{group}_b"
     elsewhere = install(tmp_path / "b", "lumos-later", MEMO_CATALOG, {other: {"memo": "lumos_later:plugin"}})
-    assert Registry(other, Plugin).names() == ()
+    assert PluginRegistry(other, Plugin).names() == ()
     monkeypatch.syspath_prepend(str(elsewhere))
-    assert Registry(other, Plugin).names() == ("memo",)
+    assert PluginRegistry(other, Plugin).names() == ("memo",)

@@ -6,8 +6,8 @@ import pytest
 from click.testing import CliRunner
 
 from lumos_dagster.cli import main
-from lumos_dagster.config import load_config
 from lumos_dagster.estate import portable
+from lumos_dagster.floor.config import load_config
 from lumos_dagster.store import SnapshotStore
 from tests.test_catalogs import estate as three_datasets
 from tests.test_catalogs import held

@@ -20,11 +20,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lumos_dagster.cli import main
-from lumos_dagster.config import load_config
 from lumos_dagster.definitions import build_definitions
 from lumos_dagster.estate import parts as estate_parts
 from lumos_dagster.estate import portable
 from lumos_dagster.estate.migration import migrate_document
+from lumos_dagster.floor.config import load_config
 from lumos_dagster.store import SnapshotStore
 from tests.conftest import examples
 from tests.lake import demo_project

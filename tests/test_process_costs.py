@@ -1,4 +1,4 @@
-"""What a process pays besides its work: the collector's policy (lumos_dagster.collector), the
+"""What a process pays besides its work: the collector's policy (lumos_dagster.floor.collector), the
 Dagster functions replaced for code-location scale (resources/tuning/speedups.py), and what loading
 the code location imports."""
 
@@ -23,7 +23,7 @@ from dagster import (
 from dagster._core.types.dagster_type import Any as AnyType
 from dagster._core.types.dagster_type import DagsterType, Int
 
-from lumos_dagster.collector import paused
+from lumos_dagster.floor.collector import paused
 from lumos_dagster.resources.tuning import speedups as dagster_speedups
 from tests.test_definitions import LINEAGE, ROOT, make_project
 
@@ -42,7 +42,7 @@ def test_a_command_freezes_everything_at_exit_so_the_last_collection_walks_nothi
     code = (
         "import atexit, gc\n"
         "atexit.register(lambda: print('frozen at exit:', gc.get_freeze_count()))\n"
-        "from lumos_dagster.collector import skip_final_collection\n"
+        "from lumos_dagster.floor.collector import skip_final_collection\n"
         "skip_final_collection()\n"
         "print('frozen before:', gc.get_freeze_count())\n"
     )

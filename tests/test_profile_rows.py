@@ -18,9 +18,9 @@ from dagster import DagsterInstance
 from lumos_dagster.catalog.datahub import profiled_rows
 from lumos_dagster.catalog.datahub_lite import open_lite
 from lumos_dagster.cli import main
-from lumos_dagster.config import load_config
 from lumos_dagster.definitions import build_definitions
-from lumos_dagster.model import Profile
+from lumos_dagster.floor.config import load_config
+from lumos_dagster.floor.model import Profile
 from tests.lake import backdate, catalog_urn, write_parquet
 from tests.test_datahub import snapshot
 

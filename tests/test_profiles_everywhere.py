@@ -23,12 +23,12 @@ from dagster import DagsterInstance
 
 from lumos_dagster.catalog.datahub_lite import open_lite
 from lumos_dagster.cli import main
-from lumos_dagster.config import load_config
 from lumos_dagster.definitions import build_definitions
-from lumos_dagster.errors import NotProfiled
+from lumos_dagster.floor.config import load_config
+from lumos_dagster.floor.errors import NotProfiled
+from lumos_dagster.floor.model import PartialRead, dataset_urn
 from lumos_dagster.formats.rows import conform, record_batches
 from lumos_dagster.governance.profiling import within_cap
-from lumos_dagster.model import PartialRead, dataset_urn
 from lumos_dagster.store import SnapshotStore
 from tests.conftest import S3_TEST_CREDENTIALS
 from tests.emulators import s3_emulator

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from lumos_dagster.floor.windows import canonical_duration, parse_duration
 from lumos_dagster.governance.quality import (
     Assertion,
     _dbt_dimension,
@@ -19,7 +20,6 @@ from lumos_dagster.governance.quality import (
     read_dbt,
     read_great_expectations,
 )
-from lumos_dagster.windows import canonical_duration, parse_duration
 
 DATA = Path(__file__).parent / "data" / "quality"
 MANIFEST, RUN_RESULTS = DATA / "manifest.json", DATA / "run_results.json"

@@ -22,15 +22,15 @@ import yaml
 from click.testing import CliRunner
 
 from lumos_dagster.cli import main
-from lumos_dagster.config import load_config, parse_config
-from lumos_dagster.errors import ConfigError, StoreError
+from lumos_dagster.floor.config import load_config, parse_config
+from lumos_dagster.floor.errors import ConfigError, StoreError
+from lumos_dagster.floor.masking import mask_secrets, webhook_shown
+from lumos_dagster.floor.scan_report import ScanReport
 from lumos_dagster.governance.alerts import alerts_table, queue, send_pending
-from lumos_dagster.masking import mask_secrets, webhook_shown
-from lumos_dagster.report import ScanReport
 from lumos_dagster.reports.cost import CostReport, Row, to_csv
 from lumos_dagster.reports.csvsafe import cell
 from lumos_dagster.reports.render import to_csv_files
-from lumos_dagster.sources.registry import SOURCES
+from lumos_dagster.sources.builtins import SOURCES
 from lumos_dagster.store import SnapshotStore
 from tests.fake_servers import FakeGMS, FakeOpenLineage, FakeOpenMetadata, WebhookReceiver, free_port
 from tests.lake import partitioned_lake, register, write_parquet
@@ -157,7 +157,7 @@ def test_a_root_that_is_a_file_is_reported_as_such(tmp_path):
 
 
 def _context(tmp_path):
-    from lumos_dagster.plugins import BuildContext
+    from lumos_dagster.floor.plugins import BuildContext
 
     return BuildContext("lumos.yaml: sources[0]", str(tmp_path))
 
@@ -276,7 +276,7 @@ MASKED = [  # (what, text, as shown)
     ("addresses, unchanged", "mailto:ann@example.com and bob@localhost", "mailto:ann@example.com and bob@localhost"),
     ("other settings, unchanged", "dt=2026-11-25 mode=ro monkey=1 design=a sslmode=require",
      "dt=2026-11-25 mode=ro monkey=1 design=a sslmode=require"),
-    # issue 42: each URL read as its client reads it (lumos_dagster/masking.py)
+    # issue 42: each URL read as its client reads it (lumos_dagster/floor/masking.py)
     ("a database password holding a '/' (SQLAlchemy ends it at the first '@')", "postgresql://u:pa/ss@db/x",
      "postgresql://u:***@db/x"),
     ("a database password holding a '?'", "postgresql+psycopg://u:a?b@db:5432/x", "postgresql+psycopg://u:***@db:5432/x"),

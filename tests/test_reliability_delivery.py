@@ -17,9 +17,9 @@ from lumos_dagster.catalog.datahub_lite import DataHubLiteCatalog
 from lumos_dagster.cli import main
 from lumos_dagster.delivery.outbox import deliver
 from lumos_dagster.delivery.worker import Delivery
-from lumos_dagster.errors import ConfigError
+from lumos_dagster.floor.errors import ConfigError
 from lumos_dagster.store import SnapshotStore, claim_owner
-from lumos_dagster.store.tables import outbox_table
+from lumos_dagster.store.sql_tables import outbox_table
 from tests.test_store import record_batch, snap, store_url  # noqa: F401  (store_url: SQLite and PostgreSQL)
 
 pytestmark = pytest.mark.slow
@@ -100,7 +100,7 @@ def test_an_entry_openlineage_or_openmetadata_refuses_is_quarantined_and_the_res
 
     from lumos_dagster.catalog.openlineage import OpenLineageCatalog
     from lumos_dagster.catalog.openmetadata import OpenMetadataCatalog
-    from lumos_dagster.model import DatasetRef, LineageEdge
+    from lumos_dagster.floor.model import DatasetRef, LineageEdge
     from tests.fake_servers import FakeOpenLineage, FakeOpenMetadata
 
     if kind == "openlineage":

@@ -22,12 +22,12 @@ from lumos_dagster.api.app import create_app
 from lumos_dagster.api.auth import hash_token, new_token
 from lumos_dagster.api.service import Lumos
 from lumos_dagster.cli import main
-from lumos_dagster.config import load_config
-from lumos_dagster.datatypes import SchemaTooLarge
-from lumos_dagster.errors import SchemaReadError
 from lumos_dagster.estate import portable
+from lumos_dagster.floor.config import load_config
+from lumos_dagster.floor.datatypes import SchemaTooLarge
+from lumos_dagster.floor.errors import SchemaReadError
+from lumos_dagster.floor.limits import MAX_FIELDS
 from lumos_dagster.formats import avro, json_schema, read_file_schema
-from lumos_dagster.limits import MAX_FIELDS
 from lumos_dagster.lineage.catalogue import load_catalogue
 from lumos_dagster.schema.proposed import ProposalError, parse_proposal
 from lumos_dagster.sources import build_sources

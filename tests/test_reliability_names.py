@@ -21,7 +21,7 @@ from click.testing import CliRunner
 from openpyxl import load_workbook
 
 from lumos_dagster.cli import main
-from lumos_dagster.wording import visible
+from lumos_dagster.floor.wording import visible
 from tests.lake import write_parquet
 
 pytestmark = [pytest.mark.dagster, pytest.mark.slow]

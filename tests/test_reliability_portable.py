@@ -15,13 +15,13 @@ import sqlalchemy as sa
 from click.testing import CliRunner
 
 from lumos_dagster.cli import main
-from lumos_dagster.datatypes import Field, Primitive, Schema, Struct
 from lumos_dagster.delivery.worker import Delivery
 from lumos_dagster.estate import portable
-from lumos_dagster.limits import MAX_NESTING
-from lumos_dagster.model import DatasetRecord
+from lumos_dagster.floor.datatypes import Field, Primitive, Schema, Struct
+from lumos_dagster.floor.limits import MAX_NESTING
+from lumos_dagster.floor.model import DatasetRecord
 from lumos_dagster.store import Release, SnapshotStore
-from lumos_dagster.store.tables import datasets_table, releases_table, snapshots_table
+from lumos_dagster.store.sql_tables import datasets_table, releases_table, snapshots_table
 from tests.test_store import T0, record_batch, snap, store_url  # noqa: F401  (fixture: SQLite and PostgreSQL)
 
 pytestmark = [pytest.mark.servers, pytest.mark.slow]

@@ -9,12 +9,12 @@ import pytest
 from psycopg import sql
 
 from lumos_dagster.catalog.datahub import dataset_urn
-from lumos_dagster.config import parse_config
+from lumos_dagster.floor.config import parse_config
+from lumos_dagster.floor.model import ColumnMapping, DatasetRef
+from lumos_dagster.floor.naming import name_part
+from lumos_dagster.floor.scan_report import ScanReport
 from lumos_dagster.inventory.refresh import refresh_registry
 from lumos_dagster.lineage.resolve import doc_from_json
-from lumos_dagster.model import ColumnMapping, DatasetRef
-from lumos_dagster.naming import name_part
-from lumos_dagster.report import ScanReport
 from lumos_dagster.sources import build_sources, discover
 from lumos_dagster.store import SnapshotStore
 from tests.test_sources import PG

@@ -11,17 +11,17 @@ import fastavro
 import pyarrow as pa
 import pytest
 
-from lumos_dagster.config import parse_config
-from lumos_dagster.datatypes import untyped
-from lumos_dagster.errors import SchemaReadError
 from lumos_dagster.estate import portable
+from lumos_dagster.floor.config import parse_config
+from lumos_dagster.floor.datatypes import untyped
+from lumos_dagster.floor.errors import SchemaReadError
+from lumos_dagster.floor.limits import MAX_NESTING
+from lumos_dagster.floor.model import DatasetRef, Snapshot
+from lumos_dagster.floor.scan_report import ScanReport
 from lumos_dagster.formats import read_file_schema
 from lumos_dagster.formats.readers import POOL_CRASH, PoolReader, auto_reader
 from lumos_dagster.formats.text import TORN_FIRST_LINE
-from lumos_dagster.limits import MAX_NESTING
 from lumos_dagster.lineage.catalogue import resolve_datasets
-from lumos_dagster.model import DatasetRef, Snapshot
-from lumos_dagster.report import ScanReport
 from lumos_dagster.sources import build_sources, discover
 from tests.lake import run_in_process, write_parquet
 from tests.test_plugins import install, run

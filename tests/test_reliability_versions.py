@@ -13,20 +13,20 @@ import pytest
 
 from lumos_dagster.catalog.datahub import dataset_urn
 from lumos_dagster.catalog.datahub_lite import DataHubLiteCatalog, open_lite
-from lumos_dagster.config import parse_config
-from lumos_dagster.datatypes import Field, Primitive, Schema
 from lumos_dagster.delivery.outbox import deliver
 from lumos_dagster.delivery.worker import Delivery
+from lumos_dagster.floor.config import parse_config
+from lumos_dagster.floor.datatypes import Field, Primitive, Schema
+from lumos_dagster.floor.model import DatasetRef, Snapshot
+from lumos_dagster.floor.scan_report import ScanReport
+from lumos_dagster.floor.windows import Window
 from lumos_dagster.formats.readers import read_in_process
 from lumos_dagster.lineage.catalogue import resolve_datasets
-from lumos_dagster.model import DatasetRef, Snapshot
-from lumos_dagster.report import ScanReport
 from lumos_dagster.run.snapshot import Services, SnapshotRun
 from lumos_dagster.schema.diff import FIELD_ADDED, FIELD_REMOVED
 from lumos_dagster.schema.versioning import slot
 from lumos_dagster.sources import build_sources, discover
 from lumos_dagster.store import SnapshotStore
-from lumos_dagster.windows import Window
 from tests.lake import partitioned_lake
 from tests.test_store import store_url  # noqa: F401  (the SQLite and PostgreSQL stores)
 

@@ -21,7 +21,7 @@ import yaml
 from click.testing import CliRunner
 
 from lumos_dagster.cli import main
-from lumos_dagster.limits import MAX_COUNT, MAX_NAME
+from lumos_dagster.floor.limits import MAX_COUNT, MAX_NAME
 from tests.lake import write_parquet
 from tests.test_api import HASHES, SCOPES, TOKENS, Server, free_port
 from tests.test_store import store_url  # noqa: F401  (the fixture: SQLite and PostgreSQL)

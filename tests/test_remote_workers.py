@@ -20,7 +20,7 @@ import pyarrow as pa
 import pytest
 import yaml
 
-from lumos_dagster.config import load_config
+from lumos_dagster.floor.config import load_config
 from lumos_dagster.store import SnapshotStore
 from tests.emulators import free_port, gcs_emulator
 from tests.lake import partitioned_lake, register, write_parquet

@@ -10,10 +10,10 @@ from dagster import DagsterInstance
 
 from lumos_dagster.catalog.datahub_lite import DataHubLiteCatalog, open_lite
 from lumos_dagster.cli import main
-from lumos_dagster.config import load_config
 from lumos_dagster.definitions import build_definitions
 from lumos_dagster.delivery.outbox import deliver
-from lumos_dagster.model import DatasetRef, Snapshot
+from lumos_dagster.floor.config import load_config
+from lumos_dagster.floor.model import DatasetRef, Snapshot
 from lumos_dagster.store import SnapshotStore
 from tests.lake import partitioned_lake
 

@@ -32,8 +32,8 @@ from dagster import (
 )
 from dagster._core.storage.event_log.sqlite.sqlite_event_log import SqliteEventLogStorage
 
-from lumos_dagster.config import RetentionConfig
-from lumos_dagster.errors import ConfigError
+from lumos_dagster.floor.config import RetentionConfig
+from lumos_dagster.floor.errors import ConfigError
 from lumos_dagster.resources.ownership import OWN_RUN_TAGS
 from lumos_dagster.resources.store import SnapshotStoreResource
 from lumos_dagster.sensors.retention import RETENTION_JOB, delete_old_runs, retention_job
@@ -210,7 +210,7 @@ def test_paging_reaches_every_old_run_of_many_batches(tmp_path, monkeypatch):
 
 
 def test_the_retention_job_deletes_lumos_ended_runs_and_prunes_the_outbox_daily(tmp_path, monkeypatch):
-    from lumos_dagster.model import DatasetRef, Snapshot
+    from lumos_dagster.floor.model import DatasetRef, Snapshot
     from lumos_dagster.store import SnapshotStore
 
     store_url = f"sqlite:///{tmp_path}/store.db"
@@ -270,7 +270,7 @@ def test_lumos_yaml_switches_it_off_with_null(off):
 
 @pytest.mark.parametrize("bad", [0, -3, "never", True, "30 days"])
 def test_a_bad_retention_value_names_the_key_and_the_way_to_switch_it_off(bad, tmp_path):
-    from lumos_dagster.config import load_config
+    from lumos_dagster.floor.config import load_config
 
     path = tmp_path / "lumos.yaml"
     path.write_text(yaml.safe_dump({"sources": [{"name": "lake", "root": str(tmp_path)}],

@@ -12,9 +12,9 @@ from dagster import DagsterInstance
 
 from lumos_dagster.api.service import Lumos
 from lumos_dagster.cli import main
-from lumos_dagster.config import load_config
 from lumos_dagster.definitions import build_definitions
-from lumos_dagster.snapshot_json import snapshot_to_json
+from lumos_dagster.floor.config import load_config
+from lumos_dagster.floor.snapshot_json import snapshot_to_json
 from lumos_dagster.store import SnapshotStore, acceptances
 from tests.lake import register, write_parquet
 

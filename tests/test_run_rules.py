@@ -10,11 +10,11 @@ import pyarrow as pa
 import pytest
 import yaml
 
-from lumos_dagster.config import load_config
-from lumos_dagster.demo import build_demo_lake
+from lumos_dagster.cli.demo_lake import build_demo_lake
+from lumos_dagster.floor.config import load_config
+from lumos_dagster.floor.scan_report import ScanReport
 from lumos_dagster.lineage.catalogue import load_catalogue
 from lumos_dagster.lineage.resolve import refresh_code
-from lumos_dagster.report import ScanReport
 from lumos_dagster.sources import build_sources, discover
 from lumos_dagster.store import SnapshotStore, acceptances
 from tests.fake_servers import WebhookReceiver

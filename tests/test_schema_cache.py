@@ -8,7 +8,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from lumos_dagster.datatypes import Schema
+from lumos_dagster.floor.datatypes import Schema
 from lumos_dagster.formats import arrow, read_file_schema
 from lumos_dagster.formats.arrow import converted_schema, from_arrow_schema
 from lumos_dagster.formats.parquet import _native_types, read_parquet

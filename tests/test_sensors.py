@@ -14,14 +14,14 @@ from click.testing import CliRunner
 from dagster import AssetKey, AssetMaterialization, DagsterInstance, SensorEvaluationContext, build_sensor_context
 
 from lumos_dagster.cli import main
-from lumos_dagster.config import load_config
 from lumos_dagster.definitions import assemble, build_definitions
-from lumos_dagster.report import ScanReport
+from lumos_dagster.floor.config import load_config
+from lumos_dagster.floor.scan_report import ScanReport
+from lumos_dagster.floor.windows import latest_due, next_window, parse_lag
 from lumos_dagster.schema.releases import Manifest
 from lumos_dagster.sensors.releases import release_requests, schedule_requests
 from lumos_dagster.sources import build_sources
 from lumos_dagster.store import SnapshotStore
-from lumos_dagster.windows import latest_due, next_window, parse_lag
 from tests.lake import partitioned_lake, register, write_parquet
 from tests.test_sources import s3  # noqa: F401  (fixture: moto's S3 server)
 
@@ -477,14 +477,14 @@ LAGS = [
 
 @pytest.mark.parametrize("cadence,lag,cron", LAGS, ids=[f"{c} {lag}" for c, lag, _ in LAGS])
 def test_a_snapshot_schedule_ticks_its_lag_after_each_partition_ends(cadence, lag, cron):
-    from lumos_dagster.windows import snapshot_cron
+    from lumos_dagster.floor.windows import snapshot_cron
 
     assert snapshot_cron(cadence, parse_lag(lag)) == cron
 
 
 def test_a_lag_as_long_as_the_partition_is_refused_naming_the_key(tmp_path):
-    from lumos_dagster.config import parse_config
-    from lumos_dagster.errors import ConfigError
+    from lumos_dagster.floor.config import parse_config
+    from lumos_dagster.floor.errors import ConfigError
 
     with pytest.raises(ConfigError, match="partitions.snapshot_lag|not below a daily partition"):
         parse_config({"partitions": {"snapshot_lag": "25h"}})

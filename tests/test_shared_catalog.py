@@ -41,8 +41,8 @@ from lumos_dagster.catalog.datahub_lite import DataHubLiteCatalog, open_lite
 from lumos_dagster.catalog.datahub_moves import legacy_urn
 from lumos_dagster.catalog.datahub_rest import DataHubRestCatalog
 from lumos_dagster.catalog.patch_apply import patched_json, state_of
-from lumos_dagster.datatypes import Field, Primitive, Schema
 from lumos_dagster.delivery.outbox import deliver
+from lumos_dagster.floor.datatypes import Field, Primitive, Schema
 from lumos_dagster.store import SnapshotStore
 from tests.fake_servers import FakeGMS
 from tests.test_catalogs import estate

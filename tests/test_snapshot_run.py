@@ -11,15 +11,15 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from lumos_dagster.config import parse_config
-from lumos_dagster.datasets import chunks
+from lumos_dagster.floor.config import parse_config
+from lumos_dagster.floor.dataset_specs import chunks
+from lumos_dagster.floor.scan_report import SAMPLES, ScanReport
+from lumos_dagster.floor.windows import Window
 from lumos_dagster.formats.readers import PoolReader, read_in_process
 from lumos_dagster.governance.checks import COMPATIBLE_CHECK, READABLE_CHECK
 from lumos_dagster.lineage.catalogue import resolve_datasets
-from lumos_dagster.report import SAMPLES, ScanReport
 from lumos_dagster.run.snapshot import STEPS, Services, SnapshotRun
 from lumos_dagster.store import SnapshotStore
-from lumos_dagster.windows import Window
 from tests.lake import backdate, partitioned_lake, run_in_process, write_parquet
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -27,14 +27,14 @@ ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = """
 import json, sys
 from datetime import datetime, timedelta, timezone
-from lumos_dagster.config import parse_config
+from lumos_dagster.floor.config import parse_config
 from lumos_dagster.formats.readers import read_in_process
 from lumos_dagster.lineage.catalogue import resolve_datasets
-from lumos_dagster.report import ScanReport
+from lumos_dagster.floor.scan_report import ScanReport
 from lumos_dagster.run.snapshot import Services, SnapshotRun
 from lumos_dagster.sources import build_sources, discover
 from lumos_dagster.store import SnapshotStore
-from lumos_dagster.windows import Window
+from lumos_dagster.floor.windows import Window
 
 root = sys.argv[1]
 config = parse_config({"sources": [{"root": root, "name": "lake"}],
@@ -113,7 +113,7 @@ def _generated(tmp_path, datasets: int, files: int = 6, torn: str = "d1/ds_1/dt=
     its first day as `{day}`), and its two partitions."""
 
     from benchmarks.lake import FIRST_DAY, generate_lake
-    from lumos_dagster.report import ScanReport
+    from lumos_dagster.floor.scan_report import ScanReport
     from lumos_dagster.sources import build_sources, discover
 
     generate_lake(tmp_path / "lake", datasets, files, 2)
@@ -239,7 +239,7 @@ def test_the_batches_reports_add_up_to_the_report_of_one_run(tmp_path):
 
 def test_a_file_failing_in_several_partitions_or_batches_is_one_failure():
     """A range run reads an undated dataset's torn file for each partition: the report names it once."""
-    from lumos_dagster.report import ScanReport
+    from lumos_dagster.floor.scan_report import ScanReport
 
     first, second = ScanReport(), ScanReport()
     for report in (first, first, second):

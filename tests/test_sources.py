@@ -21,13 +21,13 @@ import pymongo
 import pytest
 import requests
 
-from lumos_dagster.config import parse_config
-from lumos_dagster.datatypes import Array, Decimal, Enum, Primitive, Struct, Timestamp, UnionType, type_str
+from lumos_dagster.floor.config import parse_config
+from lumos_dagster.floor.datatypes import Array, Decimal, Enum, Primitive, Struct, Timestamp, UnionType, type_str
+from lumos_dagster.floor.model import ColumnMapping, JobRef
+from lumos_dagster.floor.scan_report import ScanReport
 from lumos_dagster.formats import read_file_schema
 from lumos_dagster.lineage.catalogue import resolve_datasets
 from lumos_dagster.lineage.resolve import read_code, refresh_code
-from lumos_dagster.model import ColumnMapping, JobRef
-from lumos_dagster.report import ScanReport
 from lumos_dagster.schema.releases import Manifest, read_manifests, write_manifest
 from lumos_dagster.sources import build_sources, discover
 from lumos_dagster.sources.mongodb import MongoSource

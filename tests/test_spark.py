@@ -12,10 +12,10 @@ import pyarrow as pa
 import pytest
 from pyspark import cloudpickle
 
-from lumos_dagster.config import parse_config
+from lumos_dagster.floor.config import parse_config
+from lumos_dagster.floor.scan_report import ScanReport
 from lumos_dagster.formats import read_file_result, sniff_format
 from lumos_dagster.lineage.catalogue import resolve_datasets
-from lumos_dagster.report import ScanReport
 from lumos_dagster.sources import build_sources, discover
 from lumos_dagster.spark.schemas import read_schemas
 from tests.lake import backdate, partitioned_lake, spark_run, write_parquet

@@ -28,10 +28,10 @@ import pytest
 import yaml
 from dagster import DagsterInstance
 
-from lumos_dagster.config import load_config, parse_config
-from lumos_dagster.errors import ConfigError, SparkUnavailable
+from lumos_dagster.floor.config import load_config, parse_config
+from lumos_dagster.floor.errors import ConfigError, SparkUnavailable
 from lumos_dagster.formats import read_file_result, sniff_format
-from resources.spark import LumosSparkResource, spark_resource
+from lumos_dagster.resources.spark import LumosSparkResource, spark_resource
 from tests.conftest import S3_TEST_CREDENTIALS
 from tests.emulators import s3_emulator
 from tests.fake_servers import free_port
@@ -102,8 +102,8 @@ def test_spark_remote_from_the_environment_is_taken_and_named(monkeypatch):
 
 
 JVM_SCRIPT = """
-from lumos_dagster.errors import SparkUnavailable
-from resources.spark import LumosSparkResource
+from lumos_dagster.floor.errors import SparkUnavailable
+from lumos_dagster.resources.spark import LumosSparkResource
 try:
     LumosSparkResource(spark_config={"spark.master": "local[1]"}).spark_session
 except SparkUnavailable as exc:
@@ -248,7 +248,7 @@ session.stop()
 RUN_SCRIPT = """
 import json, sys
 from dagster import DagsterInstance
-from lumos_dagster.config import load_config
+from lumos_dagster.floor.config import load_config
 from lumos_dagster.definitions import build_definitions
 
 job = build_definitions(load_config(sys.argv[1])).resolve_implicit_global_asset_job_def()

@@ -41,8 +41,8 @@ from lumos_dagster.api.auth import hash_token, new_token
 from lumos_dagster.api.service import Lumos
 from lumos_dagster.assets.snapshots import HELD_BACK
 from lumos_dagster.cli import main
-from lumos_dagster.config import load_config
 from lumos_dagster.definitions import build_definitions
+from lumos_dagster.floor.config import load_config
 from lumos_dagster.governance.checks import CheckOutcome
 from lumos_dagster.governance.status import said_of
 from lumos_dagster.run.record import store_versioned

@@ -10,12 +10,12 @@ import pytest
 import sqlalchemy as sa
 
 from lumos_dagster.catalog.datahub_lite import DataHubLiteCatalog, open_lite
-from lumos_dagster.datatypes import Field, Primitive, Schema
 from lumos_dagster.delivery.outbox import deliver
-from lumos_dagster.errors import StoreError
-from lumos_dagster.model import DatasetRecord, DatasetRef, Snapshot
+from lumos_dagster.floor.datatypes import Field, Primitive, Schema
+from lumos_dagster.floor.errors import StoreError
+from lumos_dagster.floor.model import DatasetRecord, DatasetRef, Snapshot
 from lumos_dagster.store import SnapshotStore
-from lumos_dagster.store.tables import SCHEMA_VERSION, outbox_table, snapshots_table
+from lumos_dagster.store.sql_tables import SCHEMA_VERSION, outbox_table, snapshots_table
 from tests.conftest import lite_aspect_versions
 
 PG = "postgresql+psycopg://postgres@127.0.0.1:5432/test"
@@ -270,8 +270,8 @@ def test_deliveries_are_recorded_and_marked_in_one_go(store_url):
 
 
 def test_a_store_url_reads_its_credentials_when_it_opens_and_never_shows_them(tmp_path, monkeypatch):
-    from lumos_dagster.config import parse_config
-    from lumos_dagster.errors import ConfigError
+    from lumos_dagster.floor.config import parse_config
+    from lumos_dagster.floor.errors import ConfigError
 
     config = parse_config({"store": {"url": "sqlite:///${LUMOS_TEST_STORE_DIR}/s.db"}}, file="lumos.yaml")
     assert config.store_url == "sqlite:///${LUMOS_TEST_STORE_DIR}/s.db"  # kept as written at load
@@ -336,7 +336,7 @@ def test_a_store_of_a_newer_schema_version_is_refused_naming_both_versions(store
 
 def _rich(name: str, pk: str | None, at: datetime, age: float | None = 30.25, fields: int = 3) -> Snapshot:
     """A capture with what differs between captures of one content: partition, time, the data's age."""
-    from lumos_dagster.model import AssertionResult, Owner, Quality
+    from lumos_dagster.floor.model import AssertionResult, Owner, Quality
 
     return Snapshot(
         DatasetRef("file", name, f"/lake/{name}", "parquet"),
@@ -355,8 +355,8 @@ def _rich(name: str, pk: str | None, at: datetime, age: float | None = 30.25, fi
 def _reads(store: SnapshotStore, s: Snapshot) -> dict[str, str]:
     """How each read of the store gives back capture `s` (its only capture, or its dataset's latest):
     the document text of each."""
-    from lumos_dagster.snapshot_json import snapshot_dumps
-    from lumos_dagster.store.tables import latest_captures
+    from lumos_dagster.floor.snapshot_json import snapshot_dumps
+    from lumos_dagster.store.sql_tables import latest_captures
 
     urn, pk = s.dataset.urn, s.partition_key or ""
     got = {
@@ -386,7 +386,7 @@ def _reads(store: SnapshotStore, s: Snapshot) -> dict[str, str]:
 @pytest.mark.parametrize("pk", ["2026-11-20", None, ""], ids=["partition", "unpartitioned", "empty-key"])
 @pytest.mark.parametrize("age", [30.25, None, 0.1 + 0.2], ids=["age", "no-age", "long-float"])
 def test_every_read_gives_back_the_document_the_store_kept_whole_before(store_url, at, pk, age):
-    from lumos_dagster.snapshot_json import snapshot_dumps
+    from lumos_dagster.floor.snapshot_json import snapshot_dumps
 
     s = _rich("a", pk, at, age)
     with SnapshotStore(store_url) as store:
@@ -398,7 +398,7 @@ def test_every_read_gives_back_the_document_the_store_kept_whole_before(store_ur
 
 def test_captures_of_unchanged_content_store_its_body_once(store_url):
     from lumos_dagster.run.record import store_versioned
-    from lumos_dagster.store.tables import documents_table
+    from lumos_dagster.store.sql_tables import documents_table
 
     days = [T0 + timedelta(days=d, minutes=5) for d in range(10)]
     with SnapshotStore(store_url) as store:
@@ -419,8 +419,8 @@ def test_captures_of_unchanged_content_store_its_body_once(store_url):
 
 
 def test_a_store_of_schema_version_2_opens_migrated_and_reads_its_whole_documents_as_before(store_url):
-    from lumos_dagster.snapshot_json import snapshot_dumps
-    from lumos_dagster.store.tables import documents_table
+    from lumos_dagster.floor.snapshot_json import snapshot_dumps
+    from lumos_dagster.store.sql_tables import documents_table
 
     old = [_rich("a", "2026-11-20", T0, 3.5), _rich("a", "2026-11-21", T0 + timedelta(days=1), 27.5, fields=4),
            _rich("b", None, T0, None)]  # fmt: skip

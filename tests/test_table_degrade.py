@@ -21,10 +21,10 @@ from deltalake import DeltaTable
 from pyiceberg.catalog.sql import SqlCatalog
 from pyiceberg.manifest import ManifestContent
 
-from lumos_dagster.config import parse_config
+from lumos_dagster.floor.config import parse_config
+from lumos_dagster.floor.model import READABLE_CHECK
+from lumos_dagster.floor.scan_report import ScanReport
 from lumos_dagster.lineage.catalogue import resolve_datasets
-from lumos_dagster.model import READABLE_CHECK
-from lumos_dagster.report import ScanReport
 from lumos_dagster.sources import build_sources, discover
 from tests.conftest import TESTDATA
 from tests.lake import run_in_process

@@ -22,10 +22,10 @@ from types import SimpleNamespace
 import pyarrow as pa
 import pytest
 
-from lumos_dagster.config import parse_config
+from lumos_dagster.floor.config import parse_config
+from lumos_dagster.floor.scan_report import ScanReport
 from lumos_dagster.formats.arrow import from_arrow_schema
 from lumos_dagster.lineage.catalogue import resolve_datasets
-from lumos_dagster.report import ScanReport
 from lumos_dagster.sources import build_sources, discover
 from lumos_dagster.tables.delta import _azure_options, _gcs_options
 from tests.emulators import (

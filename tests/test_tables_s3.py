@@ -16,10 +16,10 @@ import yaml
 from click.testing import CliRunner
 
 from lumos_dagster.cli import main
-from lumos_dagster.config import load_config
-from lumos_dagster.datatypes import type_str
+from lumos_dagster.floor.config import load_config
+from lumos_dagster.floor.datatypes import type_str
+from lumos_dagster.floor.scan_report import ScanReport
 from lumos_dagster.lineage.catalogue import resolve_datasets
-from lumos_dagster.report import ScanReport
 from lumos_dagster.sources import build_sources, discover
 from tests.conftest import S3_TEST_CREDENTIALS
 from tests.emulators import s3_emulator

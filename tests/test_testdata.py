@@ -8,7 +8,7 @@ import pytest
 from avro.datafile import DataFileReader  # Apache Avro's own reader, independent of fastavro
 from avro.io import DatumReader
 
-from lumos_dagster.datatypes import type_str
+from lumos_dagster.floor.datatypes import type_str
 from lumos_dagster.formats import read_file_result, sniff_format
 from tests.conftest import TESTDATA
 

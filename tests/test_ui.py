@@ -29,9 +29,9 @@ import pytest
 import yaml
 from dagster import DagsterInstance
 
-from lumos_dagster.config import load_config
+from lumos_dagster.cli.demo_lake import DAYS, build_demo_lake
 from lumos_dagster.definitions import build_definitions
-from lumos_dagster.demo import DAYS, build_demo_lake
+from lumos_dagster.floor.config import load_config
 from lumos_dagster.inventory.refresh import refresh_registry
 from lumos_dagster.store import SnapshotStore
 from tests.cdp import Browser

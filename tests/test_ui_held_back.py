@@ -22,8 +22,8 @@ import pytest
 from dagster import DagsterInstance
 
 from lumos_dagster.assets.snapshots import HELD_BACK
-from lumos_dagster.config import load_config
 from lumos_dagster.definitions import build_definitions
+from lumos_dagster.floor.config import load_config
 from lumos_dagster.inventory.refresh import refresh_registry
 from lumos_dagster.store import SnapshotStore
 from tests.cdp import Browser

@@ -21,11 +21,11 @@ from lumos_dagster.assets.metadata import column_schema
 from lumos_dagster.catalog.datahub import dataset_urn
 from lumos_dagster.catalog.datahub_lite import DataHubLiteCatalog, open_lite
 from lumos_dagster.cli import main
-from lumos_dagster.datatypes import Primitive, type_str
+from lumos_dagster.floor.datatypes import Primitive, type_str
+from lumos_dagster.floor.snapshot_json import snapshot_dumps
 from lumos_dagster.formats.parquet import read_parquet
 from lumos_dagster.schema.diff import TYPE_CHANGED, diff_schemas
 from lumos_dagster.schema.proposed import parse_proposal
-from lumos_dagster.snapshot_json import snapshot_dumps
 from tests.test_delta import backfill, date_versions, days
 
 DATASET = "events/raw"

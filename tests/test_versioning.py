@@ -3,8 +3,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from lumos_dagster.datatypes import Field, Primitive, Schema, Struct
-from lumos_dagster.model import BREAKING, DatasetRef, Owner, Snapshot
+from lumos_dagster.floor.datatypes import Field, Primitive, Schema, Struct
+from lumos_dagster.floor.model import BREAKING, DatasetRef, Owner, Snapshot
 from lumos_dagster.schema.versioning import assess, bump, retire
 
 ID = Field("id", Primitive("int64"), nullable=False)

@@ -17,12 +17,12 @@ import sqlglot
 from databricks.sql.types import Row as DatabricksRow
 from google.cloud.bigquery.table import Row as BigQueryRow
 
-from lumos_dagster.config import parse_config
-from lumos_dagster.datatypes import Array, Decimal, Field, Map, Primitive, Struct, Timestamp
+from lumos_dagster.floor.config import parse_config
+from lumos_dagster.floor.datatypes import Array, Decimal, Field, Map, Primitive, Struct, Timestamp
+from lumos_dagster.floor.model import ColumnMapping, JobRef
+from lumos_dagster.floor.scan_report import ScanReport
 from lumos_dagster.inventory.refresh import reconcile
 from lumos_dagster.lineage.resolve import read_code, refresh_code
-from lumos_dagster.model import ColumnMapping, JobRef
-from lumos_dagster.report import ScanReport
 from lumos_dagster.sources import build_sources, discover
 from lumos_dagster.sources.warehouse import UNTESTED, bind, to_type
 from tests.test_sources import PG

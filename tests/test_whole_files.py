@@ -13,20 +13,20 @@ import pyarrow.orc as orc
 import pyarrow.parquet as pq
 import pytest
 
-from lumos_dagster.config import parse_config
-from lumos_dagster.datatypes import Primitive, type_str, untyped
+from lumos_dagster.floor.config import parse_config
+from lumos_dagster.floor.datatypes import Primitive, type_str, untyped
+from lumos_dagster.floor.scan_report import ScanReport
+from lumos_dagster.floor.windows import Window
 from lumos_dagster.formats import read_file_result
 from lumos_dagster.formats.orc import NO_POSTSCRIPT
 from lumos_dagster.formats.readers import read_in_process
 from lumos_dagster.formats.text import TORN_FIRST_LINE
 from lumos_dagster.governance.checks import READABLE_CHECK
 from lumos_dagster.lineage.catalogue import resolve_datasets
-from lumos_dagster.report import ScanReport
 from lumos_dagster.schema.diff import TYPE_NARROWED, TYPE_PROMOTED
 from lumos_dagster.sources import build_sources, discover
 from lumos_dagster.sources.discovery import IN_PROGRESS
 from lumos_dagster.store import SnapshotStore
-from lumos_dagster.windows import Window
 from tests.lake import run_in_process
 
 DAY1, DAY2, DAY3 = (datetime(2026, 11, 24, tzinfo=timezone.utc) + timedelta(days=i) for i in range(3))

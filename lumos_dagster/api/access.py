@@ -12,9 +12,9 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from lumos_dagster.api import audit
 from lumos_dagster.api.auth import Principal
-from lumos_dagster.api.errors import CODES, REFUSALS, ApiError, request_id
+from lumos_dagster.api.errors import CODES, REFUSALS, HttpProblem, request_id
 from lumos_dagster.api.service import Conflict, Invalid, Lumos, NotFound
-from lumos_dagster.api_config import ApiConfig
+from lumos_dagster.floor.api_config import ApiConfig
 
 T = TypeVar("T")
 
@@ -40,7 +40,7 @@ def single_values(request: Request) -> None:
     repeated = sorted(key for key, n in counts.items() if n > 1)
     if repeated:
         named = [key for key in repeated if key in request.app.state.declared]
-        raise ApiError(422, f"query.{named[0]}: given more than once" if named else "query: a parameter given twice")
+        raise HttpProblem(422, f"query.{named[0]}: given more than once" if named else "query: a parameter given twice")
 
 
 # declares the bearer scheme in the OpenAPI document; Authenticate has checked the token already
@@ -51,7 +51,7 @@ Credentials = Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)]
 def principal(request: Request) -> Principal:
     who = request.scope.get("lumos.principal")
     if who is None:  # only an application served without Authenticate gets here
-        raise ApiError(401, "a valid bearer token is needed", headers={"WWW-Authenticate": "Bearer"})
+        raise HttpProblem(401, "a valid bearer token is needed", headers={"WWW-Authenticate": "Bearer"})
     return who
 
 
@@ -59,7 +59,7 @@ def scope(name: str):
     async def check(request: Request, _: Credentials) -> Principal:
         who = principal(request)
         if name not in who.scopes:
-            raise ApiError(403, f"this token lacks the {name!r} scope")
+            raise HttpProblem(403, f"this token lacks the {name!r} scope")
         return who
 
     return check
@@ -74,10 +74,10 @@ def writer(action: str):
         who = principal(request)
         try:
             if not request.app.state.api.writes:
-                raise ApiError(403, "writes are disabled (api.writes: false)", code="writes_disabled")
+                raise HttpProblem(403, "writes are disabled (api.writes: false)", code="writes_disabled")
             if "write" not in who.scopes:
-                raise ApiError(403, "this token lacks the 'write' scope")
-        except ApiError as exc:
+                raise HttpProblem(403, "this token lacks the 'write' scope")
+        except HttpProblem as exc:
             _audit(request, who.name, action, "refused", exc.status_code)
             raise
         return who

@@ -22,7 +22,7 @@ from lumos_dagster.api.errors import add_error_handlers
 from lumos_dagster.api.middleware import Authenticate, Guard
 from lumos_dagster.api.routes import changes, datasets, health, reports
 from lumos_dagster.api.service import Lumos, _lumos_version
-from lumos_dagster.api_config import ApiConfig
+from lumos_dagster.floor.api_config import ApiConfig
 
 log = logging.getLogger("lumos.api")
 

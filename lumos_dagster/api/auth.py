@@ -34,7 +34,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Sequence
 
-from lumos_dagster.api_config import SCHEME, SCHEME_ID, parse_hash
+from lumos_dagster.floor.api_config import SCHEME, SCHEME_ID, parse_hash
 
 N, R, P, SALT_BYTES, KEY_BYTES = 2**14, 8, 1, 16, 32
 TOKEN_PREFIX = "lumos_"

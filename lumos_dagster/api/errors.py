@@ -18,7 +18,7 @@ from starlette.routing import Match
 from lumos_dagster.api import limits
 from lumos_dagster.api import models as m
 from lumos_dagster.api.service import Conflict, Invalid, NotFound
-from lumos_dagster.errors import LumosError
+from lumos_dagster.floor.errors import LumosError
 
 log = logging.getLogger("lumos.api")
 
@@ -35,7 +35,10 @@ ERRORS: dict[int | str, dict[str, Any]] = {s: {"model": m.ErrorBody} for s in AN
 REFUSALS: dict[type[LumosError], int] = {NotFound: 404, Invalid: 422, Conflict: 409}
 
 
-class ApiError(HTTPException):
+class HttpProblem(HTTPException):
+    """An error the API answers with: its status, message and machine-readable `code` (the SDK raises
+    `lumos_dagster.client.ApiError` from it)."""
+
     def __init__(self, status: int, message: str, code: str | None = None, headers: dict | None = None):
         super().__init__(status, message, headers)
         self.code = code or CODES.get(status, "error")

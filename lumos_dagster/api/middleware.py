@@ -8,7 +8,7 @@ import uuid
 
 from lumos_dagster.api import audit, limits
 from lumos_dagster.api.auth import Throttled, TokenVerifier
-from lumos_dagster.api.errors import ApiError, reply
+from lumos_dagster.api.errors import HttpProblem, reply
 
 log = logging.getLogger("lumos.api")
 
@@ -51,7 +51,7 @@ class Guard:
             if message["type"] == "http.request":
                 seen += len(message.get("body", b""))
                 if seen > self.max_body:
-                    raise ApiError(413, f"request body larger than {self.max_body} bytes")
+                    raise HttpProblem(413, f"request body larger than {self.max_body} bytes")
             return message
 
         async def tracked_send(message):

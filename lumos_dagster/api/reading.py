@@ -26,9 +26,9 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
 from lumos_dagster.api.limits import until
-from lumos_dagster.plugins import expand_secrets
+from lumos_dagster.floor.plugins import expand_secrets
 from lumos_dagster.store import SnapshotStore
-from lumos_dagster.store.tables import datasets_table, latest_captures, snapshots_table
+from lumos_dagster.store.sql_tables import datasets_table, latest_captures, snapshots_table
 
 _deadline = threading.local()
 

@@ -33,12 +33,12 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 from lumos_dagster.api import limits
 from lumos_dagster.api import models as m
 from lumos_dagster.api.reading import ReadView, pinned, read_engine
-from lumos_dagster.config import LumosConfig, load_config
-from lumos_dagster.datatypes import Schema, type_str
-from lumos_dagster.errors import LumosError
-from lumos_dagster.masking import shown_url
-from lumos_dagster.model import BREAKING
-from lumos_dagster.snapshot_json import change_to_json, snapshot_loads
+from lumos_dagster.floor.config import LumosConfig, load_config
+from lumos_dagster.floor.datatypes import Schema, type_str
+from lumos_dagster.floor.errors import LumosError
+from lumos_dagster.floor.masking import shown_url
+from lumos_dagster.floor.model import BREAKING
+from lumos_dagster.floor.snapshot_json import change_to_json, snapshot_loads
 
 if TYPE_CHECKING:
     from lumos_dagster.reports.changes import ChangeReport
@@ -340,7 +340,7 @@ class Lumos:
                 **base, domain=spec.domain, policy=policy, description=e.description or e.default_description,
                 owners=[m.OwnerInfo(id=o.id, kind=o.kind, type=o.type) for o in e.owners], tags=list(e.tags),
             )  # fmt: skip
-        from lumos_dagster.snapshot_json import snapshot_to_json
+        from lumos_dagster.floor.snapshot_json import snapshot_to_json
 
         c, q = snap.cost, snap.quality
         return m.DatasetDetail(
@@ -430,7 +430,7 @@ class Lumos:
         return Side(f"{spec.name}@{version}", snap.schema, snap, spec.name)
 
     def _policy(self, name: str, policy: str | None) -> str:
-        from lumos_dagster.model import POLICIES
+        from lumos_dagster.floor.model import POLICIES
 
         chosen = (policy or self.config.policy(name)).upper()
         if chosen not in POLICIES:

@@ -34,9 +34,9 @@ from typing import Any, Iterator, Sequence
 
 from lumos_dagster.catalog.base import CURRENT_STATE_ONLY, content_hash
 from lumos_dagster.catalog.openmetadata import table_place
-from lumos_dagster.datatypes import field_to_json, type_str
-from lumos_dagster.model import Snapshot
-from lumos_dagster.snapshot_json import snapshot_from_json, snapshot_to_json
+from lumos_dagster.floor.datatypes import field_to_json, type_str
+from lumos_dagster.floor.model import Snapshot
+from lumos_dagster.floor.snapshot_json import snapshot_from_json, snapshot_to_json
 
 UNQUOTED = ":UNQUOTED"  # databuilder.publisher.neo4j_csv_publisher.UNQUOTED_SUFFIX
 _NATIVE = ("schema", "description", "owners", "tags", "upstream", "removed", "captured_at", "fingerprint")

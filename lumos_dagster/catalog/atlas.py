@@ -32,11 +32,11 @@ from requests.adapters import HTTPAdapter
 from urllib3.util.retry import Retry
 
 from lumos_dagster.catalog.base import CURRENT_STATE_ONLY, Undeliverable, content_hash
-from lumos_dagster.datatypes import field_from_json, field_to_json, type_str
-from lumos_dagster.errors import CatalogError
-from lumos_dagster.masking import shown_url
-from lumos_dagster.model import Snapshot
-from lumos_dagster.snapshot_json import snapshot_from_json, snapshot_to_json
+from lumos_dagster.floor.datatypes import field_from_json, field_to_json, type_str
+from lumos_dagster.floor.errors import CatalogError
+from lumos_dagster.floor.masking import shown_url
+from lumos_dagster.floor.model import Snapshot
+from lumos_dagster.floor.snapshot_json import snapshot_from_json, snapshot_to_json
 
 log = logging.getLogger(__name__)
 API = "/api/atlas/v2"

@@ -7,8 +7,8 @@ import json
 import os
 from typing import Any, Callable, Protocol, Sequence, runtime_checkable
 
-from lumos_dagster.errors import CatalogError
-from lumos_dagster.model import Snapshot
+from lumos_dagster.floor.errors import CatalogError
+from lumos_dagster.floor.model import Snapshot
 
 
 class CatalogAdapter(Protocol):

@@ -116,7 +116,7 @@ from lumos_dagster.catalog.datahub_fields import field_paths, partition_paths
 from lumos_dagster.catalog.datahub_identity import Identity, identity
 from lumos_dagster.catalog.datahub_moves import legacy_urn, move
 from lumos_dagster.catalog.patch_apply import IfAbsent, Proposal
-from lumos_dagster.datatypes import (
+from lumos_dagster.floor.datatypes import (
     Array,
     DataType,
     Decimal,
@@ -133,7 +133,7 @@ from lumos_dagster.datatypes import (
     schema_to_json,
     type_str,
 )
-from lumos_dagster.model import (
+from lumos_dagster.floor.model import (
     COMPATIBLE_CHECK,
     READABLE_CHECK,
     CheckResult,
@@ -143,7 +143,7 @@ from lumos_dagster.model import (
     LineageEdge,
     Snapshot,
 )
-from lumos_dagster.snapshot_json import snapshot_to_json
+from lumos_dagster.floor.snapshot_json import snapshot_to_json
 
 _NUMBERS = {"int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float16", "float32", "float64"}
 LUMOS_ACTOR = "urn:li:corpuser:lumos"

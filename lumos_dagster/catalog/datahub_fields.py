@@ -34,7 +34,7 @@ from datahub.utilities.delta import delta_type_to_hive_type
 from datahub.utilities.hive_schema_to_avro import get_schema_fields_for_hive_column
 from datahub.utilities.urns.field_paths import get_simple_field_path_from_v2_field_path
 
-from lumos_dagster.datatypes import (
+from lumos_dagster.floor.datatypes import (
     Array,
     DataType,
     Decimal,

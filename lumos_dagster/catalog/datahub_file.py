@@ -22,7 +22,7 @@ from datahub.metadata.schema_classes import MetadataChangeProposalClass, SystemM
 from lumos_dagster.catalog.datahub import DataHubCatalog, Proposal
 from lumos_dagster.catalog.datahub_read import snapshots_from_entities
 from lumos_dagster.catalog.patch_apply import IfAbsent, state_of
-from lumos_dagster.model import Snapshot
+from lumos_dagster.floor.model import Snapshot
 
 APP_SOURCE = "lumos"
 _MARK = SystemMetadataClass(properties={"appSource": APP_SOURCE})

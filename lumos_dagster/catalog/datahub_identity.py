@@ -47,7 +47,7 @@ from datahub.emitter.mcp_builder import (
 )
 from datahub.metadata.schema_classes import BrowsePathEntryClass, DataPlatformInstanceClass
 
-from lumos_dagster.model import DatasetRef
+from lumos_dagster.floor.model import DatasetRef
 
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 #: object stores: the bucket's sub-type (DataHub's `s3` source)

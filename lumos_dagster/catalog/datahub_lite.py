@@ -16,7 +16,7 @@ from datahub.lite.lite_util import get_datahub_lite
 from lumos_dagster.catalog.datahub import DataHubCatalog, Proposal
 from lumos_dagster.catalog.datahub_read import snapshots_from_entities
 from lumos_dagster.catalog.lite_batch import BatchedSqliteLite, open_batched
-from lumos_dagster.model import Snapshot
+from lumos_dagster.floor.model import Snapshot
 
 
 def lite_options(read_only: bool = False) -> dict:

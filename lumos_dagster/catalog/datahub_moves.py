@@ -29,7 +29,7 @@ from datahub.utilities.urns.field_paths import get_simple_field_path_from_v2_fie
 
 from lumos_dagster.catalog.datahub_fields import field_paths
 from lumos_dagster.catalog.patch_apply import IfAbsent
-from lumos_dagster.model import DatasetRef, Snapshot
+from lumos_dagster.floor.model import DatasetRef, Snapshot
 
 #: what people edit on a dataset: carried whole when the new entity has none of it
 PEOPLES = ("editableDatasetProperties", "institutionalMemory", "deprecation", "documentation")

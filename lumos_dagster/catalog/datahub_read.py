@@ -24,9 +24,9 @@ from datahub.metadata.schema_classes import (
 from datahub.metadata.urns import DataJobUrn, DatasetUrn, GlossaryTermUrn, SchemaFieldUrn, TagUrn, Urn
 from datahub.utilities.urns.field_paths import get_simple_field_path_from_v2_field_path
 
-from lumos_dagster.datatypes import Field, Primitive, Schema, schema_from_json, schema_to_json
-from lumos_dagster.model import OWNERSHIP_TYPES, Snapshot
-from lumos_dagster.snapshot_json import SNAPSHOT_FORMAT, snapshot_from_json
+from lumos_dagster.floor.datatypes import Field, Primitive, Schema, schema_from_json, schema_to_json
+from lumos_dagster.floor.model import OWNERSHIP_TYPES, Snapshot
+from lumos_dagster.floor.snapshot_json import SNAPSHOT_FORMAT, snapshot_from_json
 
 #: the aspects a snapshot is read back from (`snapshot_from_aspects`)
 READ_ASPECTS = ("datasetProperties", "schemaMetadata", "ownership", "globalTags", "glossaryTerms", "domains",

@@ -14,8 +14,8 @@ from lumos_dagster.catalog.base import REFUSED_STATUSES, http_status, send_each
 from lumos_dagster.catalog.datahub import DataHubCatalog, Proposal
 from lumos_dagster.catalog.datahub_read import READ_ASPECTS, snapshots_from_entities
 from lumos_dagster.catalog.patch_apply import IfAbsent
-from lumos_dagster.masking import shown_url
-from lumos_dagster.model import Snapshot
+from lumos_dagster.floor.masking import shown_url
+from lumos_dagster.floor.model import Snapshot
 
 
 class DataHubRestCatalog(DataHubCatalog):

@@ -27,9 +27,9 @@ from openlineage.client.transport.file import FileConfig, FileTransport
 from openlineage.client.transport.http import ApiKeyTokenProvider, HttpConfig, HttpTransport, TokenProvider
 
 from lumos_dagster.catalog.base import content_hash, send_each
-from lumos_dagster.datatypes import Array, Field, Map, Struct, type_str
-from lumos_dagster.masking import shown_url
-from lumos_dagster.model import Snapshot
+from lumos_dagster.floor.datatypes import Array, Field, Map, Struct, type_str
+from lumos_dagster.floor.masking import shown_url
+from lumos_dagster.floor.model import Snapshot
 
 PRODUCER = "https://github.com/lumos/lumos"
 

@@ -32,7 +32,7 @@ from lumos_dagster.catalog.openmetadata_read import (
     VERSION_PROPERTY,
     read_tables,
 )
-from lumos_dagster.datatypes import (
+from lumos_dagster.floor.datatypes import (
     Array,
     DataType,
     Decimal,
@@ -47,10 +47,10 @@ from lumos_dagster.datatypes import (
     UnionType,
     type_str,
 )
-from lumos_dagster.errors import CatalogError
-from lumos_dagster.masking import shown_url
-from lumos_dagster.model import Snapshot
-from lumos_dagster.snapshot_json import snapshot_to_json
+from lumos_dagster.floor.errors import CatalogError
+from lumos_dagster.floor.masking import shown_url
+from lumos_dagster.floor.model import Snapshot
+from lumos_dagster.floor.snapshot_json import snapshot_to_json
 
 log = logging.getLogger(__name__)
 _PRIMITIVES = {

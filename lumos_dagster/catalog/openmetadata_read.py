@@ -15,9 +15,9 @@ import json
 from datetime import datetime, timezone
 from typing import Iterator, Protocol, overload
 
-from lumos_dagster.datatypes import Field, Primitive, Schema, schema_to_json
-from lumos_dagster.model import Snapshot, dataset_urn
-from lumos_dagster.snapshot_json import SNAPSHOT_FORMAT, snapshot_from_json
+from lumos_dagster.floor.datatypes import Field, Primitive, Schema, schema_to_json
+from lumos_dagster.floor.model import Snapshot, dataset_urn
+from lumos_dagster.floor.snapshot_json import SNAPSHOT_FORMAT, snapshot_from_json
 
 #: the classification and glossary Lumos' tags and terms live in, and the custom properties it sets
 CLASSIFICATION = GLOSSARY = "Lumos"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from lumos_dagster.model import Snapshot
+from lumos_dagster.floor.model import Snapshot
 
 
 def upstream_first(snapshots: Sequence[Snapshot]) -> list[Snapshot]:

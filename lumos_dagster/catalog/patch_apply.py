@@ -36,7 +36,7 @@ from datahub.emitter.mcp import MetadataChangeProposalWrapper
 from datahub.emitter.serialization_helper import post_json_transform, pre_json_transform
 from datahub.metadata.schema_classes import MetadataChangeEventClass, MetadataChangeProposalClass, _Aspect
 
-from lumos_dagster.errors import CatalogError
+from lumos_dagster.floor.errors import CatalogError
 
 #: the separator of a nested key field's parts (`attribution␟source`)
 US = "\u241f"

@@ -7,7 +7,7 @@ import importlib
 
 import click
 
-from lumos_dagster.wording import visible
+from lumos_dagster.floor.wording import visible
 
 #: command → module of lumos_dagster.cli and function
 COMMANDS = {
@@ -53,7 +53,7 @@ class _Commands(click.Group):
             setattr(exc, "message", "\n".join(map(visible, exc.message.split("\n"))))  # noqa: B010
             raise
         except Exception as exc:  # a store fault mid-command is one line, not the SQL and its parameters
-            from lumos_dagster.errors import LumosError
+            from lumos_dagster.floor.errors import LumosError
             from lumos_dagster.store.faults import fault_message
 
             fault = str(exc) if isinstance(exc, LumosError) else fault_message(exc)
@@ -72,7 +72,7 @@ class _Commands(click.Group):
 @click.version_option(package_name="lumos", prog_name="lumos")
 def main() -> None:
     """Lumos keeps your catalog true: snapshots of your datasets' metadata, versioned."""
-    from lumos_dagster.collector import skip_final_collection
+    from lumos_dagster.floor.collector import skip_final_collection
 
     skip_final_collection()
 

@@ -10,24 +10,24 @@ import click
 
 from lumos_dagster.cli.common import config_option, load, open_store, text_or_json
 from lumos_dagster.cli.output import echo, echo_json, fail
-from lumos_dagster.config import LumosConfig, load_config
-from lumos_dagster.datasets import Catalogue
-from lumos_dagster.errors import LumosError, UnknownDataset
+from lumos_dagster.floor.config import LumosConfig, load_config
+from lumos_dagster.floor.dataset_specs import Catalogue
+from lumos_dagster.floor.errors import LumosError, UnknownDataset
+from lumos_dagster.floor.model import BREAKING, DEFAULT_POLICY, POLICIES, dataset_urn
+from lumos_dagster.floor.snapshot_json import change_to_json
+from lumos_dagster.floor.wording import plural
 from lumos_dagster.lineage.catalogue import load_catalogue
 from lumos_dagster.lineage.impact import fan_out
 from lumos_dagster.lineage.verdicts import consumer_verdicts
-from lumos_dagster.model import BREAKING, DEFAULT_POLICY, POLICIES, dataset_urn
 from lumos_dagster.reports.changes import diff_report, exit_code, gate_reports, render
 from lumos_dagster.schema.history import current_versions, next_release_name, timeline
 from lumos_dagster.schema.history import evolution as evolution_of
 from lumos_dagster.schema.inputs import load_side
 from lumos_dagster.schema.releases import Manifest, write_manifest
-from lumos_dagster.snapshot_json import change_to_json
 from lumos_dagster.sources import build_sources
 from lumos_dagster.store import SnapshotStore
 from lumos_dagster.store.acceptances import acceptances as acceptances_of
 from lumos_dagster.store.roles import RegistryStore
-from lumos_dagster.wording import plural
 
 FORMATS = click.Choice(["text", "json", "markdown"])
 policy_option = click.option(

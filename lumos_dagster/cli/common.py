@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import click
 
-from lumos_dagster.config import CONFIG_ENV, LumosConfig, load_config
-from lumos_dagster.errors import LumosError
+from lumos_dagster.floor.config import CONFIG_ENV, LumosConfig, load_config
+from lumos_dagster.floor.errors import LumosError
 from lumos_dagster.store import SnapshotStore
 
 config_option = click.option(

@@ -9,9 +9,9 @@ import click
 from lumos_dagster.cli.changes import catalogue_of
 from lumos_dagster.cli.common import config_option, load, open_store, text_or_json
 from lumos_dagster.cli.output import echo, echo_json
-from lumos_dagster.errors import UnknownDataset
+from lumos_dagster.floor.errors import UnknownDataset
+from lumos_dagster.floor.wording import plural
 from lumos_dagster.reports import cost as cost_report
-from lumos_dagster.wording import plural
 
 
 def _month(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 import yaml
 
 from lumos_dagster.cli.instance import MONITOR_POLL_SECONDS, PYTHON_LOGS, TELEMETRY
-from lumos_dagster.errors import LumosError
+from lumos_dagster.floor.errors import LumosError
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import URL

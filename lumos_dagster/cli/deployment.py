@@ -25,8 +25,8 @@ from lumos_dagster.cli.deploy_config import (
     bin_path,
     pg_url_and_database,
 )
-from lumos_dagster.errors import LumosError
-from lumos_dagster.extras import needs
+from lumos_dagster.floor.errors import LumosError
+from lumos_dagster.floor.extras import needs
 
 if TYPE_CHECKING:
     from psycopg import Connection
@@ -221,7 +221,7 @@ class Deployment(Layout):
     # -- inside
 
     def _check_configs(self) -> None:
-        from lumos_dagster.config import load_config
+        from lumos_dagster.floor.config import load_config
 
         for x in self.locations:
             try:

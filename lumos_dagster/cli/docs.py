@@ -11,7 +11,7 @@ from pathlib import Path
 import click
 
 from lumos_dagster.cli.output import echo
-from lumos_dagster.wording import few
+from lumos_dagster.floor.wording import few
 
 
 def pages() -> dict[str, Path]:

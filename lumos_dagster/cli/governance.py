@@ -9,10 +9,10 @@ import click
 from lumos_dagster.cli.changes import catalogue_of
 from lumos_dagster.cli.common import config_option, load, open_store, text_or_json
 from lumos_dagster.cli.output import echo, echo_json
-from lumos_dagster.errors import LumosError
-from lumos_dagster.masking import webhook_shown
-from lumos_dagster.model import Snapshot
-from lumos_dagster.wording import plural
+from lumos_dagster.floor.errors import LumosError
+from lumos_dagster.floor.masking import webhook_shown
+from lumos_dagster.floor.model import Snapshot
+from lumos_dagster.floor.wording import plural
 
 
 @click.command()

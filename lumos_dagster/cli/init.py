@@ -28,11 +28,11 @@ import click
 from lumos_dagster.cli.common import open_store
 from lumos_dagster.cli.instance import instance_yaml
 from lumos_dagster.cli.output import echo
-from lumos_dagster.config import CONFIG_ENV, DEFAULT_CONFIG, parse_config
-from lumos_dagster.errors import LumosError
-from lumos_dagster.model import DatasetRecord
-from lumos_dagster.time_partitions import granularity
-from lumos_dagster.wording import plural
+from lumos_dagster.floor.config import CONFIG_ENV, DEFAULT_CONFIG, parse_config
+from lumos_dagster.floor.errors import LumosError
+from lumos_dagster.floor.model import DatasetRecord
+from lumos_dagster.floor.time_partitions import granularity
+from lumos_dagster.floor.wording import plural
 
 MODULE = "lumos_dagster.definitions"
 COMPONENT = "lumos_dagster.component.LumosComponent"

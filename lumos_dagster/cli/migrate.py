@@ -10,8 +10,8 @@ import click
 from lumos_dagster.cli.common import config_option, open_store
 from lumos_dagster.cli.output import echo, fail
 from lumos_dagster.cli.portable import TARGET_HELP, _catalog, _config, _estate, _problems, counts
-from lumos_dagster.errors import LumosError
 from lumos_dagster.estate import carry, portable
+from lumos_dagster.floor.errors import LumosError
 
 
 def _target_reader(spec: str, config):

@@ -13,8 +13,8 @@ from typing import Any, NoReturn
 
 import click
 
+from lumos_dagster.floor.wording import visible
 from lumos_dagster.governance.status import FAILED, HELD_BACK, NOT_MATERIALIZED, OK, WARNING
-from lumos_dagster.wording import visible
 
 COLOURS = {OK: "green", WARNING: "yellow", FAILED: "red", HELD_BACK: "red", NOT_MATERIALIZED: "yellow"}
 

@@ -10,18 +10,18 @@ from typing import cast
 
 import click
 
+from lumos_dagster.catalog.builtins import CATALOGS
 from lumos_dagster.catalog.datahub_file import DataHubFileCatalog
 from lumos_dagster.catalog.datahub_lite import DataHubLiteCatalog
-from lumos_dagster.catalog.registry import CATALOGS
 from lumos_dagster.cli.common import config_option, load, open_store, text_or_json
 from lumos_dagster.cli.output import echo, echo_json, fail
-from lumos_dagster.config import LumosConfig
 from lumos_dagster.delivery.catalogs import build_catalogs
 from lumos_dagster.delivery.outbox import deliver
-from lumos_dagster.errors import LumosError
 from lumos_dagster.estate import carry, portable
 from lumos_dagster.estate import context as estate_context
-from lumos_dagster.wording import plural
+from lumos_dagster.floor.config import LumosConfig
+from lumos_dagster.floor.errors import LumosError
+from lumos_dagster.floor.wording import plural
 
 TARGET_HELP = (
     "`store`, a catalog of lumos.yaml by type or name (`datahub-lite`, `datahub-rest`…), "

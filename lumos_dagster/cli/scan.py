@@ -14,12 +14,12 @@ import click
 
 from lumos_dagster.cli.common import config_option, load, open_store
 from lumos_dagster.cli.output import echo, echo_json, error, paint
-from lumos_dagster.config import DEFAULT_CONFIG
-from lumos_dagster.datatypes import schema_to_json, type_str
+from lumos_dagster.floor.config import DEFAULT_CONFIG
+from lumos_dagster.floor.datatypes import schema_to_json, type_str
+from lumos_dagster.floor.scan_report import failure_lines
+from lumos_dagster.floor.time_partitions import granularity
+from lumos_dagster.floor.wording import few, plural, visible
 from lumos_dagster.formats import sniff_format
-from lumos_dagster.report import failure_lines
-from lumos_dagster.time_partitions import granularity
-from lumos_dagster.wording import few, plural, visible
 
 if TYPE_CHECKING:
     from lumos_dagster.formats import FileResult
@@ -36,13 +36,13 @@ def _entries(folder: str) -> list[os.DirEntry]:
 def _table_schema(folder: str) -> tuple[str | None, FileResult]:
     """The table folder at `folder` as of its latest version, read the way a run reads it (the list
     step's `table_contents`): (its format, its schema); (None, why not) for a folder that is no table."""
+    from lumos_dagster.floor.scan_report import ScanReport
+    from lumos_dagster.floor.windows import Window
     from lumos_dagster.formats import FileResult
-    from lumos_dagster.report import ScanReport
     from lumos_dagster.run.tables import table_contents
+    from lumos_dagster.sources.builtins import LocalSourceConfig
     from lumos_dagster.sources.local import LocalSource
-    from lumos_dagster.sources.registry import LocalSourceConfig
     from lumos_dagster.tables import claim
-    from lumos_dagster.windows import Window
 
     # a table keeps its log in a folder of its own (`_delta_log/`, `metadata/`): looked for there
     # first, so a folder that is no table is not walked whole
@@ -162,7 +162,7 @@ def discover(config_file: str | None) -> None:
 @click.option("--root", default=None, help="Where to write (default: the first source's root).")
 def demo_lake(config_file: str | None, root: str | None) -> None:
     """Write the sample lake used by `make demo`."""
-    from lumos_dagster.demo import build_demo_lake
+    from lumos_dagster.cli.demo_lake import build_demo_lake
 
     if root is None:
         config = load(config_file)

@@ -9,7 +9,7 @@ import click
 
 from lumos_dagster.cli.common import config_option, load
 from lumos_dagster.cli.output import echo, echo_json
-from lumos_dagster.extras import needs
+from lumos_dagster.floor.extras import needs
 
 
 def _loopback(host: str) -> bool:
@@ -59,7 +59,7 @@ def serve(config_file, host, port, hash_token, new_token, openapi, log_level) ->
 
         from lumos_dagster.api.app import build_app
     from lumos_dagster.api.service import Lumos
-    from lumos_dagster.errors import LumosError
+    from lumos_dagster.floor.errors import LumosError
 
     config = load(config_file)
     api = config.api

@@ -10,7 +10,7 @@ import click
 
 from lumos_dagster.cli.common import config_option, load, open_store
 from lumos_dagster.cli.output import echo, echo_json
-from lumos_dagster.wording import plural
+from lumos_dagster.floor.wording import plural
 
 
 @click.command()
@@ -26,11 +26,11 @@ def snapshot(config_file: str | None, select: str | None, partition: str | None,
     Exit code 0 when nothing failed a blocking check, 1 when something did, 2 on bad input."""
     from lumos_dagster.delivery.catalogs import build_catalogs
     from lumos_dagster.delivery.worker import Delivery
+    from lumos_dagster.floor.windows import partition_at, partition_window, partition_windows
     from lumos_dagster.formats.readers import auto_reader
     from lumos_dagster.lineage.catalogue import load_catalogue
     from lumos_dagster.run.snapshot import Services, SnapshotRun
     from lumos_dagster.sources import build_sources
-    from lumos_dagster.windows import partition_at, partition_window, partition_windows
 
     if partition and partition_range:
         raise click.UsageError("give --partition or --partition-range, not both")

@@ -22,9 +22,9 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Iterable, Mapping, Sequence
 
-from lumos_dagster.errors import UnknownDataset
-from lumos_dagster.model import DirectCost, RolledUpCost
-from lumos_dagster.wording import plural
+from lumos_dagster.floor.errors import UnknownDataset
+from lumos_dagster.floor.model import DirectCost, RolledUpCost
+from lumos_dagster.floor.wording import plural
 
 METHODS = ("equal_split", "lineage_weighted", "last_touch")
 GIB = 2**30  # cloud prices "per GB-month" are per GiB-month

@@ -20,7 +20,7 @@ from typing import Mapping, Sequence
 import pyarrow.csv as pcsv
 import pyarrow.parquet as pq
 
-from lumos_dagster.errors import LumosError
+from lumos_dagster.floor.errors import LumosError
 
 _STORAGE_WORDS = ("storage", "s3", "blob", "gcs", "bucket")
 

@@ -7,11 +7,11 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Callable, Mapping, Sequence
 
-from lumos_dagster.config import LumosConfig
 from lumos_dagster.cost.attribution import DEFAULT_STORAGE_PRICES, Node, Rollup, attribute, storage_cost
 from lumos_dagster.cost.billing import Allocation, Charge, allocate, read_focus
-from lumos_dagster.datasets import Catalogue, DatasetSpec
-from lumos_dagster.model import Cost, Snapshot, Snapshots
+from lumos_dagster.floor.config import LumosConfig
+from lumos_dagster.floor.dataset_specs import Catalogue, DatasetSpec
+from lumos_dagster.floor.model import Cost, Snapshot, Snapshots
 
 #: (dataset name) → hours its producing Dagster asset ran this month, when declared
 HoursLookup = Callable[[str], "float | None"]

@@ -7,9 +7,9 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from lumos_dagster.catalog.base import CatalogAdapter
-from lumos_dagster.config import LumosConfig
-from lumos_dagster.errors import ConfigError
-from lumos_dagster.plugins import CATALOGS, BuildContext
+from lumos_dagster.floor.config import LumosConfig
+from lumos_dagster.floor.errors import ConfigError
+from lumos_dagster.floor.plugins import CATALOGS, BuildContext
 
 
 def build_catalog(entry: Any, context: BuildContext) -> CatalogAdapter:

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from lumos_dagster.catalog.base import CatalogAdapter, Claiming, Undeliverable
-from lumos_dagster.masking import mask_secrets
+from lumos_dagster.floor.masking import mask_secrets
 from lumos_dagster.store import Delivery, claim_owner
 from lumos_dagster.store.roles import OutboxStore
 

@@ -20,8 +20,8 @@ from multiprocessing.process import BaseProcess
 from typing import Callable, Sequence
 
 from lumos_dagster.catalog.base import CatalogAdapter
-from lumos_dagster.collector import end_with_parent, frozen
 from lumos_dagster.delivery.outbox import deliver
+from lumos_dagster.floor.collector import end_with_parent, frozen
 from lumos_dagster.store import SnapshotStore
 from lumos_dagster.store.roles import OutboxStore
 

@@ -28,8 +28,8 @@ from lumos_dagster.catalog.base import (
     VERSIONS,
 )
 from lumos_dagster.estate.portable import Estate
-from lumos_dagster.model import Snapshot
-from lumos_dagster.wording import plural
+from lumos_dagster.floor.model import Snapshot
+from lumos_dagster.floor.wording import plural
 
 #: what a category's items are called in the report, and how to say a catalog keeps none of them
 NOUNS = {

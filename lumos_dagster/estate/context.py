@@ -3,8 +3,8 @@ definitions and PII flags, and the environment its datasets live in."""
 
 from __future__ import annotations
 
-from lumos_dagster.config import LumosConfig
 from lumos_dagster.estate.portable import GlossaryTerm
+from lumos_dagster.floor.config import LumosConfig
 
 
 def glossary(config: LumosConfig) -> dict[str, GlossaryTerm]:

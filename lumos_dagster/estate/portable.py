@@ -28,17 +28,17 @@ import sqlalchemy as sa
 from datahub.metadata.urns import DatasetUrn
 
 from lumos_dagster.catalog.ordering import upstream_first
-from lumos_dagster.errors import LumosError
 from lumos_dagster.estate import parts as estate_parts
 from lumos_dagster.estate.migration import STEPS, migrate_document
-from lumos_dagster.graphs import first_cycle
-from lumos_dagster.limits import MAX_COUNT, MAX_NESTING
-from lumos_dagster.masking import shown_url
-from lumos_dagster.model import DatasetRecord, Snapshot, dataset_urn
-from lumos_dagster.snapshot_json import snapshot_from_json, snapshot_to_json
-from lumos_dagster.storable import unstorable_strings
+from lumos_dagster.floor.errors import LumosError
+from lumos_dagster.floor.graphs import first_cycle
+from lumos_dagster.floor.limits import MAX_COUNT, MAX_NESTING
+from lumos_dagster.floor.masking import shown_url
+from lumos_dagster.floor.model import DatasetRecord, Snapshot, dataset_urn
+from lumos_dagster.floor.snapshot_json import snapshot_from_json, snapshot_to_json
+from lumos_dagster.floor.storable import unstorable_strings
 from lumos_dagster.store import Release, SnapshotStore
-from lumos_dagster.store.tables import datasets_table, releases_table, snapshots_table
+from lumos_dagster.store.sql_tables import datasets_table, releases_table, snapshots_table
 
 ESTATE_VERSION = "2"
 #: each format Lumos reads, with the JSON Schema of its top level

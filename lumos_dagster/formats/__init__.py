@@ -15,8 +15,10 @@ import os
 from dataclasses import dataclass, replace
 from typing import Any, Callable
 
-from lumos_dagster.datatypes import Array, DataType, Map, Schema, SchemaTooLarge, Struct, UnionType, beyond_limits
-from lumos_dagster.errors import SchemaReadError
+from lumos_dagster.floor.datatypes import Array, DataType, Map, Schema, SchemaTooLarge, Struct, UnionType, beyond_limits
+from lumos_dagster.floor.errors import SchemaReadError
+from lumos_dagster.floor.limits import MAX_COUNT
+from lumos_dagster.floor.plugins import PluginRegistry
 from lumos_dagster.formats import compression
 from lumos_dagster.formats.base import (
     MAX_NESTING,
@@ -28,8 +30,6 @@ from lumos_dagster.formats.base import (
     filesystem,
     too_deep,
 )
-from lumos_dagster.limits import MAX_COUNT
-from lumos_dagster.plugins import Registry
 
 __all__ = [
     "FORMATS",
@@ -74,7 +74,7 @@ class BuiltinReader:
         return self.load()(path, fs)
 
 
-REGISTRY: Registry[Format] = Registry(
+REGISTRY: PluginRegistry[Format] = PluginRegistry(
     "lumos.formats",
     Format,
     (

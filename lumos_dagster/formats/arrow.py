@@ -8,7 +8,7 @@ from typing import Callable
 import pyarrow as pa
 import pyarrow.types as pat
 
-from lumos_dagster.datatypes import (
+from lumos_dagster.floor.datatypes import (
     Array,
     DataType,
     Decimal,

@@ -12,7 +12,7 @@ import fastavro
 import pyarrow.fs as pafs
 from fastavro.read import HEADER_SCHEMA, MAGIC
 
-from lumos_dagster.datatypes import (
+from lumos_dagster.floor.datatypes import (
     NO_DEFAULT,
     Array,
     DataType,
@@ -29,9 +29,9 @@ from lumos_dagster.datatypes import (
     Timestamp,
     UnionType,
 )
+from lumos_dagster.floor.limits import MAX_FIELDS
+from lumos_dagster.floor.storable import storable_json
 from lumos_dagster.formats.base import FileSchema, open_random
-from lumos_dagster.limits import MAX_FIELDS
-from lumos_dagster.storable import storable_json
 
 _PRIMITIVES = {
     "null": "null",

@@ -8,11 +8,11 @@ import stat
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, BinaryIO
 
-from lumos_dagster.datatypes import Schema
-from lumos_dagster.errors import SchemaReadError
-from lumos_dagster.extras import needs
+from lumos_dagster.floor.datatypes import Schema
+from lumos_dagster.floor.errors import SchemaReadError
+from lumos_dagster.floor.extras import needs
+from lumos_dagster.floor.limits import MAX_NESTING
 from lumos_dagster.formats.compression import SUFFIXES, codec_of
-from lumos_dagster.limits import MAX_NESTING
 
 if TYPE_CHECKING:  # pyarrow is imported where a file is opened: listing and discovery never load it
     import pyarrow as pa

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from lumos_dagster.datatypes import (
+from lumos_dagster.floor.datatypes import (
     NO_DEFAULT,
     Array,
     DataType,
@@ -26,7 +26,7 @@ from lumos_dagster.datatypes import (
     Timestamp,
     UnionType,
 )
-from lumos_dagster.storable import storable_json
+from lumos_dagster.floor.storable import storable_json
 
 _SIMPLE = {"integer": "int64", "number": "float64", "boolean": "boolean", "null": "null"}
 _FORMATS: dict[str, DataType] = {

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Sequence
 
-from lumos_dagster.datatypes import (
+from lumos_dagster.floor.datatypes import (
     NO_DEFAULT,
     Array,
     DataType,
@@ -31,7 +31,7 @@ from lumos_dagster.datatypes import (
     type_str,
     untyped,
 )
-from lumos_dagster.model import ConflictVariant, SchemaConflict
+from lumos_dagster.floor.model import ConflictVariant, SchemaConflict
 
 MAX_CONFLICT_FILES = 5
 _SIGNED = ("int8", "int16", "int32", "int64")

@@ -44,7 +44,7 @@ from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import DecodeError, Message
 from google.protobuf.message_factory import GetMessageClass
 
-from lumos_dagster.datatypes import (
+from lumos_dagster.floor.datatypes import (
     NO_DEFAULT,
     Array,
     DataType,
@@ -57,7 +57,7 @@ from lumos_dagster.datatypes import (
     Struct,
     Timestamp,
 )
-from lumos_dagster.limits import MAX_FIELDS
+from lumos_dagster.floor.limits import MAX_FIELDS
 
 #: seconds protoc may take on one schema; it takes milliseconds on real ones
 PROTOC_TIMEOUT = 60.0

@@ -28,7 +28,7 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, replace
 from typing import Callable, Iterable, Sequence
 
-from lumos_dagster.collector import end_with_parent, frozen
+from lumos_dagster.floor.collector import end_with_parent, frozen
 from lumos_dagster.formats import FileResult, FsSpec, load_readers, read_file_result
 
 log = logging.getLogger(__name__)

@@ -22,8 +22,8 @@ import pyarrow.csv as pcsv
 import pyarrow.fs as pafs
 import pyarrow.json as pjson
 
-from lumos_dagster.datatypes import UNTYPED, Field, Primitive, Schema, map_struct_fields
-from lumos_dagster.errors import SchemaReadError
+from lumos_dagster.floor.datatypes import UNTYPED, Field, Primitive, Schema, map_struct_fields
+from lumos_dagster.floor.errors import SchemaReadError
 from lumos_dagster.formats.arrow import converted_schema
 from lumos_dagster.formats.base import MAX_NESTING, FileSchema, open_stream, too_deep
 

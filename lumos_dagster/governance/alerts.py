@@ -17,12 +17,12 @@ from datetime import datetime, timedelta, timezone
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
-from lumos_dagster.config import LumosConfig
-from lumos_dagster.datasets import Catalogue
-from lumos_dagster.errors import LumosError
+from lumos_dagster.floor.config import LumosConfig
+from lumos_dagster.floor.dataset_specs import Catalogue
+from lumos_dagster.floor.errors import LumosError
+from lumos_dagster.floor.model import BREAKING, Snapshot
 from lumos_dagster.governance.rules import post_webhook
 from lumos_dagster.lineage.verdicts import COMPATIBLE, consumer_verdicts
-from lumos_dagster.model import BREAKING, Snapshot
 from lumos_dagster.store import SnapshotStore
 
 metadata = sa.MetaData()

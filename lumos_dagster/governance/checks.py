@@ -10,11 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Mapping, Sequence, TypeVar
 
-from lumos_dagster.config import LumosConfig
-from lumos_dagster.datasets import Catalogue, DatasetSpec
-from lumos_dagster.governance.rules import has_quality_sources, missing_context, required_of
-from lumos_dagster.lineage.impact import Affected, downstream
-from lumos_dagster.model import (  # noqa: F401  the check names: the checks' own
+from lumos_dagster.floor.config import LumosConfig
+from lumos_dagster.floor.dataset_specs import Catalogue, DatasetSpec
+from lumos_dagster.floor.model import (  # noqa: F401  the check names: the checks' own
     COMPATIBLE_CHECK,
     COMPLETE_CHECK,
     QUALITY_CHECK,
@@ -22,8 +20,10 @@ from lumos_dagster.model import (  # noqa: F401  the check names: the checks' ow
     SchemaChange,
     Snapshot,
 )
+from lumos_dagster.floor.wording import few, plural, visible
+from lumos_dagster.governance.rules import has_quality_sources, missing_context, required_of
+from lumos_dagster.lineage.impact import Affected, downstream
 from lumos_dagster.schema.gate import Verdict, how_to_accept, judge_snapshot
-from lumos_dagster.wording import few, plural, visible
 
 T = TypeVar("T")
 

@@ -8,12 +8,12 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Mapping, Sequence
 
-from lumos_dagster.config import LumosConfig
-from lumos_dagster.datasets import Catalogue, DatasetSpec
-from lumos_dagster.errors import NotProfiled, SparkUnavailable
+from lumos_dagster.floor.config import LumosConfig
+from lumos_dagster.floor.dataset_specs import Catalogue, DatasetSpec
+from lumos_dagster.floor.errors import NotProfiled, SparkUnavailable
+from lumos_dagster.floor.model import Snapshots
 from lumos_dagster.governance.profiling import Profiler, SizedPath
 from lumos_dagster.governance.rules import assess, has_quality_sources, read_assertions
-from lumos_dagster.model import Snapshots
 
 
 def govern(config: LumosConfig, catalogue: Catalogue, datasets: Sequence[DatasetSpec], snapshots: Snapshots,

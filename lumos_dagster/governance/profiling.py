@@ -7,10 +7,10 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Callable, Mapping, Sequence
 
-from lumos_dagster.datasets import DatasetSpec
-from lumos_dagster.errors import NotProfiled
+from lumos_dagster.floor.dataset_specs import DatasetSpec
+from lumos_dagster.floor.errors import NotProfiled
+from lumos_dagster.floor.model import PartialRead, Profile
 from lumos_dagster.formats import FsSpec
-from lumos_dagster.model import PartialRead, Profile
 from lumos_dagster.sources import Source
 from lumos_dagster.sources.base import FileSource, TableSource
 

@@ -48,8 +48,8 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, NoReturn
 
-from lumos_dagster.model import AssertionResult
-from lumos_dagster.windows import parse_duration
+from lumos_dagster.floor.model import AssertionResult
+from lumos_dagster.floor.windows import parse_duration
 
 DIMENSIONS = ("completeness", "uniqueness", "validity", "accuracy", "consistency", "freshness")
 STATUSES = ("pass", "fail", "warn", "error", "skipped")

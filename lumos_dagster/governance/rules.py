@@ -11,13 +11,13 @@ from typing import Callable, Iterable, Mapping, Sequence
 from urllib.parse import quote
 
 from lumos_dagster.code import normalize_table_name
-from lumos_dagster.config import LumosConfig, RequiredConfig
-from lumos_dagster.errors import LumosError
+from lumos_dagster.floor.config import LumosConfig, RequiredConfig
+from lumos_dagster.floor.errors import LumosError
+from lumos_dagster.floor.masking import webhook_shown
+from lumos_dagster.floor.model import AssertionResult, Profile, Quality, Snapshot
+from lumos_dagster.floor.wording import visible
 from lumos_dagster.governance.quality import Assertion, freshness, quality_score, read_dbt, read_great_expectations
 from lumos_dagster.lineage.resolve import TableNames
-from lumos_dagster.masking import webhook_shown
-from lumos_dagster.model import AssertionResult, Profile, Quality, Snapshot
-from lumos_dagster.wording import visible
 
 
 def has_quality_sources(config: LumosConfig) -> bool:

@@ -13,10 +13,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
-from lumos_dagster.config import LumosConfig
-from lumos_dagster.datasets import Catalogue, DatasetSpec
+from lumos_dagster.floor.config import LumosConfig
+from lumos_dagster.floor.dataset_specs import Catalogue, DatasetSpec
+from lumos_dagster.floor.model import FileError, Snapshot
 from lumos_dagster.governance.checks import ERROR, WARN, CheckOutcome, judge
-from lumos_dagster.model import FileError, Snapshot
 from lumos_dagster.store.roles import HistoryAndReleases
 
 OK, WARNING, FAILED, HELD_BACK, NOT_MATERIALIZED = "ok", "warning", "failed", "held back", "not materialized"

@@ -8,15 +8,15 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Callable, Sequence
 
-from lumos_dagster.model import DatasetRecord, DatasetRef, Snapshot
-from lumos_dagster.report import ScanReport
+from lumos_dagster.floor.model import DatasetRecord, DatasetRef, Snapshot
+from lumos_dagster.floor.scan_report import ScanReport
 from lumos_dagster.schema.versioning import retire as retire_snapshot
 from lumos_dagster.sources import Discovery
 from lumos_dagster.store import SnapshotStore
 from lumos_dagster.store.roles import RegistryAndHistory
 
 if TYPE_CHECKING:
-    from lumos_dagster.config import LumosConfig
+    from lumos_dagster.floor.config import LumosConfig
     from lumos_dagster.lineage.resolve import CodeContext
 
 

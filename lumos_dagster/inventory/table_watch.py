@@ -6,8 +6,8 @@ dataset a file belongs to."""
 
 from __future__ import annotations
 
+from lumos_dagster.floor.scan_report import ScanReport
 from lumos_dagster.inventory.watch import FileChange, Look, listing_state
-from lumos_dagster.report import ScanReport
 from lumos_dagster.sources.base import TableSource
 from lumos_dagster.store.roles import RegistryStore
 

@@ -24,7 +24,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Collection
 
-from lumos_dagster.report import ScanReport
+from lumos_dagster.floor.scan_report import ScanReport
 from lumos_dagster.sources.base import FileSource
 from lumos_dagster.store.roles import RegistryStore
 

@@ -12,11 +12,11 @@ from dataclasses import asdict, dataclass
 from graphlib import CycleError, TopologicalSorter
 from typing import Mapping, Sequence
 
-from lumos_dagster.config import LumosConfig, OwnerConfig
-from lumos_dagster.datasets import UNDISCOVERED, Catalogue, DatasetSpec, Enrichment
-from lumos_dagster.errors import ConfigError
+from lumos_dagster.floor.config import LumosConfig, OwnerConfig
+from lumos_dagster.floor.dataset_specs import UNDISCOVERED, Catalogue, DatasetSpec, Enrichment
+from lumos_dagster.floor.errors import ConfigError
+from lumos_dagster.floor.model import ColumnMapping, DatasetRecord, DatasetRef, LineageEdge, Owner
 from lumos_dagster.lineage.resolve import CodeDoc, doc_from_json
-from lumos_dagster.model import ColumnMapping, DatasetRecord, DatasetRef, LineageEdge, Owner
 from lumos_dagster.store import SnapshotStore
 from lumos_dagster.store.roles import RegistryStore
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from lumos_dagster.config import LumosConfig
+from lumos_dagster.floor.config import LumosConfig
 from lumos_dagster.lineage.resolve import CodeDoc
 
 EVERYTHING = None

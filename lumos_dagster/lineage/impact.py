@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass
 
-from lumos_dagster.datasets import Catalogue
-from lumos_dagster.model import Owner
+from lumos_dagster.floor.dataset_specs import Catalogue
+from lumos_dagster.floor.model import Owner
 
 
 @dataclass(frozen=True)

@@ -14,8 +14,8 @@ from functools import partial
 from pathlib import Path
 
 from lumos_dagster.code import CodeLineage, StoredSql, normalize_table_name
-from lumos_dagster.model import ColumnMapping, JobRef
-from lumos_dagster.windows import canonical_duration
+from lumos_dagster.floor.model import ColumnMapping, JobRef
+from lumos_dagster.floor.windows import canonical_duration
 
 
 @dataclass(frozen=True)

@@ -13,9 +13,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from lumos_dagster.datasets import Catalogue
+from lumos_dagster.floor.dataset_specs import Catalogue
+from lumos_dagster.floor.model import BREAKING, ColumnMapping, Owner, SchemaChange
 from lumos_dagster.lineage.impact import downstream
-from lumos_dagster.model import BREAKING, ColumnMapping, Owner, SchemaChange
 
 POSSIBLY_BREAKING, COMPATIBLE = "POSSIBLY BREAKING", "COMPATIBLE"
 _RANK = {COMPATIBLE: 0, POSSIBLY_BREAKING: 1, BREAKING: 2}

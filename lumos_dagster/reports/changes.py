@@ -9,11 +9,11 @@ import json
 from dataclasses import dataclass, field
 from typing import Sequence
 
+from lumos_dagster.floor.model import BREAKING, INFORMATIONAL, SchemaChange
+from lumos_dagster.floor.snapshot_json import change_to_json
+from lumos_dagster.floor.wording import visible
 from lumos_dagster.lineage.impact import Affected
-from lumos_dagster.model import BREAKING, INFORMATIONAL, SchemaChange
 from lumos_dagster.schema.gate import how_to_accept
-from lumos_dagster.snapshot_json import change_to_json
-from lumos_dagster.wording import visible
 
 
 @dataclass(frozen=True)

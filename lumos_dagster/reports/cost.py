@@ -13,11 +13,11 @@ from collections import defaultdict
 from dataclasses import asdict, dataclass, field
 
 from lumos_dagster.cost.attribution import Node, Savings, switch_off
-from lumos_dagster.datasets import Catalogue
-from lumos_dagster.model import Cost, RolledUpCost, Snapshot
+from lumos_dagster.floor.dataset_specs import Catalogue
+from lumos_dagster.floor.model import Cost, RolledUpCost, Snapshot
+from lumos_dagster.floor.wording import visible
 from lumos_dagster.reports.csvsafe import SafeWriter
 from lumos_dagster.store.roles import HistoryStore
-from lumos_dagster.wording import visible
 
 #: a month as the report takes it: YYYY-MM, a month that exists (2026-13 is none)
 MONTH = r"^\d{4}-(0[1-9]|1[0-2])$"

@@ -8,7 +8,7 @@ import csv
 import re
 from typing import Any, Iterable
 
-from lumos_dagster.wording import visible
+from lumos_dagster.floor.wording import visible
 
 _FORMULA = re.compile(r"[=+\-@]")
 _NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")

@@ -17,7 +17,7 @@ from datetime import datetime
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from lumos_dagster.config import EscalationRule, LumosConfig, NudgeConfig
+from lumos_dagster.floor.config import EscalationRule, LumosConfig, NudgeConfig
 from lumos_dagster.governance.rules import Todo, post_webhook, todo_json, todo_line
 
 NOTIFY_DOMAIN_OWNER, DEPRECATE = "notify_domain_owner", "deprecate"

@@ -11,18 +11,18 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from lumos_dagster.config import LumosConfig, RequiredConfig
-from lumos_dagster.datasets import Catalogue
+from lumos_dagster.floor.config import LumosConfig, RequiredConfig
+from lumos_dagster.floor.dataset_specs import Catalogue
+from lumos_dagster.floor.model import BREAKING, Snapshot
+from lumos_dagster.floor.naming import asset_paths
+from lumos_dagster.floor.wording import few
 from lumos_dagster.governance.checks import COMPATIBLE_CHECK
 from lumos_dagster.governance.rules import Todo, catalog_link, missing_by_owner, todo_json, todo_markdown
 from lumos_dagster.governance.status import Standing, standings
 from lumos_dagster.lineage.impact import fan_out
-from lumos_dagster.model import BREAKING, Snapshot
-from lumos_dagster.naming import asset_paths
 from lumos_dagster.reports import cost as cost_report
 from lumos_dagster.reports import render as overview_render
 from lumos_dagster.store.roles import HistoryAndReleases, HistoryStore
-from lumos_dagster.wording import few
 
 TITLE = "Lumos estate overview"
 RISKY_ROWS = 10

@@ -15,10 +15,10 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from lumos_dagster.extras import needs
+from lumos_dagster.floor.extras import needs
+from lumos_dagster.floor.wording import visible
 from lumos_dagster.governance.status import OK, STATUSES
 from lumos_dagster.reports.csvsafe import SafeWriter
-from lumos_dagster.wording import visible
 
 Table = tuple[tuple[str, ...], list[tuple[Any, ...]]]
 

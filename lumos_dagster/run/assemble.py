@@ -7,10 +7,10 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Sequence
 
-from lumos_dagster.datasets import DatasetSpec, Enrichment
-from lumos_dagster.datatypes import Field, Schema, map_struct_fields
-from lumos_dagster.model import DEFAULT_POLICY, DatasetRef, Snapshot, Snapshots, TableTotals
-from lumos_dagster.report import ScanReport
+from lumos_dagster.floor.dataset_specs import DatasetSpec, Enrichment
+from lumos_dagster.floor.datatypes import Field, Schema, map_struct_fields
+from lumos_dagster.floor.model import DEFAULT_POLICY, DatasetRef, Snapshot, Snapshots, TableTotals
+from lumos_dagster.floor.scan_report import ScanReport
 from lumos_dagster.run.contents import Contents, Observed
 
 

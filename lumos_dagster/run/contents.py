@@ -7,13 +7,13 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta, timezone
 from typing import Mapping, Sequence
 
-from lumos_dagster.datatypes import Schema, beyond_limits
+from lumos_dagster.floor.datatypes import Schema, beyond_limits
+from lumos_dagster.floor.limits import MAX_COUNT
+from lumos_dagster.floor.model import FileError, OperationalStats, SchemaConflict, TableVersion
+from lumos_dagster.floor.time_partitions import granularity
 from lumos_dagster.formats import FileResult
 from lumos_dagster.formats.merge import merge_schemas
-from lumos_dagster.limits import MAX_COUNT
-from lumos_dagster.model import FileError, OperationalStats, SchemaConflict, TableVersion
 from lumos_dagster.sources.discovery import DatasetFile, DiscoveredDataset
-from lumos_dagster.time_partitions import granularity
 
 #: (dataset, partition key): one snapshot of a run
 Cell = tuple[str, "str | None"]
@@ -105,7 +105,7 @@ def _kept(count: int | None) -> bool:
 
 
 def within_limits(c: Contents, where: str) -> Contents:
-    """`c` as Lumos keeps it (`lumos_dagster.limits`), `where` naming the dataset: a schema beyond the
+    """`c` as Lumos keeps it (`lumos_dagster.floor.limits`), `where` naming the dataset: a schema beyond the
     limits is the partition's error, and a count past 64 bits (two Parquet footers' 2^62 rows summed, a
     table log's word) is not kept, said so: a row count becomes unknown, a size the largest kept."""
     beyond = beyond_limits(c.schema)

@@ -13,17 +13,17 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Callable, Mapping, Sequence
 
-from lumos_dagster.datasets import DatasetSpec
+from lumos_dagster.floor.dataset_specs import DatasetSpec
+from lumos_dagster.floor.model import Commit, FileError
+from lumos_dagster.floor.progress import Progress
+from lumos_dagster.floor.scan_report import ScanReport
+from lumos_dagster.floor.windows import Window
 from lumos_dagster.formats import FileResult
-from lumos_dagster.model import Commit, FileError
-from lumos_dagster.progress import Progress
-from lumos_dagster.report import ScanReport
 from lumos_dagster.run.contents import Cell, Contents, Observed, file_contents, files_in_window, within_limits
 from lumos_dagster.run.tables import table_contents, with_commits
 from lumos_dagster.sources import FileSource, Source, TableDescription, TableSource
 from lumos_dagster.sources.discovery import DatasetFile, DiscoveredDataset
 from lumos_dagster.tables import table_format
-from lumos_dagster.windows import Window
 
 
 @dataclass

@@ -16,10 +16,10 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Mapping, Sequence
 
-from lumos_dagster.config import LumosConfig
-from lumos_dagster.datasets import Catalogue, DatasetSpec
+from lumos_dagster.floor.config import LumosConfig
+from lumos_dagster.floor.dataset_specs import Catalogue, DatasetSpec
+from lumos_dagster.floor.model import CheckResult, Snapshot, Snapshots
 from lumos_dagster.governance.checks import READABLE_CHECK, CheckOutcome, Judgement, Table, has_data, judge, readable
-from lumos_dagster.model import CheckResult, Snapshot, Snapshots
 from lumos_dagster.schema.versioning import slot
 from lumos_dagster.store.roles import HistoryStore
 from lumos_dagster.store.store import Versioning

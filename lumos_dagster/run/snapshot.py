@@ -26,23 +26,23 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Callable, Iterator, Mapping, Sequence
 
-from lumos_dagster.config import LumosConfig
 from lumos_dagster.cost.pricing import Bills, BillsLookup, HoursLookup, price
-from lumos_dagster.datasets import Catalogue, DatasetSpec, chunks
 from lumos_dagster.delivery.worker import Delivery
+from lumos_dagster.floor.config import LumosConfig
+from lumos_dagster.floor.dataset_specs import Catalogue, DatasetSpec, chunks
+from lumos_dagster.floor.model import Snapshot
+from lumos_dagster.floor.scan_report import ScanReport
+from lumos_dagster.floor.windows import Window
 from lumos_dagster.formats import FileResult
 from lumos_dagster.governance.alerts import alert_run
 from lumos_dagster.governance.checks import Judgement, blocking_checks, failure_message, has_data
 from lumos_dagster.governance.govern import govern
 from lumos_dagster.governance.profiling import FileProfiler, profiler
-from lumos_dagster.model import Snapshot
-from lumos_dagster.report import ScanReport
 from lumos_dagster.run.assemble import assemble
 from lumos_dagster.run.listing import Listing, files_to_read, list_datasets, observe
 from lumos_dagster.run.record import record
 from lumos_dagster.sources import Source
 from lumos_dagster.store import SnapshotStore
-from lumos_dagster.windows import Window
 
 log = logging.getLogger(__name__)
 

@@ -21,12 +21,12 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Callable, Sequence
 
-from lumos_dagster.model import Commit, FileError, TableVersion
+from lumos_dagster.floor.model import Commit, FileError, TableVersion
+from lumos_dagster.floor.windows import Window
 from lumos_dagster.run.contents import Contents
 from lumos_dagster.sources.base import FileSource
 from lumos_dagster.sources.discovery import DiscoveredDataset
 from lumos_dagster.tables import ListedFile, Table, TableFormat, UnreadableVersion
-from lumos_dagster.windows import Window
 
 
 def version_at(versions: Sequence[TableVersion], end: datetime | None) -> TableVersion | None:

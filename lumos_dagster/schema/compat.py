@@ -17,7 +17,7 @@ See docs/compatibility.md for the table.
 
 from __future__ import annotations
 
-from lumos_dagster.datatypes import DataType, Decimal, Primitive, Timestamp
+from lumos_dagster.floor.datatypes import DataType, Decimal, Primitive, Timestamp
 
 _SIGNED = ("int8", "int16", "int32", "int64")
 _UNSIGNED = ("uint8", "uint16", "uint32", "uint64")

@@ -18,7 +18,7 @@ import bisect
 import json
 from typing import Any, Sequence
 
-from lumos_dagster.datatypes import (
+from lumos_dagster.floor.datatypes import (
     NO_DEFAULT,
     TYPE_CLASSES,
     Array,
@@ -33,8 +33,8 @@ from lumos_dagster.datatypes import (
     type_str,
     untyped,
 )
-from lumos_dagster.datatypes import Schema as SchemaModel
-from lumos_dagster.model import SchemaChange, Snapshot
+from lumos_dagster.floor.datatypes import Schema as SchemaModel
+from lumos_dagster.floor.model import SchemaChange, Snapshot
 from lumos_dagster.schema.compat import promotable
 from lumos_dagster.schema.resolution import reads_name, resolves, same_name
 

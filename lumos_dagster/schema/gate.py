@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from typing import Sequence
 
-from lumos_dagster.config import LumosConfig
-from lumos_dagster.model import BREAKING, SchemaChange, Snapshot
+from lumos_dagster.floor.config import LumosConfig
+from lumos_dagster.floor.model import BREAKING, SchemaChange, Snapshot
 from lumos_dagster.schema.versioning import judge
 
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Sequence
 
-from lumos_dagster.model import BREAKING, SchemaChange, Snapshot
+from lumos_dagster.floor.model import BREAKING, SchemaChange, Snapshot
 
 
 @dataclass(frozen=True)

@@ -7,12 +7,12 @@ import os
 from dataclasses import dataclass
 from typing import Callable
 
-from lumos_dagster.datatypes import Schema
-from lumos_dagster.errors import LumosError, SchemaReadError, UnknownDataset
+from lumos_dagster.floor.datatypes import Schema
+from lumos_dagster.floor.errors import LumosError, SchemaReadError, UnknownDataset
+from lumos_dagster.floor.model import Snapshot, dataset_urn
+from lumos_dagster.floor.snapshot_json import snapshot_from_json
 from lumos_dagster.formats import read_file_schema
 from lumos_dagster.formats.avro import read_avsc
-from lumos_dagster.model import Snapshot, dataset_urn
-from lumos_dagster.snapshot_json import snapshot_from_json
 from lumos_dagster.store import SnapshotStore
 from lumos_dagster.store.roles import RegistryAndHistory
 

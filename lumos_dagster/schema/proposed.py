@@ -13,7 +13,7 @@ import re
 from collections import Counter
 from typing import Any
 
-from lumos_dagster.datatypes import (
+from lumos_dagster.floor.datatypes import (
     NO_DEFAULT,
     Array,
     DataType,
@@ -31,10 +31,10 @@ from lumos_dagster.datatypes import (
     UnionType,
     schema_from_json,
 )
-from lumos_dagster.errors import LumosError
-from lumos_dagster.limits import MAX_FIELDS, MAX_NESTING
-from lumos_dagster.snapshot_json import snapshot_from_json
-from lumos_dagster.storable import unstorable, unstorable_strings
+from lumos_dagster.floor.errors import LumosError
+from lumos_dagster.floor.limits import MAX_FIELDS, MAX_NESTING
+from lumos_dagster.floor.snapshot_json import snapshot_from_json
+from lumos_dagster.floor.storable import unstorable, unstorable_strings
 
 FORMATS = ("avro", "json-schema", "spark-ddl", "lumos")
 

@@ -12,7 +12,7 @@ from urllib.parse import urlparse
 
 import yaml
 
-from lumos_dagster.extras import needs
+from lumos_dagster.floor.extras import needs
 
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
 

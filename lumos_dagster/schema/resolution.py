@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from lumos_dagster.datatypes import Array, DataType, Enum, Field, Fixed, Map, Struct, UnionType
+from lumos_dagster.floor.datatypes import Array, DataType, Enum, Field, Fixed, Map, Struct, UnionType
 from lumos_dagster.schema.compat import promotable
 
 NamedType = Struct | Enum | Fixed

@@ -32,8 +32,8 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Sequence
 
-from lumos_dagster.datatypes import typed_like
-from lumos_dagster.model import (
+from lumos_dagster.floor.datatypes import typed_like
+from lumos_dagster.floor.model import (
     BREAKING,
     DEFAULT_POLICY,
     FIRST_VERSION,

@@ -6,18 +6,18 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable, Union
 
-from lumos_dagster.limits import MAX_NAME
-from lumos_dagster.model import DatasetRecord
-from lumos_dagster.plugins import BuildContext
-from lumos_dagster.report import ScanReport
+from lumos_dagster.floor.limits import MAX_NAME
+from lumos_dagster.floor.model import DatasetRecord
+from lumos_dagster.floor.plugins import BuildContext
+from lumos_dagster.floor.scan_report import ScanReport
+from lumos_dagster.floor.storable import unstorable
 from lumos_dagster.sources.base import FileSource, Progress, TableDescription, TableSource
+from lumos_dagster.sources.builtins import SOURCES
 from lumos_dagster.sources.discovery import DiscoveredDataset
 from lumos_dagster.sources.local import UNLISTED
-from lumos_dagster.sources.registry import SOURCES
-from lumos_dagster.storable import unstorable
 
-if TYPE_CHECKING:  # lumos_dagster.config imports this package's registry
-    from lumos_dagster.config import LumosConfig
+if TYPE_CHECKING:  # lumos_dagster.floor.config imports this package's registry
+    from lumos_dagster.floor.config import LumosConfig
 
 Source = Union[FileSource, TableSource]
 

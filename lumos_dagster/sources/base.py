@@ -13,11 +13,11 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterator, Sequence
 
 from lumos_dagster.code import StoredSql
-from lumos_dagster.datatypes import Schema
-from lumos_dagster.errors import NotProfiled
+from lumos_dagster.floor.datatypes import Schema
+from lumos_dagster.floor.errors import NotProfiled
+from lumos_dagster.floor.model import OperationalStats, Profile, TableVersion
+from lumos_dagster.floor.scan_report import ScanReport
 from lumos_dagster.formats import FsSpec
-from lumos_dagster.model import OperationalStats, Profile, TableVersion
-from lumos_dagster.report import ScanReport
 from lumos_dagster.sources.discovery import DiscoveredDataset, FileEntry, group_files
 
 Progress = Callable[[int], None]

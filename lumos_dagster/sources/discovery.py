@@ -27,11 +27,11 @@ from dataclasses import dataclass, field
 from datetime import date, datetime
 from typing import Callable
 
-from lumos_dagster.errors import ConfigError
+from lumos_dagster.floor.errors import ConfigError
+from lumos_dagster.floor.time_partitions import DATE_FORMATS, mostly_times, partition_time
+from lumos_dagster.floor.time_partitions import time_key as time_key_of
 from lumos_dagster.formats import format_from, format_of, needs_head
 from lumos_dagster.tables import claim
-from lumos_dagster.time_partitions import DATE_FORMATS, mostly_times, partition_time
-from lumos_dagster.time_partitions import time_key as time_key_of
 
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 

@@ -13,11 +13,11 @@ from typing import Sequence
 from pyiceberg.catalog import Catalog, load_catalog
 from pyiceberg.exceptions import NoSuchTableError
 
-from lumos_dagster.errors import ConfigError
-from lumos_dagster.masking import mask_secrets, shown_url
-from lumos_dagster.model import Commit, DatasetRecord
-from lumos_dagster.plugins import expand_secrets
-from lumos_dagster.report import ScanReport
+from lumos_dagster.floor.errors import ConfigError
+from lumos_dagster.floor.masking import mask_secrets, shown_url
+from lumos_dagster.floor.model import Commit, DatasetRecord
+from lumos_dagster.floor.plugins import expand_secrets
+from lumos_dagster.floor.scan_report import ScanReport
 from lumos_dagster.sources.base import Progress, TableDescription, TableSource
 from lumos_dagster.tables.base import TableState
 from lumos_dagster.tables.iceberg_history import FORMAT, IcebergHistory

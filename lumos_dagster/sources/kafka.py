@@ -37,12 +37,12 @@ from typing import Any, Callable
 
 import fastavro
 
-from lumos_dagster.datatypes import DataType, Field, Schema, Struct
-from lumos_dagster.errors import ConfigError
-from lumos_dagster.masking import mask_secrets
-from lumos_dagster.model import DatasetRecord, OperationalStats, TableVersion
-from lumos_dagster.plugins import expand_secrets
-from lumos_dagster.report import ScanReport
+from lumos_dagster.floor.datatypes import DataType, Field, Schema, Struct
+from lumos_dagster.floor.errors import ConfigError
+from lumos_dagster.floor.masking import mask_secrets
+from lumos_dagster.floor.model import DatasetRecord, OperationalStats, TableVersion
+from lumos_dagster.floor.plugins import expand_secrets
+from lumos_dagster.floor.scan_report import ScanReport
 from lumos_dagster.sources.base import Progress, TableDescription, TableSource
 from lumos_dagster.sources.mongodb import infer_fields, merge_types, value_type
 from lumos_dagster.sources.schema_registry import RegisteredSchema, SchemaRegistry, proto_file, to_schema

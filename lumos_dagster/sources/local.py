@@ -8,8 +8,8 @@ import posixpath
 import stat
 from typing import Iterator
 
+from lumos_dagster.floor.scan_report import ScanReport
 from lumos_dagster.formats import HEAD_BYTES
-from lumos_dagster.report import ScanReport
 from lumos_dagster.sources.base import FileSource
 from lumos_dagster.sources.discovery import FileEntry
 from lumos_dagster.tables import hidden_folders

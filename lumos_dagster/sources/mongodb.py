@@ -13,12 +13,22 @@ import uuid
 from decimal import Decimal as PyDecimal
 from fnmatch import fnmatchcase
 
-from lumos_dagster.datatypes import Array, DataType, Field, Primitive, Schema, Struct, Timestamp, UnionType, type_str
+from lumos_dagster.floor.datatypes import (
+    Array,
+    DataType,
+    Field,
+    Primitive,
+    Schema,
+    Struct,
+    Timestamp,
+    UnionType,
+    type_str,
+)
+from lumos_dagster.floor.masking import mask_secrets
+from lumos_dagster.floor.model import DatasetRecord, OperationalStats
+from lumos_dagster.floor.plugins import expand_secrets
+from lumos_dagster.floor.scan_report import ScanReport
 from lumos_dagster.formats.merge import widen
-from lumos_dagster.masking import mask_secrets
-from lumos_dagster.model import DatasetRecord, OperationalStats
-from lumos_dagster.plugins import expand_secrets
-from lumos_dagster.report import ScanReport
 from lumos_dagster.sources.base import Progress, TableDescription, TableSource
 
 NULL = Primitive("null")

@@ -15,9 +15,9 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Iterator
 
+from lumos_dagster.floor.scan_report import ScanReport
 from lumos_dagster.formats import HEAD_BYTES, format_of
 from lumos_dagster.formats.base import FsSpec, fsspec_filesystem
-from lumos_dagster.report import ScanReport
 from lumos_dagster.sources.base import FileSource
 from lumos_dagster.sources.discovery import FileEntry
 

@@ -22,7 +22,7 @@ import psycopg
 from psycopg import sql
 
 from lumos_dagster.code import StoredSql
-from lumos_dagster.datatypes import (
+from lumos_dagster.floor.datatypes import (
     NO_DEFAULT,
     Array,
     DataType,
@@ -35,12 +35,12 @@ from lumos_dagster.datatypes import (
     Time,
     Timestamp,
 )
-from lumos_dagster.errors import ConfigError, NotProfiled
-from lumos_dagster.masking import AMBIGUOUS_PASSWORD
-from lumos_dagster.model import ColumnProfile, DatasetRecord, OperationalStats, Profile
-from lumos_dagster.naming import name_part
-from lumos_dagster.plugins import expand_secrets
-from lumos_dagster.report import ScanReport
+from lumos_dagster.floor.errors import ConfigError, NotProfiled
+from lumos_dagster.floor.masking import AMBIGUOUS_PASSWORD
+from lumos_dagster.floor.model import ColumnProfile, DatasetRecord, OperationalStats, Profile
+from lumos_dagster.floor.naming import name_part
+from lumos_dagster.floor.plugins import expand_secrets
+from lumos_dagster.floor.scan_report import ScanReport
 from lumos_dagster.sources.base import Progress, TableDescription, TableSource
 
 KINDS = {"r": "table", "p": "table", "v": "view", "m": "materialized_view", "f": "foreign_table"}

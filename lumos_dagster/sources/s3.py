@@ -15,8 +15,8 @@ from urllib.parse import urlparse
 import boto3
 from botocore.exceptions import BotoCoreError, ClientError
 
+from lumos_dagster.floor.scan_report import ScanReport
 from lumos_dagster.formats import HEAD_BYTES, format_of
-from lumos_dagster.report import ScanReport
 from lumos_dagster.sources.base import FileSource
 from lumos_dagster.sources.discovery import FileEntry
 

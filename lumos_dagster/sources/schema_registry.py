@@ -18,12 +18,12 @@ from urllib.error import HTTPError
 from urllib.parse import quote
 from urllib.request import Request, urlopen
 
-from lumos_dagster.datatypes import Schema
+from lumos_dagster.floor.datatypes import Schema
+from lumos_dagster.floor.masking import mask_secrets, shown_url
+from lumos_dagster.floor.storable import storable_json
 from lumos_dagster.formats.avro import from_avro_schema
 from lumos_dagster.formats.json_schema import from_json_schema
 from lumos_dagster.formats.protobuf import ProtoFile, compile_proto
-from lumos_dagster.masking import mask_secrets, shown_url
-from lumos_dagster.storable import storable_json
 
 
 class RegistryError(Exception):

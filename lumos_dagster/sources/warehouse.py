@@ -31,7 +31,7 @@ from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
 from lumos_dagster.code import StoredSql
-from lumos_dagster.datatypes import (
+from lumos_dagster.floor.datatypes import (
     NO_DEFAULT,
     Array,
     DataType,
@@ -44,13 +44,13 @@ from lumos_dagster.datatypes import (
     Time,
     Timestamp,
 )
-from lumos_dagster.errors import ConfigError
-from lumos_dagster.extras import needs
-from lumos_dagster.masking import mask_secrets
-from lumos_dagster.model import DatasetRecord, OperationalStats
-from lumos_dagster.naming import name_part
-from lumos_dagster.plugins import expand_secrets
-from lumos_dagster.report import ScanReport
+from lumos_dagster.floor.errors import ConfigError
+from lumos_dagster.floor.extras import needs
+from lumos_dagster.floor.masking import mask_secrets
+from lumos_dagster.floor.model import DatasetRecord, OperationalStats
+from lumos_dagster.floor.naming import name_part
+from lumos_dagster.floor.plugins import expand_secrets
+from lumos_dagster.floor.scan_report import ScanReport
 from lumos_dagster.sources.base import Progress, TableDescription, TableSource
 from lumos_dagster.sources.postgres import default_value, quote, unquote
 

@@ -10,7 +10,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator
 
-from lumos_dagster.plugins import Secret, SourceEntry
+from lumos_dagster.floor.plugins import Secret, SourceEntry
 
 
 class WarehouseSourceConfig(SourceEntry):

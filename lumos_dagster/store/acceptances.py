@@ -18,7 +18,7 @@ from datetime import datetime, timezone
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from lumos_dagster.model import Acceptance
+from lumos_dagster.floor.model import Acceptance
 
 metadata = sa.MetaData()
 

@@ -18,12 +18,12 @@ from typing import Self
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
-from lumos_dagster.errors import StoreError
-from lumos_dagster.extras import needs
-from lumos_dagster.masking import AMBIGUOUS_PASSWORD, ambiguous_password, mask_secrets, shown_url
-from lumos_dagster.plugins import expand_secrets
+from lumos_dagster.floor.errors import StoreError
+from lumos_dagster.floor.extras import needs
+from lumos_dagster.floor.masking import AMBIGUOUS_PASSWORD, ambiguous_password, mask_secrets, shown_url
+from lumos_dagster.floor.plugins import expand_secrets
 from lumos_dagster.store.faults import fault_message
-from lumos_dagster.store.tables import MIGRATIONS, SCHEMA_VERSION, meta_table, metadata
+from lumos_dagster.store.sql_tables import MIGRATIONS, SCHEMA_VERSION, meta_table, metadata
 
 
 def _engine(url: str) -> Engine:

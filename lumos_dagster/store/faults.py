@@ -10,7 +10,7 @@ import errno
 import os
 from typing import Any
 
-from lumos_dagster.masking import mask_secrets, shown_url
+from lumos_dagster.floor.masking import mask_secrets, shown_url
 
 TIMEOUT, LOST, FULL = "timeout", "lost", "full"
 #: PostgreSQL's SQLSTATE of each fault (psycopg's `sqlstate`): query_canceled; admin_shutdown,

@@ -8,7 +8,7 @@ from collections.abc import Iterable
 import sqlalchemy as sa
 
 from lumos_dagster.store.connection import StoreConnection
-from lumos_dagster.store.tables import file_state_table
+from lumos_dagster.store.sql_tables import file_state_table
 
 
 class FileState(StoreConnection):

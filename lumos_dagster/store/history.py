@@ -8,12 +8,12 @@ from collections.abc import Collection, Mapping, Sequence
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from lumos_dagster.model import Snapshot
-from lumos_dagster.snapshot_json import snapshot_from_json
+from lumos_dagster.floor.model import Snapshot
+from lumos_dagster.floor.snapshot_json import snapshot_from_json
 from lumos_dagster.store.connection import StoreConnection
 from lumos_dagster.store.documents import assemble
 from lumos_dagster.store.rows import _chunks
-from lumos_dagster.store.tables import (
+from lumos_dagster.store.sql_tables import (
     documents_table,
     latest_captures,
     snapshots_table,

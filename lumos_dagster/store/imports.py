@@ -10,14 +10,14 @@ from collections.abc import Iterable, Sequence
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from lumos_dagster.errors import StoreError
-from lumos_dagster.masking import shown_url
-from lumos_dagster.model import DatasetRecord, Snapshot
-from lumos_dagster.snapshot_json import snapshot_dumps
+from lumos_dagster.floor.errors import StoreError
+from lumos_dagster.floor.masking import shown_url
+from lumos_dagster.floor.model import DatasetRecord, Snapshot
+from lumos_dagster.floor.snapshot_json import snapshot_dumps
 from lumos_dagster.store.connection import StoreConnection
 from lumos_dagster.store.releases import Release
 from lumos_dagster.store.rows import _chunks, _insert_or_ignore, _now, _snapshot_row, _with_bodies
-from lumos_dagster.store.tables import datasets_table, releases_table, snapshots_table, stored_document, with_bodies
+from lumos_dagster.store.sql_tables import datasets_table, releases_table, snapshots_table, stored_document, with_bodies
 
 
 def _digest(document: str) -> str:

@@ -15,11 +15,17 @@ from datetime import datetime, timedelta
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from lumos_dagster.model import Snapshot, dataset_urn
-from lumos_dagster.snapshot_json import SNAPSHOT_FORMAT, snapshot_from_json
+from lumos_dagster.floor.model import Snapshot, dataset_urn
+from lumos_dagster.floor.snapshot_json import SNAPSHOT_FORMAT, snapshot_from_json
 from lumos_dagster.store.connection import StoreConnection
 from lumos_dagster.store.rows import _aware, _chunks, _now, _on_conflict_retry, _upsert
-from lumos_dagster.store.tables import catalog_state_table, outbox_table, snapshots_table, stored_document, with_bodies
+from lumos_dagster.store.sql_tables import (
+    catalog_state_table,
+    outbox_table,
+    snapshots_table,
+    stored_document,
+    with_bodies,
+)
 
 
 class Delivery:

@@ -16,11 +16,11 @@ from contextlib import contextmanager
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from lumos_dagster.model import Acceptance, Snapshot
+from lumos_dagster.floor.model import Acceptance, Snapshot
 from lumos_dagster.store.acceptances import acceptances as acceptances_of
 from lumos_dagster.store.history import History
 from lumos_dagster.store.rows import _now, _snapshot_row, _with_bodies
-from lumos_dagster.store.tables import meta_table, outbox_table, snapshots_table
+from lumos_dagster.store.sql_tables import meta_table, outbox_table, snapshots_table
 
 #: PostgreSQL advisory locks that serialize versioning per dataset: (space, slot) pairs, the
 #: dataset's URN hashed into a slot (a batch of thousands takes at most this many locks)

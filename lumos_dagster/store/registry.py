@@ -8,10 +8,10 @@ from collections.abc import Collection, Iterable, Sequence
 
 import sqlalchemy as sa
 
-from lumos_dagster.model import DatasetRecord
+from lumos_dagster.floor.model import DatasetRecord
 from lumos_dagster.store.connection import StoreConnection
 from lumos_dagster.store.rows import _now, _on_conflict_retry
-from lumos_dagster.store.tables import code_table, datasets_table
+from lumos_dagster.store.sql_tables import code_table, datasets_table
 
 
 class Registry(StoreConnection):

@@ -9,12 +9,12 @@ from datetime import datetime
 
 import sqlalchemy as sa
 
-from lumos_dagster.errors import StoreError
-from lumos_dagster.model import Acceptance
+from lumos_dagster.floor.errors import StoreError
+from lumos_dagster.floor.model import Acceptance
 from lumos_dagster.store.acceptances import acceptances as acceptances_of
 from lumos_dagster.store.connection import StoreConnection
 from lumos_dagster.store.rows import _aware, _now, _on_conflict_retry
-from lumos_dagster.store.tables import releases_table
+from lumos_dagster.store.sql_tables import releases_table
 
 
 @dataclass(frozen=True)

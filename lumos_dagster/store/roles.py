@@ -13,7 +13,7 @@ from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import Protocol
 
-from lumos_dagster.model import Acceptance, DatasetRecord, Snapshot
+from lumos_dagster.floor.model import Acceptance, DatasetRecord, Snapshot
 from lumos_dagster.store.outbox import OUTBOX_DAYS, Delivery
 from lumos_dagster.store.recording import Versioning
 from lumos_dagster.store.releases import Release

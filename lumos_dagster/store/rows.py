@@ -11,10 +11,10 @@ from typing import TypeVar
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from lumos_dagster.model import Snapshot
-from lumos_dagster.snapshot_json import snapshot_to_json
+from lumos_dagster.floor.model import Snapshot
+from lumos_dagster.floor.snapshot_json import snapshot_to_json
 from lumos_dagster.store.documents import split
-from lumos_dagster.store.tables import documents_table
+from lumos_dagster.store.sql_tables import documents_table
 
 
 def _now() -> datetime:

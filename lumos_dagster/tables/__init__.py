@@ -14,7 +14,7 @@ from __future__ import annotations
 import functools
 from typing import Sequence, TypeVar
 
-from lumos_dagster.plugins import Registry
+from lumos_dagster.floor.plugins import PluginRegistry
 from lumos_dagster.tables.base import ListedFile, Table, TableFormat, TableState, UnreadableVersion
 from lumos_dagster.tables.delta import DELTA
 from lumos_dagster.tables.iceberg import ICEBERG
@@ -31,7 +31,7 @@ __all__ = [
     "table_format",
 ]
 
-TABLES: Registry[TableFormat] = Registry("lumos.tables", TableFormat, (DELTA, ICEBERG))
+TABLES: PluginRegistry[TableFormat] = PluginRegistry("lumos.tables", TableFormat, (DELTA, ICEBERG))
 
 
 def table_format(name: str | None) -> TableFormat | None:

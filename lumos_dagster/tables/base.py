@@ -10,9 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Protocol, Sequence, runtime_checkable
 
-from lumos_dagster.datatypes import Schema
+from lumos_dagster.floor.datatypes import Schema
+from lumos_dagster.floor.model import Commit, OperationalStats, TableVersion
 from lumos_dagster.formats.base import FsSpec
-from lumos_dagster.model import Commit, OperationalStats, TableVersion
 
 
 @dataclass(frozen=True)

@@ -28,10 +28,10 @@ from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any, Sequence
 from urllib.parse import urlsplit
 
-from lumos_dagster.datatypes import Array, DataType, Field, Map, Primitive, Schema, Struct
-from lumos_dagster.extras import needs
+from lumos_dagster.floor.datatypes import Array, DataType, Field, Map, Primitive, Schema, Struct
+from lumos_dagster.floor.extras import needs
+from lumos_dagster.floor.model import Commit, OperationalStats, TableVersion
 from lumos_dagster.formats.base import FsSpec, fsspec_filesystem
-from lumos_dagster.model import Commit, OperationalStats, TableVersion
 from lumos_dagster.tables.base import ListedFile, TableState, UnreadableVersion, table_url
 
 if TYPE_CHECKING:

@@ -14,9 +14,9 @@ import posixpath
 import re
 from typing import Iterable, Sequence
 
-from lumos_dagster.extras import needs
+from lumos_dagster.floor.extras import needs
+from lumos_dagster.floor.model import Commit, TableVersion
 from lumos_dagster.formats.base import FsSpec, fsspec_filesystem
-from lumos_dagster.model import Commit, TableVersion
 from lumos_dagster.tables.base import ListedFile, TableState, table_url
 
 FORMAT = "iceberg"

@@ -27,7 +27,7 @@ from pyiceberg.table.metadata import TableMetadata
 from pyiceberg.table.snapshots import Snapshot
 from pyiceberg.transforms import IdentityTransform, VoidTransform
 
-from lumos_dagster.datatypes import (
+from lumos_dagster.floor.datatypes import (
     Array,
     DataType,
     Decimal,
@@ -40,7 +40,7 @@ from lumos_dagster.datatypes import (
     Time,
     Timestamp,
 )
-from lumos_dagster.model import Commit, OperationalStats, TableVersion
+from lumos_dagster.floor.model import Commit, OperationalStats, TableVersion
 from lumos_dagster.tables.base import TableState
 
 FORMAT = "iceberg"

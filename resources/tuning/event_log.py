@@ -70,7 +70,7 @@ from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.pool import QueuePool
 from watchdog.observers import Observer
 
-from lumos_dagster.collector import skip_final_collection
+from lumos_dagster.floor.collector import skip_final_collection
 from lumos_dagster.resources.ownership import is_own
 from lumos_dagster.resources.tuning import speedups
 

@@ -7,7 +7,7 @@ from fastapi import APIRouter, Query
 
 from lumos_dagster.api import models as m
 from lumos_dagster.api.access import Depth, Name, New, Old, Read, Service, Settings
-from lumos_dagster.api.errors import ERRORS, ApiError
+from lumos_dagster.api.errors import ERRORS, HttpProblem
 from lumos_dagster.api.service import UNKNOWN_DATASET, NotFound
 
 router = APIRouter(tags=["datasets"], responses=ERRORS)
@@ -62,7 +62,7 @@ def by_path(_: Read, lumos: Service, path: str, old: Annotated[str | None, Query
     readings = [(None, path)] + [(s, path[: -len(s) - 1]) for s in SUBRESOURCES if path.endswith(f"/{s}")]
     found = [(sub, name) for sub, name in readings if name and lumos.exists(name)]
     if len(found) > 1:
-        raise ApiError(409, "this path names a dataset and a part of another: use /v1/dataset?name=… (or "
+        raise HttpProblem(409, "this path names a dataset and a part of another: use /v1/dataset?name=… (or "
                        "/v1/dataset/history?name=…)", code="ambiguous")  # fmt: skip
     if not found:
         raise NotFound(UNKNOWN_DATASET)
@@ -74,7 +74,7 @@ def by_path(_: Read, lumos: Service, path: str, old: Annotated[str | None, Query
     if sub == "impact":
         return lumos.impact(name, depth)
     if old is None:
-        raise ApiError(422, "query.old: Field required")
+        raise HttpProblem(422, "query.old: Field required")
     return lumos.diff(name, old, new, policy)
 
 

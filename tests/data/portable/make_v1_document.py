@@ -22,9 +22,9 @@ from click.testing import CliRunner
 from dagster import DagsterInstance
 
 from lumos_dagster.cli import main
-from lumos_dagster.config import load_config
+from lumos_dagster.cli.demo_lake import build_demo_lake
 from lumos_dagster.definitions import build_definitions
-from lumos_dagster.demo import build_demo_lake
+from lumos_dagster.floor.config import load_config
 from tests.lake import demo_config
 
 DAY = date(2026, 11, 25)

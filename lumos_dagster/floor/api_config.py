@@ -11,7 +11,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator
 
-from lumos_dagster.plugins import ConfigModel
+from lumos_dagster.floor.plugins import ConfigModel
 
 Scope = Literal["read", "check", "write"]
 SCOPES: tuple[str, ...] = ("read", "check", "write")

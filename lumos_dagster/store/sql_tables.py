@@ -12,7 +12,7 @@ from typing import Callable
 import sqlalchemy as sa
 from sqlalchemy.ext.compiler import compiles
 
-from lumos_dagster.masking import mask_secrets, shown_url
+from lumos_dagster.floor.masking import mask_secrets, shown_url
 from lumos_dagster.store.documents import DOCUMENT_MODES, assemble, packed
 
 metadata = sa.MetaData()

@@ -13,8 +13,8 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from lumos_dagster.catalog.base import secret
-from lumos_dagster.masking import shown_url
-from lumos_dagster.plugins import CATALOGS, BuildContext, ConfigModel, Plugin
+from lumos_dagster.floor.masking import shown_url
+from lumos_dagster.floor.plugins import CATALOGS, BuildContext, ConfigModel, Plugin
 
 
 class DataHubLiteCatalogConfig(ConfigModel):

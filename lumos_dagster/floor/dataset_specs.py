@@ -11,9 +11,9 @@ import functools
 from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
-from lumos_dagster.config import ProfileDecl, ScheduleDecl
-from lumos_dagster.model import DEFAULT_POLICY, DatasetRef, LineageEdge, Owner
-from lumos_dagster.naming import asset_paths
+from lumos_dagster.floor.config import ProfileDecl, ScheduleDecl
+from lumos_dagster.floor.model import DEFAULT_POLICY, DatasetRef, LineageEdge, Owner
+from lumos_dagster.floor.naming import asset_paths
 
 UNDISCOVERED = "(not discovered)"
 

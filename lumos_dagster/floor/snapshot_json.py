@@ -8,8 +8,8 @@ from dataclasses import asdict
 from datetime import datetime
 from typing import Any, Sequence
 
-from lumos_dagster.datatypes import schema_from_json, schema_to_json
-from lumos_dagster.model import (
+from lumos_dagster.floor.datatypes import schema_from_json, schema_to_json
+from lumos_dagster.floor.model import (
     AssertionResult,
     CheckResult,
     ColumnMapping,

@@ -15,10 +15,10 @@ from urllib.parse import urlsplit
 
 from pydantic import Field, field_validator, model_validator
 
-from lumos_dagster.errors import ConfigError
+from lumos_dagster.floor.errors import ConfigError
+from lumos_dagster.floor.masking import AMBIGUOUS_PASSWORD
+from lumos_dagster.floor.plugins import SOURCES, BuildContext, Plugin, Secret, SourceEntry
 from lumos_dagster.formats import FORMATS
-from lumos_dagster.masking import AMBIGUOUS_PASSWORD
-from lumos_dagster.plugins import SOURCES, BuildContext, Plugin, Secret, SourceEntry
 from lumos_dagster.sources.discovery import PathTemplate
 from lumos_dagster.sources.warehouse_config import (
     BigQuerySourceConfig,

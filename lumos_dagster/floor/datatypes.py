@@ -9,7 +9,7 @@ import json
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterator, Sequence, Union
 
-from lumos_dagster.limits import MAX_FIELD_NAME, MAX_FIELDS
+from lumos_dagster.floor.limits import MAX_FIELD_NAME, MAX_FIELDS
 
 PRIMITIVE_KINDS = frozenset(
     {

@@ -26,8 +26,8 @@ from typing import Annotated, Any, Callable, Generic, Iterator, TypeVar, get_arg
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from lumos_dagster.errors import ConfigError
-from lumos_dagster.extras import needs
+from lumos_dagster.floor.errors import ConfigError
+from lumos_dagster.floor.extras import needs
 
 log = logging.getLogger(__name__)
 
@@ -127,7 +127,7 @@ class Plugin:
     type: str
     config: builtins.type[ConfigModel]  # `type` here is the field above
     build: Callable[[Any, BuildContext], Any]
-    extra: str | None = None  # the extra of the package whose libraries `build` imports (lumos_dagster.extras)
+    extra: str | None = None  # the extra of the package whose libraries `build` imports (lumos_dagster.floor.extras)
 
     def built(self, entry: Any, context: BuildContext) -> Any:
         """`build(entry, context)`, a library of the plug-in's extra that is not installed said as the extra
@@ -140,7 +140,7 @@ class Plugin:
         declared = self.config.model_fields.get("type") if is_config else None
         if declared is None or declared.default != self.type:
             raise TypeError(
-                f"plug-in {self.type!r}: its config must be a lumos_dagster.plugins.ConfigModel "
+                f"plug-in {self.type!r}: its config must be a lumos_dagster.floor.plugins.ConfigModel "
                 f"with `type: Literal[{self.type!r}] = {self.type!r}`"
             )
 
@@ -148,7 +148,7 @@ class Plugin:
 P = TypeVar("P")
 
 
-class Registry(Generic[P]):
+class PluginRegistry(Generic[P]):
     """Plug-ins of one kind by their `type`: the built-ins in the order registered, then those
     of the entry point group, which are loaded on first use, once."""
 
@@ -204,7 +204,7 @@ class Registry(Generic[P]):
         return iter(tuple(self._plugins.values()))
 
 
-#: source types (lumos_dagster.sources.registry registers the built-ins)
-SOURCES: Registry[Plugin] = Registry("lumos.sources", Plugin, provider="lumos_dagster.sources.registry")
-#: catalog types (lumos_dagster.catalog.registry registers the built-ins)
-CATALOGS: Registry[Plugin] = Registry("lumos.catalogs", Plugin, provider="lumos_dagster.catalog.registry")
+#: source types (lumos_dagster.sources.builtins registers the built-ins)
+SOURCES: PluginRegistry[Plugin] = PluginRegistry("lumos.sources", Plugin, provider="lumos_dagster.sources.builtins")
+#: catalog types (lumos_dagster.catalog.builtins registers the built-ins)
+CATALOGS: PluginRegistry[Plugin] = PluginRegistry("lumos.catalogs", Plugin, provider="lumos_dagster.catalog.builtins")

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from lumos_dagster.errors import LumosError
+from lumos_dagster.floor.errors import LumosError
 
 #: each extra of pyproject.toml and the top-level modules it brings that Lumos imports
 EXTRAS: dict[str, tuple[str, ...]] = {

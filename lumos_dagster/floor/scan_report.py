@@ -6,7 +6,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Sequence
 
-from lumos_dagster.wording import visible
+from lumos_dagster.floor.wording import visible
 
 SAMPLES = 5
 #: failures printed one a line; past these, one line counts the others by reason (100,000 unreadable files

@@ -3,7 +3,7 @@
 Strings may use `${VAR}` or `${VAR:-default}` (environment interpolation; `$$` is a
 literal `$`), filled in when the file loads — except in credentials (`store.url`, a
 source's `dsn` or `uri`: fields typed `Secret`), which keep their text until they are used
-(`lumos_dagster.plugins.expand_secrets`). Relative paths are relative to the directory of
+(`lumos_dagster.floor.plugins.expand_secrets`). Relative paths are relative to the directory of
 the file. Every error names the file and the key, e.g. `lumos.yaml: sources[0].root: Field
 required`. The kinds of `sources` and `catalog` entries come from their registries, plug-ins
 included.
@@ -24,17 +24,17 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError, field_validator, model_validator
 from pydantic_core import ErrorDetails
 
-from lumos_dagster.api_config import ApiConfig
-from lumos_dagster.errors import ConfigError
-from lumos_dagster.graphs import first_cycle
-from lumos_dagster.masking import AMBIGUOUS_PASSWORD, ambiguous_password
-from lumos_dagster.model import DEFAULT_POLICY, OWNERSHIP_TYPES, POLICIES
-from lumos_dagster.plugins import (
+from lumos_dagster.floor.api_config import ApiConfig
+from lumos_dagster.floor.errors import ConfigError
+from lumos_dagster.floor.graphs import first_cycle
+from lumos_dagster.floor.masking import AMBIGUOUS_PASSWORD, ambiguous_password
+from lumos_dagster.floor.model import DEFAULT_POLICY, OWNERSHIP_TYPES, POLICIES
+from lumos_dagster.floor.plugins import (
     CATALOGS,
     SOURCES,
     ConfigModel,
     Plugin,
-    Registry,
+    PluginRegistry,
     Secret,
     expand_secrets,
     resolve_path,
@@ -77,7 +77,7 @@ def _tagged(default: str) -> Discriminator:
     return Discriminator(lambda v: v.get("type", default) if isinstance(v, dict) else getattr(v, "type", None))
 
 
-def _union(registry: Registry[Plugin], default: str) -> Any:
+def _union(registry: PluginRegistry[Plugin], default: str) -> Any:
     """The entries of every registered type, told apart by `type:`."""
     kinds = tuple(Annotated[p.config, Tag(p.type)] for p in registry)
     return Annotated[Union[kinds], _tagged(default)]  # type: ignore[valid-type]
@@ -122,7 +122,7 @@ class ScheduleDecl(ConfigModel):
     @field_validator("lag")
     @classmethod
     def _lag(cls, value: str) -> str:
-        from lumos_dagster.windows import parse_lag
+        from lumos_dagster.floor.windows import parse_lag
 
         parse_lag(value)
         return value
@@ -199,7 +199,7 @@ class DatasetDecl(ConfigModel):
     @field_validator("sla")
     @classmethod
     def _sla(cls, value: str | None) -> str | None:
-        from lumos_dagster.windows import canonical_duration
+        from lumos_dagster.floor.windows import canonical_duration
 
         return None if value is None else canonical_duration(value)
 
@@ -463,7 +463,7 @@ class PartitionsConfig(ConfigModel):
 
     @model_validator(mode="after")
     def _lag_fits(self) -> "PartitionsConfig":
-        from lumos_dagster.windows import parse_lag, snapshot_cron
+        from lumos_dagster.floor.windows import parse_lag, snapshot_cron
 
         snapshot_cron(self.cadence, parse_lag(self.snapshot_lag))  # raises ValueError naming what is wrong
         return self

@@ -12,7 +12,7 @@ from datetime import datetime
 from fnmatch import fnmatchcase
 from typing import Any
 
-from lumos_dagster.datatypes import Schema
+from lumos_dagster.floor.datatypes import Schema
 
 # ------------------------------------------------------------ dataset level
 
