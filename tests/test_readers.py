@@ -105,6 +105,7 @@ def crashing_reader(item):
 
 
 @needs_proc
+@pytest.mark.slow  # a pool of processes, killed: make test, not the inner loop
 @pytest.mark.parametrize(
     "booms,workers",
     [
@@ -152,6 +153,7 @@ def test_workers_fork_for_local_files_and_spawn_for_remote_ones():
 
 
 @needs_proc
+@pytest.mark.slow  # spawned processes each import Lumos: make test, not the inner loop
 def test_a_spawned_pool_reads_alike_and_leaves_no_process_behind(lake_items):
     resource_tracker.ensure_running()  # spawn starts multiprocessing's one tracker per process: not a leak
     before = _children()

@@ -111,6 +111,7 @@ except SparkUnavailable as exc:
 """
 
 
+@pytest.mark.spark  # it starts a JVM (which cannot start): not the inner loop
 def test_a_jvm_that_cannot_start_is_one_error_naming_the_master():
     env = {**os.environ, "PYTHONPATH": str(ROOT), "JAVA_HOME": "/nonexistent-java"}
     out = subprocess.run([sys.executable, "-c", JVM_SCRIPT], capture_output=True, text=True, env=env, timeout=120)
