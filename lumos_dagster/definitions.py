@@ -32,7 +32,7 @@ from lumos_dagster.sensors.retention import retention_job
 from lumos_dagster.sensors.schedules import cadence_jobs, cadence_schedules
 from lumos_dagster.sensors.storage import storage_sensor
 from lumos_dagster.sensors.sync import sync_job
-from lumos_dagster.sensors.tables import table_sensor
+from lumos_dagster.sensors.table_changes import table_sensor
 from lumos_dagster.sensors.triggers import Targets
 from lumos_dagster.sources import FileSource, TableSource, build_sources
 

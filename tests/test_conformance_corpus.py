@@ -45,10 +45,10 @@ from lumos_dagster.floor.datatypes import Array, DataType, Enum, Map, Schema, St
 from lumos_dagster.floor.scan_report import ScanReport
 from lumos_dagster.floor.windows import Window
 from lumos_dagster.formats import read_file_result, sniff_format
-from lumos_dagster.run.tables import table_contents
+from lumos_dagster.run.table_listing import table_contents
 from lumos_dagster.sources.builtins import LocalSourceConfig
 from lumos_dagster.sources.local import LocalSource
-from lumos_dagster.tables import TABLES, ListedFile
+from lumos_dagster.table_formats import TABLES, ListedFile
 from tests.cases import load_cases
 from tests.conftest import TESTDATA
 

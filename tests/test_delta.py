@@ -35,7 +35,7 @@ from lumos_dagster.schema.diff import (
 )
 from lumos_dagster.sources import build_sources, discover
 from lumos_dagster.sources.discovery import FileEntry, group_files
-from lumos_dagster.tables import claim
+from lumos_dagster.table_formats import claim
 from tests.lake import run_in_process
 
 DAY0 = datetime(2026, 3, 1, tzinfo=timezone.utc)

@@ -47,7 +47,7 @@ SCRIPT = textwrap.dedent(
 
     from lumos_dagster.formats.base import fsspec_filesystem
     said("azure", lambda: fsspec_filesystem(("abfs", "account", "", "")))
-    from lumos_dagster.tables.delta import DELTA
+    from lumos_dagster.table_formats.delta import DELTA
     said("delta", lambda: DELTA.open(sys.argv[3], None, ()))
     from lumos_dagster.store import SnapshotStore
     said("postgres", lambda: SnapshotStore("postgresql+psycopg://127.0.0.1/test").previous("x", None))

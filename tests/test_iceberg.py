@@ -35,9 +35,9 @@ from lumos_dagster.lineage.catalogue import resolve_datasets
 from lumos_dagster.run.listing import as_of
 from lumos_dagster.schema.diff import diff_schemas
 from lumos_dagster.sources import TableDescription, build_sources, discover
-from lumos_dagster.tables import claim
-from lumos_dagster.tables.iceberg import current_metadata, metadata_version
-from lumos_dagster.tables.iceberg_history import IcebergHistory, to_schema, to_type
+from lumos_dagster.table_formats import claim
+from lumos_dagster.table_formats.iceberg import current_metadata, metadata_version
+from lumos_dagster.table_formats.iceberg_history import IcebergHistory, to_schema, to_type
 from tests.lake import backdate, run_in_process
 
 PG = "postgresql+psycopg://postgres@127.0.0.1:5432/test"

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from lumos_dagster.code import CodeLineage, ColumnEdge
-from lumos_dagster.code.dbt import read_manifest
-from lumos_dagster.code.sql import normalize_table_name, parse_sql, parse_sql_folder
+from lumos_dagster.code_lineage import CodeLineage, ColumnEdge
+from lumos_dagster.code_lineage.dbt import read_manifest
+from lumos_dagster.code_lineage.sql import normalize_table_name, parse_sql, parse_sql_folder
 
 DATA = Path(__file__).parent / "data" / "lineage"
 MANIFEST = DATA / "dbt" / "manifest.json"

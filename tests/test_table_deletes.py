@@ -23,7 +23,7 @@ from pyiceberg.table.snapshots import Operation
 from pyiceberg.table.update.snapshot import _FastAppendFiles
 from pyiceberg.typedef import Record
 
-from lumos_dagster.tables.iceberg_history import IcebergHistory, live_rows
+from lumos_dagster.table_formats.iceberg_history import IcebergHistory, live_rows
 from tests.test_tables_s3 import iceberg_catalog
 
 #: the columns of a position delete file (field ids the Iceberg spec reserves)

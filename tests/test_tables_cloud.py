@@ -27,7 +27,7 @@ from lumos_dagster.floor.scan_report import ScanReport
 from lumos_dagster.formats.arrow import from_arrow_schema
 from lumos_dagster.lineage.catalogue import resolve_datasets
 from lumos_dagster.sources import build_sources, discover
-from lumos_dagster.tables.delta import _azure_options, _gcs_options
+from lumos_dagster.table_formats.delta import _azure_options, _gcs_options
 from tests.emulators import (
     AZURITE_ACCOUNT,
     AZURITE_KEY,

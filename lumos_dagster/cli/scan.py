@@ -39,10 +39,10 @@ def _table_schema(folder: str) -> tuple[str | None, FileResult]:
     from lumos_dagster.floor.scan_report import ScanReport
     from lumos_dagster.floor.windows import Window
     from lumos_dagster.formats import FileResult
-    from lumos_dagster.run.tables import table_contents
+    from lumos_dagster.run.table_listing import table_contents
     from lumos_dagster.sources.builtins import LocalSourceConfig
     from lumos_dagster.sources.local import LocalSource
-    from lumos_dagster.tables import claim
+    from lumos_dagster.table_formats import claim
 
     # a table keeps its log in a folder of its own (`_delta_log/`, `metadata/`): looked for there
     # first, so a folder that is no table is not walked whole

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Mapping, Sequence
 from urllib.parse import quote
 
-from lumos_dagster.code import normalize_table_name
+from lumos_dagster.code_lineage import normalize_table_name
 from lumos_dagster.floor.config import LumosConfig, RequiredConfig
 from lumos_dagster.floor.errors import LumosError
 from lumos_dagster.floor.masking import webhook_shown

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
 
-from lumos_dagster.code import CodeLineage, StoredSql, normalize_table_name
+from lumos_dagster.code_lineage import CodeLineage, StoredSql, normalize_table_name
 from lumos_dagster.floor.model import ColumnMapping, JobRef
 from lumos_dagster.floor.windows import canonical_duration
 
@@ -97,7 +97,7 @@ def read_code(config, schemas: dict[str, list[str]], stored: Sequence[StoredSql]
     """What `config.lineage` and the views in `stored` say about the datasets named in `schemas`
     (dataset → column names, empty when not read yet). Columns let `SELECT *` expand into column
     lineage."""
-    from lumos_dagster.code.dbt import read_manifest  # the SQL parser loads slowly: only when reading code
+    from lumos_dagster.code_lineage.dbt import read_manifest  # the SQL parser loads slowly: only when reading code
 
     names = TableNames(schemas, config.lineage.names)
     context = CodeContext()
@@ -123,7 +123,7 @@ def read_code(config, schemas: dict[str, list[str]], stored: Sequence[StoredSql]
 
 
 def _read_sql(path: Path, dialect: str | None, schemas: dict[str, list[str]]) -> list[CodeLineage]:
-    from lumos_dagster.code.sql import parse_sql, parse_sql_folder
+    from lumos_dagster.code_lineage.sql import parse_sql, parse_sql_folder
 
     if path.is_dir():
         return parse_sql_folder(path, dialect, schemas)
@@ -131,7 +131,7 @@ def _read_sql(path: Path, dialect: str | None, schemas: dict[str, list[str]]) ->
 
 
 def _read_views(source: StoredSql, schemas: dict[str, list[str]]) -> list[CodeLineage]:
-    from lumos_dagster.code.sql import parse_sql
+    from lumos_dagster.code_lineage.sql import parse_sql
 
     return [e for job, view, body in source.views for e in parse_sql(body, job, source.dialect, schemas, output=view)]
 

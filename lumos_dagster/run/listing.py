@@ -20,10 +20,10 @@ from lumos_dagster.floor.scan_report import ScanReport
 from lumos_dagster.floor.windows import Window
 from lumos_dagster.formats import FileResult
 from lumos_dagster.run.contents import Cell, Contents, Observed, file_contents, files_in_window, within_limits
-from lumos_dagster.run.tables import table_contents, with_commits
+from lumos_dagster.run.table_listing import table_contents, with_commits
 from lumos_dagster.sources import FileSource, Source, TableDescription, TableSource
 from lumos_dagster.sources.discovery import DatasetFile, DiscoveredDataset
-from lumos_dagster.tables import table_format
+from lumos_dagster.table_formats import table_format
 
 
 @dataclass

@@ -12,7 +12,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Callable, Iterator, Sequence
 
-from lumos_dagster.code import StoredSql
+from lumos_dagster.code_lineage import StoredSql
 from lumos_dagster.floor.datatypes import Schema
 from lumos_dagster.floor.errors import NotProfiled
 from lumos_dagster.floor.model import OperationalStats, Profile, TableVersion

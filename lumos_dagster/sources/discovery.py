@@ -9,7 +9,7 @@ Without a template (auto-detection):
 * a file directly under the root is a dataset of its own, named by its stem;
 * names starting with `.` or `_` (`_SUCCESS`, `.crc`, `_temporary/`) are not data, nor are files under
   a writer's in-progress name (`x.parquet._COPYING_`, `part-0.inprogress.1f2e`, `x.csv.tmp`);
-* a table folder (`_delta_log/` inside: `lumos_dagster.tables`) is one dataset named by its
+* a table folder (`_delta_log/` inside: `lumos_dagster.table_formats`) is one dataset named by its
   path, whatever it holds; its files are never grouped by the rules above.
 
 With a template such as `{domain}/{dataset}/dt={date}/*`, whole-segment placeholders
@@ -31,7 +31,7 @@ from lumos_dagster.floor.errors import ConfigError
 from lumos_dagster.floor.time_partitions import DATE_FORMATS, mostly_times, partition_time
 from lumos_dagster.floor.time_partitions import time_key as time_key_of
 from lumos_dagster.formats import format_from, format_of, needs_head
-from lumos_dagster.tables import claim
+from lumos_dagster.table_formats import claim
 
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 

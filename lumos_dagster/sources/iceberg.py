@@ -2,7 +2,7 @@
 
 Each table is one dataset, named `namespace.table` as DataHub's own Iceberg source names it, on
 DataHub's `iceberg` platform. Its history is the table's snapshots and schema changes
-(`lumos_dagster.tables.iceberg_history`): only metadata and manifests are read, never a data file.
+(`lumos_dagster.table_formats.iceberg_history`): only metadata and manifests are read, never a data file.
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from lumos_dagster.floor.model import Commit, DatasetRecord
 from lumos_dagster.floor.plugins import expand_secrets
 from lumos_dagster.floor.scan_report import ScanReport
 from lumos_dagster.sources.base import Progress, TableDescription, TableSource
-from lumos_dagster.tables.base import TableState
-from lumos_dagster.tables.iceberg_history import FORMAT, IcebergHistory
+from lumos_dagster.table_formats.base import TableState
+from lumos_dagster.table_formats.iceberg_history import FORMAT, IcebergHistory
 
 
 def describe_state(state: TableState) -> TableDescription:

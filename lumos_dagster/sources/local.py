@@ -12,14 +12,14 @@ from lumos_dagster.floor.scan_report import ScanReport
 from lumos_dagster.formats import HEAD_BYTES
 from lumos_dagster.sources.base import FileSource
 from lumos_dagster.sources.discovery import FileEntry
-from lumos_dagster.tables import hidden_folders
+from lumos_dagster.table_formats import hidden_folders
 
 
 def list_files(root: str, subpath: str = "", report: ScanReport | None = None) -> Iterator[FileEntry]:
     """Every file under root/subpath, as paths relative to root.
 
     Folders named `.x` or `_x` (`_temporary`, `.git`) are not walked, but for a table's own
-    (`_delta_log`: `lumos_dagster.tables.hidden_folders`); symlinked folders are not followed (no
+    (`_delta_log`: `lumos_dagster.table_formats.hidden_folders`); symlinked folders are not followed (no
     loops), symlinked files only to a file under the root (a link to /etc/passwd would otherwise
     publish its first line as column names). What cannot be walked is one skip in the report, with
     its reason, and the walk goes on: a link in a loop or to nothing, a folder that cannot be listed

@@ -21,7 +21,7 @@ from typing import cast
 import psycopg
 from psycopg import sql
 
-from lumos_dagster.code import StoredSql
+from lumos_dagster.code_lineage import StoredSql
 from lumos_dagster.floor.datatypes import (
     NO_DEFAULT,
     Array,
@@ -233,7 +233,7 @@ class PostgresSource(TableSource):
             (s, t): f"lumos_relation_{oid}" for oid, s, t, _ in wanted if (s, t) not in plain
         }
         if opaque:  # the SQL parser loads slowly: only when a name needs it
-            from lumos_dagster.code.sql import rename_tables
+            from lumos_dagster.code_lineage.sql import rename_tables
 
             views = [(oid, s, t, rename_tables(body, "postgres", opaque)) for oid, s, t, body in views]
         sql_names = {**plain, **opaque}

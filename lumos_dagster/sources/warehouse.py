@@ -30,7 +30,7 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
-from lumos_dagster.code import StoredSql
+from lumos_dagster.code_lineage import StoredSql
 from lumos_dagster.floor.datatypes import (
     NO_DEFAULT,
     Array,

@@ -3,7 +3,7 @@
 Discovery asks every registered format which listed paths prove a table folder (`claim`); the
 files under such a folder all belong to that one dataset, whose format is the table format's
 `type` and whose platform is its `platform`. The pipeline then asks the format, not the data
-files, for the table's schema and statistics (`lumos_dagster/run/tables.py`).
+files, for the table's schema and statistics (`lumos_dagster/run/table_listing.py`).
 
 A second format plugs in with one registration: a `TableFormat` (see `tables/base.py`) added to
 `TABLES` below, or named by a `lumos.tables` entry point.
@@ -15,9 +15,9 @@ import functools
 from typing import Sequence, TypeVar
 
 from lumos_dagster.floor.plugins import PluginRegistry
-from lumos_dagster.tables.base import ListedFile, Table, TableFormat, TableState, UnreadableVersion
-from lumos_dagster.tables.delta import DELTA
-from lumos_dagster.tables.iceberg import ICEBERG
+from lumos_dagster.table_formats.base import ListedFile, Table, TableFormat, TableState, UnreadableVersion
+from lumos_dagster.table_formats.delta import DELTA
+from lumos_dagster.table_formats.iceberg import ICEBERG
 
 __all__ = [
     "TABLES",

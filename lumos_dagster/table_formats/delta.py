@@ -32,7 +32,7 @@ from lumos_dagster.floor.datatypes import Array, DataType, Field, Map, Primitive
 from lumos_dagster.floor.extras import needs
 from lumos_dagster.floor.model import Commit, OperationalStats, TableVersion
 from lumos_dagster.formats.base import FsSpec, fsspec_filesystem
-from lumos_dagster.tables.base import ListedFile, TableState, UnreadableVersion, table_url
+from lumos_dagster.table_formats.base import ListedFile, TableState, UnreadableVersion, table_url
 
 if TYPE_CHECKING:
     with needs("delta", "reading a Delta table"):

@@ -30,7 +30,7 @@ from datahub.sql_parsing.sqlglot_utils import get_dialect, is_dialect_instance, 
 from sqlglot import exp
 from sqlglot.errors import ErrorLevel, ParseError, SqlglotError
 
-from lumos_dagster.code import CodeLineage, ColumnEdge, normalize_table_name, split_values
+from lumos_dagster.code_lineage import CodeLineage, ColumnEdge, normalize_table_name, split_values
 
 DEFAULT_DIALECT = "hive"  # the lake's jobs are Hive / Spark SQL
 # The parser's URNs only carry names back to us: a fixed platform keeps its platform-specific

@@ -41,7 +41,7 @@ from lumos_dagster.floor.datatypes import (
     Timestamp,
 )
 from lumos_dagster.floor.model import Commit, OperationalStats, TableVersion
-from lumos_dagster.tables.base import TableState
+from lumos_dagster.table_formats.base import TableState
 
 FORMAT = "iceberg"
 

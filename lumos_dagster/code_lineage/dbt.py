@@ -16,8 +16,8 @@ from typing import Any, TypeVar
 from datahub.sql_parsing.sqlglot_utils import get_dialect
 from pydantic import BaseModel, Field, ValidationError
 
-from lumos_dagster.code import CodeLineage, ColumnEdge, split_values
-from lumos_dagster.code.sql import parse_sql
+from lumos_dagster.code_lineage import CodeLineage, ColumnEdge, split_values
+from lumos_dagster.code_lineage.sql import parse_sql
 
 _PRODUCERS = ("model", "seed", "snapshot")
 _RELATIONS = (*_PRODUCERS, "source")

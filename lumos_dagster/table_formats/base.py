@@ -72,7 +72,7 @@ _SCHEMES = {"s3": "s3", "abfs": "abfs", "gcs": "gs", "webhdfs": "webhdfs"}
 
 @runtime_checkable
 class TableFormat(Protocol):
-    """A table format, registered in `lumos_dagster.tables.TABLES` (or named by a `lumos.tables`
+    """A table format, registered in `lumos_dagster.table_formats.TABLES` (or named by a `lumos.tables`
     entry point) under its `type`, which becomes its datasets' format."""
 
     type: str  # the datasets' format, e.g. "delta"

@@ -1,5 +1,5 @@
 """Iceberg tables found in storage: a folder with `metadata/*.metadata.json` is one table, whatever
-its `data/` and `metadata/` hold (`lumos_dagster.tables` groups every file under it into it).
+its `data/` and `metadata/` hold (`lumos_dagster.table_formats` groups every file under it into it).
 
 The current metadata file is the one `metadata/version-hint.text` names, else the highest
 version; pyiceberg reads it and `tables/iceberg_history.py` turns it into the table's states (with,
@@ -17,7 +17,7 @@ from typing import Iterable, Sequence
 from lumos_dagster.floor.extras import needs
 from lumos_dagster.floor.model import Commit, TableVersion
 from lumos_dagster.formats.base import FsSpec, fsspec_filesystem
-from lumos_dagster.tables.base import ListedFile, TableState, table_url
+from lumos_dagster.table_formats.base import ListedFile, TableState, table_url
 
 FORMAT = "iceberg"
 METADATA_DIR = "metadata"
@@ -69,7 +69,7 @@ def _file_io(fs: FsSpec | None, location: str):
     with needs("iceberg", "reading an Iceberg table"):
         from pyiceberg.io import load_file_io
 
-        from lumos_dagster.tables.iceberg_history import FsspecReadIO
+        from lumos_dagster.table_formats.iceberg_history import FsspecReadIO
 
     if fs is None:
         return load_file_io({}, location)
@@ -91,7 +91,7 @@ class IcebergTable:
         with needs("iceberg", "reading an Iceberg table"):
             from pyiceberg.serializers import FromInputFile
 
-            from lumos_dagster.tables.iceberg_history import FolderIO, IcebergHistory
+            from lumos_dagster.table_formats.iceberg_history import FolderIO, IcebergHistory
 
         base = table_url(uri, fs)
         files = _file_io(fs, base)

@@ -1,4 +1,4 @@
-"""The list step for datasets that are table folders (Delta Lake: `lumos_dagster.tables`).
+"""The list step for datasets that are table folders (Delta Lake: `lumos_dagster.table_formats`).
 
 A table's versions are its history. Each partition sees the table as of the end of its window:
 the last version committed before the window ends, read from the table's log (its schema,
@@ -26,7 +26,7 @@ from lumos_dagster.floor.windows import Window
 from lumos_dagster.run.contents import Contents
 from lumos_dagster.sources.base import FileSource
 from lumos_dagster.sources.discovery import DiscoveredDataset
-from lumos_dagster.tables import ListedFile, Table, TableFormat, UnreadableVersion
+from lumos_dagster.table_formats import ListedFile, Table, TableFormat, UnreadableVersion
 
 
 def version_at(versions: Sequence[TableVersion], end: datetime | None) -> TableVersion | None:
