@@ -13,7 +13,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 #: the port of `make ui` and `make deploy`
 PORT ?= 3000
 
-.PHONY: install cycles browser node demo test test-fast test-tuned check-dagster-latest ui lite bench clean datahub-venv
+.PHONY: install cycles browser node systemd demo test test-fast test-tuned check-dagster-latest ui lite bench clean datahub-venv
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -38,6 +38,12 @@ node:
 	@command -v npm >/dev/null || { echo "installing Debian's nodejs and npm for the Azurite tests"; \
 		$(SUDO) apt-get update -qq && \
 		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends nodejs npm >/dev/null; }
+
+## systemd-analyze, which checks the units `lumos deploy config --format systemd` writes (Debian's package)
+systemd:
+	@command -v systemd-analyze >/dev/null || { echo "installing Debian's systemd for the deployment tests"; \
+		$(SUDO) apt-get update -qq && \
+		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends systemd >/dev/null; }
 
 ## the Dagster instance Lumos ships (dagster.yaml: a fast SQLite event log, console at INFO), unless one is there
 $(DAGSTER_HOME)/dagster.yaml:
@@ -66,7 +72,7 @@ datahub-venv: $(DATAHUB_VENV)
 
 ## lint, the import contracts (layers, no package cycles), the type checker on the core, then the whole
 ## test suite, on Dagster's stock instance (tests/conftest.py: --dagster-instance)
-test: $(STAMP) $(DATAHUB_VENV) browser node
+test: $(STAMP) $(DATAHUB_VENV) browser node systemd
 	$(BIN)/ruff check $(CODE)
 	$(BIN)/ruff format --check $(CODE)
 	$(BIN)/lint-imports
