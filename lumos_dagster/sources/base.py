@@ -10,7 +10,7 @@ from __future__ import annotations
 import builtins
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Callable, Iterator, Sequence
+from typing import Callable, Generic, Iterator, Protocol, Sequence, TypeVar
 
 from lumos_dagster.code_lineage import StoredSql
 from lumos_dagster.floor.datatypes import Schema
@@ -24,10 +24,35 @@ Progress = Callable[[int], None]
 PROGRESS_EVERY = 1000
 
 
-class FileSource(ABC):
+class TableSourceSettings(Protocol):
+    """What a source reads of its lumos.yaml entry itself (a plug-in's entry may be any model that has these)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def platform(self) -> str: ...
+
+
+class FileSourceSettings(TableSourceSettings, Protocol):
+    """A file source's entry: also how its files group into datasets (`registry.FileSourceConfig`)."""
+
+    @property
+    def template(self) -> str | None: ...
+    @property
+    def formats(self) -> Sequence[str] | None: ...
+    @property
+    def exclude(self) -> Sequence[str]: ...
+
+
+# a source's own entry type; a source that names none (`class S3Source(FileSource)`) takes it as Any
+FileSettings = TypeVar("FileSettings", bound=FileSourceSettings)
+TableSettings = TypeVar("TableSettings", bound=TableSourceSettings)
+
+
+class FileSource(ABC, Generic[FileSettings]):
     kind = "files"
 
-    def __init__(self, config):
+    def __init__(self, config: FileSettings):
         self.config = config
         self.name = config.name
         self.platform = config.platform
@@ -110,13 +135,13 @@ class TableDescription:
     unread: str | None = None  # a file of it that cannot be read, naming it (`tables.TableState.unread`)
 
 
-class TableSource(ABC):
+class TableSource(ABC, Generic[TableSettings]):
     kind = "tables"
 
     #: where the tables are, for people (a DSN or URI without its password, a broker)
     root: str
 
-    def __init__(self, config):
+    def __init__(self, config: TableSettings):
         self.config = config
         self.name = config.name
         self.platform = config.platform

@@ -26,6 +26,7 @@ from lumos_dagster.sources.warehouse_config import (
     DuckDBSourceConfig,
     RedshiftSourceConfig,
     SnowflakeSourceConfig,
+    WarehouseEntry,
 )
 
 Format = Literal[FORMATS]  # type: ignore[valid-type]
@@ -300,7 +301,7 @@ def _mongodb(entry: MongoSourceConfig, context: BuildContext):
     return MongoSource(entry, where=f"{context.where}.uri")
 
 
-def _warehouse(entry, context: BuildContext):
+def _warehouse(entry: WarehouseEntry, context: BuildContext):
     from lumos_dagster.sources.warehouse import WarehouseSource
 
     if entry.type == "duckdb":

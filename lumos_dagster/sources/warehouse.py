@@ -53,6 +53,14 @@ from lumos_dagster.floor.plugins import expand_secrets
 from lumos_dagster.floor.scan_report import ScanReport
 from lumos_dagster.sources.base import Progress, TableDescription, TableSource
 from lumos_dagster.sources.postgres import default_value, quote, unquote
+from lumos_dagster.sources.warehouse_config import (
+    BigQuerySourceConfig,
+    DatabricksSourceConfig,
+    DuckDBSourceConfig,
+    RedshiftSourceConfig,
+    SnowflakeSourceConfig,
+    WarehouseEntry,
+)
 
 # ------------------------------------------------------------------ catalog queries
 # Each returns the same columns on every platform. TABLES: schema, table, type, comment, rows,
@@ -175,13 +183,13 @@ ORDER BY c.table_schema, c.table_name, c.ordinal_position""",
 )
 
 
-def _duckdb(config, where: str):
+def _duckdb(config: DuckDBSourceConfig, where: str):
     import duckdb
 
     return duckdb.connect(config.path, read_only=True)
 
 
-def _snowflake(config, where: str):
+def _snowflake(config: SnowflakeSourceConfig, where: str):
     import snowflake.connector
 
     args = {k: v for k in ("account", "user", "database", "warehouse", "role", "connection_name")
@@ -192,20 +200,20 @@ def _snowflake(config, where: str):
     return snowflake.connector.connect(**args)
 
 
-def _redshift(config, where: str):
+def _redshift(config: RedshiftSourceConfig, where: str):
     import psycopg
 
     return psycopg.connect(expand_secrets(config.dsn, f"{where}.dsn"), autocommit=True, connect_timeout=30)
 
 
-def _bigquery(config, where: str):
+def _bigquery(config: BigQuerySourceConfig, where: str):
     from google.cloud import bigquery
     from google.cloud.bigquery import dbapi
 
     return dbapi.connect(bigquery.Client(project=config.project, location=config.region))
 
 
-def _bigquery_dataset(config, schema: str) -> str:
+def _bigquery_dataset(config: BigQuerySourceConfig, schema: str) -> str:
     """Where a dataset's own INFORMATION_SCHEMA is: TABLE_CONSTRAINTS and KEY_COLUMN_USAGE take only a
     dataset qualifier, not a region's. A dataset name is letters, digits and underscores, so quoted it
     is an identifier and nothing else."""
@@ -214,7 +222,7 @@ def _bigquery_dataset(config, schema: str) -> str:
     return f"`{config.project}`.`{schema}`.INFORMATION_SCHEMA"
 
 
-def _databricks(config, where: str):
+def _databricks(config: DatabricksSourceConfig, where: str):
     from databricks import sql
 
     token = expand_secrets(config.access_token, f"{where}.access_token")
@@ -222,7 +230,7 @@ def _databricks(config, where: str):
                        catalog=config.catalog)  # fmt: skip
 
 
-def _shown_redshift(config) -> str:
+def _shown_redshift(config: RedshiftSourceConfig) -> str:
     from lumos_dagster.sources.postgres import _shown
 
     return "redshift" + _shown(config.dsn).removeprefix("postgresql")
@@ -380,8 +388,8 @@ def _rows(cursor) -> list[dict[str, Any]]:
     return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
 
 
-class WarehouseSource(TableSource):
-    def __init__(self, config, where: str = "source"):
+class WarehouseSource(TableSource[WarehouseEntry]):
+    def __init__(self, config: WarehouseEntry, where: str = "source"):
         """`where` names the entry in errors, e.g. `lumos.yaml: sources[0]`."""
         super().__init__(config)
         self.where = where

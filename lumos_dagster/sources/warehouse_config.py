@@ -71,3 +71,9 @@ class DatabricksSourceConfig(WarehouseSourceConfig):
     access_token: Secret = Field("${DATABRICKS_TOKEN}", description="Personal access token; use ${ENV}.")
     catalog: str = Field(description="Unity Catalog catalog whose information_schema is read.")
     platform: str = Field("databricks", description="Catalog platform of the tables.")
+
+
+#: an entry of one of the types above (its `type` tells which)
+WarehouseEntry = (
+    DuckDBSourceConfig | SnowflakeSourceConfig | RedshiftSourceConfig | BigQuerySourceConfig | DatabricksSourceConfig
+)
