@@ -14,6 +14,7 @@ from fastapi.responses import JSONResponse
 from fastapi.routing import APIRoute
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
+from starlette.types import Send
 
 from lumos_dagster.api import limits
 from lumos_dagster.api import models as m
@@ -53,7 +54,7 @@ def request_id(request: Request) -> str:
     return request.scope.get("lumos.request_id") or "-"
 
 
-async def reply(send, rid: str, status: int, message: str, headers: dict[str, str] | None = None) -> None:
+async def reply(send: Send, rid: str, status: int, message: str, headers: dict[str, str] | None = None) -> None:
     """An error answer straight from an ASGI layer, before the application has seen the request."""
     body = json.dumps(error_body(rid, status, message)).encode()
     extra = [(k.lower().encode(), v.encode()) for k, v in (headers or {}).items()]

@@ -84,7 +84,7 @@ def _serve(conn) -> None:
 
 
 class _Worker:
-    def __init__(self):
+    def __init__(self) -> None:
         self.conn, theirs = _context.Pipe()
         self.process = _context.Process(target=_serve, args=(theirs,), daemon=True)
         self.process.start()

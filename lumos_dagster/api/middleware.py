@@ -5,6 +5,9 @@ import asyncio
 import logging
 import time
 import uuid
+from collections.abc import Awaitable
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from lumos_dagster.api import audit, limits
 from lumos_dagster.api.auth import Throttled, TokenVerifier
@@ -19,10 +22,10 @@ OPEN = frozenset({"/health"})
 class Guard:
     """The outermost layer: a request id, the body size limit and the time limit (`limits.deadline`)."""
 
-    def __init__(self, app, max_body: int, timeout: float):
+    def __init__(self, app: ASGIApp, max_body: int, timeout: float):
         self.app, self.max_body, self.timeout = app, max_body, timeout
 
-    async def __call__(self, scope, receive, send):
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
         rid = uuid.uuid4().hex
@@ -30,7 +33,7 @@ class Guard:
         limits.deadline.set(time.monotonic() + self.timeout)
         started = False
 
-        def refuse(status: int, message: str):
+        def refuse(status: int, message: str) -> Awaitable[None]:
             return reply(send, rid, status, message, {"x-request-id": rid, "connection": "close"})
 
         if len(scope.get("raw_path") or b"") + len(scope.get("query_string") or b"") > limits.MAX_URL_BYTES:
@@ -45,7 +48,7 @@ class Guard:
                 return await refuse(413, f"request body larger than {self.max_body} bytes")
         seen = 0
 
-        async def limited_receive():
+        async def limited_receive() -> Message:
             nonlocal seen
             message = await receive()
             if message["type"] == "http.request":
@@ -54,7 +57,7 @@ class Guard:
                     raise HttpProblem(413, f"request body larger than {self.max_body} bytes")
             return message
 
-        async def tracked_send(message):
+        async def tracked_send(message: Message) -> None:
             nonlocal started
             if message["type"] == "http.response.start":
                 started = True
@@ -76,11 +79,11 @@ class Authenticate:
     reaches no endpoint, takes no worker thread and writes nothing; refusals are logged, a line per
     10 s at most, so that a flood of them does not flood the log either."""
 
-    def __init__(self, app, verify: TokenVerifier):
+    def __init__(self, app: ASGIApp, verify: TokenVerifier):
         self.app, self.verify = app, verify
         self._refused, self._next_line = 0, 0.0
 
-    async def __call__(self, scope, receive, send):
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope["path"] in OPEN:
             return await self.app(scope, receive, send)
         rid = scope.get("lumos.request_id") or "-"
@@ -97,7 +100,7 @@ class Authenticate:
         scope["lumos.principal"] = who
         await self.app(scope, receive, send)
 
-    def _log(self, scope, status: int, rid: str) -> None:
+    def _log(self, scope: Scope, status: int, rid: str) -> None:
         self._refused += 1
         now = time.monotonic()
         if now >= self._next_line:

@@ -17,6 +17,7 @@ A pinned view never commits anything: its transaction is rolled back when the re
 
 from __future__ import annotations
 
+import sqlite3
 import threading
 import time
 from collections.abc import Iterator
@@ -42,7 +43,7 @@ def read_engine(url: str, connections: int) -> Engine:
         )
 
         @sa.event.listens_for(engine, "connect")
-        def _connect(dbapi_conn, _record):
+        def _connect(dbapi_conn: sqlite3.Connection, _record: object) -> None:
             dbapi_conn.isolation_level = None  # the driver opens no transaction of its own: ours below
             cur = dbapi_conn.cursor()
             cur.execute("PRAGMA busy_timeout=60000")
@@ -56,7 +57,7 @@ def read_engine(url: str, connections: int) -> Engine:
             dbapi_conn.set_progress_handler(_stop, 10_000)
 
         @sa.event.listens_for(engine, "begin")
-        def _begin(conn):
+        def _begin(conn: Connection) -> None:
             conn.exec_driver_sql("BEGIN")
 
         return engine

@@ -71,7 +71,15 @@ def _layout(options):
     return options
 
 
-def _deployment(configs, folder, port, code_port, max_concurrent_runs, pg_url, tuned) -> Deployment:
+def _deployment(
+    configs: tuple[str, ...],
+    folder: str,
+    port: int,
+    code_port: int | None,
+    max_concurrent_runs: int,
+    pg_url: str,
+    tuned: bool,
+) -> Deployment:
     try:
         return Deployment(folder, _locations(configs), port, max_concurrent_runs, pg_url, tuned, code_port)
     except DeployError as exc:
@@ -93,7 +101,17 @@ def deploy() -> None:
 @_layout
 @click.option("--timeout", type=float, default=180, show_default=True, help="Seconds to wait for every location.")
 @click.option("--reset", is_flag=True, help="Drop Dagster's database first: its runs, ticks and code-location state.")
-def up(configs, folder, port, code_port, max_concurrent_runs, pg_url, tuned, timeout, reset) -> None:
+def up(
+    configs: tuple[str, ...],
+    folder: str,
+    port: int,
+    code_port: int | None,
+    max_concurrent_runs: int,
+    pg_url: str,
+    tuned: bool,
+    timeout: float,
+    reset: bool,
+) -> None:
     """Start the deployment under supervisord; return once every code location is loaded."""
     deployment = _deployment(configs, folder, port, code_port, max_concurrent_runs, pg_url, tuned)
     try:
@@ -111,7 +129,7 @@ def up(configs, folder, port, code_port, max_concurrent_runs, pg_url, tuned, tim
 @deploy.command()
 @folder_option
 @click.option("--timeout", type=float, default=60, show_default=True, help="Seconds to wait for supervisord to exit.")
-def down(folder, timeout) -> None:
+def down(folder: str, timeout: float) -> None:
     """Stop every process of the deployment, their children included, and supervisord."""
     path = Path(folder)
     deployment = Deployment.open(path) if (path / "deployment.json").is_file() else Deployment(path)
@@ -124,7 +142,7 @@ def down(folder, timeout) -> None:
 
 @deploy.command()
 @folder_option
-def status(folder) -> None:
+def status(folder: str) -> None:
     """supervisord's view of each process (`supervisorctl status`), each one's memory with its
     children, each code location's load status and the daemon's health."""
     try:
@@ -167,8 +185,19 @@ def status(folder) -> None:
               help="helm: where code locations' state goes (storage every pod shares).")  # fmt: skip
 @click.option("--release", default="dagster", show_default=True, help="helm: the chart's release name.")
 def config(
-    configs, folder, port, code_port, max_concurrent_runs, pg_url, tuned, fmt, output, image, defs_state, release
-):
+    configs: tuple[str, ...],
+    folder: str,
+    port: int,
+    code_port: int | None,
+    max_concurrent_runs: int,
+    pg_url: str,
+    tuned: bool,
+    fmt: str,
+    output: str | None,
+    image: str,
+    defs_state: str,
+    release: str,
+) -> None:
     """Write the deployment's configuration without starting anything: FOLDER's dagster.yaml,
     workspace.yaml and supervisord.conf, plus systemd's units (FOLDER/systemd), or print the values of
     Dagster's Helm chart (`helm install dagster dagster/dagster -f values.yaml`)."""

@@ -56,6 +56,7 @@ def serve(config_file, host, port, hash_token, new_token, openapi, log_level) ->
 
     with needs("api", "lumos serve"):
         import uvicorn
+        from starlette.types import Receive, Scope, Send
 
         from lumos_dagster.api.app import build_app
     from lumos_dagster.api.service import Lumos
@@ -80,7 +81,7 @@ def serve(config_file, host, port, hash_token, new_token, openapi, log_level) ->
 
     app = build_app(lumos, api)
 
-    async def lifespan_app(scope, receive, send):
+    async def lifespan_app(scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
             message = await receive()
             if message["type"] == "lifespan.startup":

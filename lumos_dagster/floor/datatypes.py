@@ -69,9 +69,9 @@ class FieldBudget:
 class _NoDefault:
     """Marks a field without a default (distinct from a default of null)."""
 
-    _instance = None
+    _instance: _NoDefault | None = None
 
-    def __new__(cls):
+    def __new__(cls) -> _NoDefault:
         if cls._instance is None:
             cls._instance = super().__new__(cls)
         return cls._instance
@@ -79,7 +79,7 @@ class _NoDefault:
     def __repr__(self) -> str:
         return "NO_DEFAULT"
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[type[_NoDefault], tuple[()]]:
         return (_NoDefault, ())
 
 
@@ -90,7 +90,7 @@ NO_DEFAULT: Any = _NoDefault()
 class Primitive:
     kind: str
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if self.kind not in PRIMITIVE_KINDS:
             raise ValueError(f"unknown primitive type {self.kind!r}")
 

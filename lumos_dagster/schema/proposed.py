@@ -232,7 +232,7 @@ def _json_type(prop: dict, where: str, level: int, budget: FieldBudget):
 # ------------------------------------------------------------------ Spark DDL
 
 _TOKEN = re.compile(r"\s*(?:(`(?:[^`]|``)*`)|('(?:[^'\\]|\\.)*')|(\d+)|([A-Za-z_][A-Za-z0-9_]*)|(.))", re.S)
-_SPARK_PRIMITIVES = {
+_SPARK_PRIMITIVES: dict[str, DataType] = {
     "boolean": Primitive("boolean"),
     "tinyint": Primitive("int8"),
     "byte": Primitive("int8"),
@@ -329,7 +329,7 @@ class _Ddl:
             self._expect(end)
         return tuple(fields)  # a name given twice is refused with every format's (`_check_tree`)
 
-    def _type(self):
+    def _type(self) -> DataType:
         self.budget.spend()
         self.depth += 1
         if self.depth > MAX_NESTING:

@@ -34,7 +34,7 @@ class TableSourceSettings(Protocol):
 
 
 class FileSourceSettings(TableSourceSettings, Protocol):
-    """A file source's entry: also how its files group into datasets (`registry.FileSourceConfig`)."""
+    """A file source's entry: also how its files group into datasets (`builtins.FileSourceConfig`)."""
 
     @property
     def template(self) -> str | None: ...

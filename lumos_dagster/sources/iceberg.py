@@ -8,7 +8,7 @@ DataHub's `iceberg` platform. Its history is the table's snapshots and schema ch
 from __future__ import annotations
 
 from fnmatch import fnmatchcase
-from typing import Sequence
+from typing import Sequence, overload
 
 from pyiceberg.catalog import Catalog, load_catalog
 from pyiceberg.exceptions import NoSuchTableError
@@ -43,7 +43,11 @@ class _Described(Sequence[TableDescription]):
         """The table's snapshots, as commits (`tables.Table.commits`)."""
         return self.history.commits()
 
-    def __getitem__(self, i):
+    @overload
+    def __getitem__(self, i: int) -> TableDescription: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[TableDescription]: ...
+    def __getitem__(self, i: int | slice) -> TableDescription | list[TableDescription]:
         found = range(len(self))[i]  # as a list indexes: from the end when negative, IndexError past it
         if isinstance(found, range):
             return [self[j] for j in found]

@@ -9,6 +9,7 @@ and a deployment. The store's jobs (registry, history, outbox, …) are mixins b
 from __future__ import annotations
 
 import os
+import sqlite3
 import threading
 import time
 from collections.abc import Iterator
@@ -34,7 +35,9 @@ def _engine(url: str) -> Engine:
         engine = sa.create_engine(url, connect_args={"timeout": 60})
 
         @sa.event.listens_for(engine, "connect")
-        def _pragmas(conn, _record):  # WAL: readers never block the writer, two runs can share it
+        def _pragmas(
+            conn: sqlite3.Connection, _record: object
+        ) -> None:  # WAL: readers never block the writer, two runs can share it
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA busy_timeout=60000")
             # NORMAL: in WAL mode a commit is a write into the WAL, not an fsync (the WAL is synced

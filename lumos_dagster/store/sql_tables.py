@@ -7,7 +7,7 @@ capture's own fields (partition, capture time, the data's age) in its `lumos_sna
 the body's id. Rows written before keep their whole document inline (`document`, `body` null); the
 reads below give back the same document either way (`stored_document`)."""
 
-from typing import Callable
+from typing import Any, Callable
 
 import sqlalchemy as sa
 from sqlalchemy.ext.compiler import compiles
@@ -176,7 +176,7 @@ class StoredDocument(sa.types.TypeDecorator):
         super().__init__()
         self.mode = mode
 
-    def process_result_value(self, value, dialect):
+    def process_result_value(self, value: str | None, dialect: sa.Dialect) -> Any:
         return None if value is None else assemble(value, self.mode)
 
 
