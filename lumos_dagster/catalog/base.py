@@ -44,7 +44,8 @@ class Claiming(Protocol):
         """What delivering `snapshot` leaves Lumos having added (`before`: what it had added)."""
         ...
 
-    def emit(self, snapshots: Sequence[Snapshot], before: Sequence[str | None]) -> int: ...
+    # `before` may be left out (None): a claiming adapter is also called as a plain `CatalogAdapter`
+    def emit(self, snapshots: Sequence[Snapshot], before: Sequence[str | None] | None = None) -> int: ...
 
 
 #: the categories of an estate a catalog may be unable to hold (lumos_dagster.estate.carry counts them)
