@@ -8,14 +8,19 @@ first, then by the dotted parts of the table being the trailing parts of exactly
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from lumos_dagster.code_lineage import CodeLineage, StoredSql, normalize_table_name
 from lumos_dagster.floor.model import ColumnMapping, JobRef
 from lumos_dagster.floor.windows import canonical_duration
+
+if TYPE_CHECKING:  # for the annotations only: the store and lumos.yaml's models import slowly
+    from lumos_dagster.floor.config import LumosConfig
+    from lumos_dagster.store.roles import RegistryAndHistory
 
 
 @dataclass(frozen=True)
@@ -71,7 +76,9 @@ class TableNames:
         return None, None
 
 
-def refresh_code(store, config, stored: Sequence[StoredSql] = ()) -> CodeContext | None:
+def refresh_code(
+    store: RegistryAndHistory, config: LumosConfig, stored: Sequence[StoredSql] = ()
+) -> CodeContext | None:
     """Read what code (and the databases' view definitions, `stored`) says and keep it in the store
     for the code location; None when there is nothing to read."""
     if not (config.lineage.sql or config.lineage.dbt or any(s.views for s in stored)):
@@ -82,7 +89,7 @@ def refresh_code(store, config, stored: Sequence[StoredSql] = ()) -> CodeContext
     return code
 
 
-def current_code(store, config, stored: Sequence[StoredSql] = ()) -> CodeContext:
+def current_code(store: RegistryAndHistory, config: LumosConfig, stored: Sequence[StoredSql] = ()) -> CodeContext:
     """What the code says now, against the datasets (and their columns) the store knows; nothing written."""
     columns = {}
     for rec in store.datasets():
@@ -93,7 +100,7 @@ def current_code(store, config, stored: Sequence[StoredSql] = ()) -> CodeContext
     return read_code(config, columns, stored)
 
 
-def read_code(config, schemas: dict[str, list[str]], stored: Sequence[StoredSql] = ()) -> CodeContext:
+def read_code(config: LumosConfig, schemas: dict[str, list[str]], stored: Sequence[StoredSql] = ()) -> CodeContext:
     """What `config.lineage` and the views in `stored` say about the datasets named in `schemas`
     (dataset → column names, empty when not read yet). Columns let `SELECT *` expand into column
     lineage."""
@@ -103,9 +110,9 @@ def read_code(config, schemas: dict[str, list[str]], stored: Sequence[StoredSql]
     context = CodeContext()
     jobs: list[tuple[str, list[CodeLineage]]] = []  # (flow, entries)
     if config.lineage.dbt is not None:
-        path = config.resolve(config.lineage.dbt.manifest)
+        manifest = config.resolve(config.lineage.dbt.manifest)
         try:
-            jobs.append((Path(path).parent.parent.name or "dbt", read_manifest(path)))
+            jobs.append((Path(manifest).parent.parent.name or "dbt", read_manifest(manifest)))
         except (OSError, ValueError) as e:
             context.problems.append(f"lineage.dbt.manifest: {e}")
     for i, sql in enumerate(config.lineage.sql):
@@ -136,7 +143,9 @@ def _read_views(source: StoredSql, schemas: dict[str, list[str]]) -> list[CodeLi
     return [e for job, view, body in source.views for e in parse_sql(body, job, source.dialect, schemas, output=view)]
 
 
-def _two_passes(read, names: TableNames, schemas: dict[str, list[str]]) -> list[CodeLineage]:
+def _two_passes(
+    read: Callable[[dict[str, list[str]]], list[CodeLineage]], names: TableNames, schemas: dict[str, list[str]]
+) -> list[CodeLineage]:
     """`read(known columns)` once, then again once the tables it reads have known columns."""
     entries = read({})
     known = _code_schemas(entries, names, schemas)

@@ -13,12 +13,16 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from lumos_dagster.floor.config import EscalationRule, LumosConfig, NudgeConfig
 from lumos_dagster.governance.rules import Todo, post_webhook, todo_json, todo_line
+
+if TYPE_CHECKING:  # for the annotation only: the store imports slowly
+    from lumos_dagster.store import SnapshotStore
 
 NOTIFY_DOMAIN_OWNER, DEPRECATE = "notify_domain_owner", "deprecate"
 DEPRECATION_NOTE = "Deprecated by Lumos: required context (governance.required) missing too long."
@@ -90,7 +94,7 @@ def decide(conn: Connection, todos: Mapping[str, Sequence[Todo]], domains: Mappi
     return out
 
 
-def run_nudge(store, config: LumosConfig, now: datetime, warn: Callable[[str], None]) -> Round:
+def run_nudge(store: SnapshotStore, config: LumosConfig, now: datetime, warn: Callable[[str], None]) -> Round:
     """One nudge: the missing-context report, escalated, posted to `governance.webhook` (JSON with
     a `text` for Slack-like hooks), and deprecations sent to the DataHub catalogs."""
     from lumos_dagster.catalog.datahub import DataHubCatalog

@@ -5,9 +5,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 from lumos_dagster.floor.model import BREAKING, SchemaChange, Snapshot
+
+if TYPE_CHECKING:  # for the annotation only: the store imports slowly
+    from lumos_dagster.store.roles import RegistryAndHistory
 
 
 @dataclass(frozen=True)
@@ -81,7 +84,7 @@ def next_release_name(prefix: str, existing: Sequence[str]) -> str:
     return f"{prefix}{max(numbers, default=0) + 1}"
 
 
-def current_versions(store, wanted: set[str] | None = None) -> tuple[dict[str, str], list[str]]:
+def current_versions(store: RegistryAndHistory, wanted: set[str] | None = None) -> tuple[dict[str, str], list[str]]:
     """What a release records: each dataset's latest schema version (only `wanted`, when given), and
     the wanted datasets that have none (never materialized)."""
     versions = {}
