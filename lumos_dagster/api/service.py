@@ -22,7 +22,7 @@ import logging
 import re
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -41,6 +41,7 @@ from lumos_dagster.floor.model import BREAKING
 from lumos_dagster.floor.snapshot_json import change_to_json, snapshot_loads
 
 if TYPE_CHECKING:
+    from lumos_dagster.floor.model import Acceptance
     from lumos_dagster.reports.changes import ChangeReport
     from lumos_dagster.schema.inputs import Side
 
@@ -133,7 +134,7 @@ class _Cache:
 
 
 def judge_proposal(fmt: str, schema: str | dict | list, max_fields: int, current: Side, policy: str,
-                   config: LumosConfig, accepted) -> ChangeReport:  # fmt: skip
+                   config: LumosConfig, accepted: Sequence[Acceptance]) -> ChangeReport:  # fmt: skip
     """`lumos diff` of the `current` side (schema.inputs.Side) and a proposed schema, without the lineage:
     a ChangeReport. A proposal of more than `max_fields` fields (nested ones counted) is refused: the
     comparison grows with them."""

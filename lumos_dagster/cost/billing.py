@@ -15,12 +15,15 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime
 from fnmatch import fnmatchcase
-from typing import Mapping, Sequence
+from typing import TYPE_CHECKING, Mapping, Sequence
 
 import pyarrow.csv as pcsv
 import pyarrow.parquet as pq
 
 from lumos_dagster.floor.errors import LumosError
+
+if TYPE_CHECKING:  # for the annotation only
+    from lumos_dagster.floor.config import BillingRule
 
 _STORAGE_WORDS = ("storage", "s3", "blob", "gcs", "bucket")
 
@@ -100,7 +103,9 @@ class Allocation:
         return got[component] if component in got else None
 
 
-def allocate(charges: Sequence[Charge], rules, datasets: Mapping[str, int], month: str) -> Allocation:
+def allocate(
+    charges: Sequence[Charge], rules: Sequence[BillingRule], datasets: Mapping[str, int], month: str
+) -> Allocation:
     """`datasets`: name → bytes (the weights of a shared charge)."""
     out = Allocation()
     for charge in charges:
@@ -112,7 +117,7 @@ def allocate(charges: Sequence[Charge], rules, datasets: Mapping[str, int], mont
                 if name is not None and name in datasets:
                     out.by_dataset[name][charge.component] += charge.cost
                     break
-            elif fnmatchcase(charge.resource_id, rule.resource):
+            elif rule.resource is not None and fnmatchcase(charge.resource_id, rule.resource):  # one of the two
                 sharing = {n: b for n, b in datasets.items() if fnmatchcase(n, rule.datasets)}
                 total = sum(sharing.values())
                 if not sharing:

@@ -27,6 +27,7 @@ import jsonschema
 import sqlalchemy as sa
 from datahub.metadata.urns import DatasetUrn
 
+from lumos_dagster.catalog.base import CatalogAdapter
 from lumos_dagster.catalog.ordering import upstream_first
 from lumos_dagster.estate import parts as estate_parts
 from lumos_dagster.estate.migration import STEPS, migrate_document
@@ -448,7 +449,7 @@ def import_into_store(
 
 
 def import_into_catalog(
-    estate: Estate, catalog, batch: int = 100, progress: Callable[[str], None] = lambda _: None
+    estate: Estate, catalog: CatalogAdapter, batch: int = 100, progress: Callable[[str], None] = lambda _: None
 ) -> int:
     snapshots = upstream_first([e.snapshot for e in estate.entries])
     sent = 0

@@ -7,13 +7,21 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING, Callable, Iterable, Sequence
 
 from lumos_dagster.floor.model import BREAKING, INFORMATIONAL, SchemaChange
 from lumos_dagster.floor.snapshot_json import change_to_json
 from lumos_dagster.floor.wording import visible
 from lumos_dagster.lineage.impact import Affected
 from lumos_dagster.schema.gate import how_to_accept
+
+if TYPE_CHECKING:  # for the annotations only
+    from lumos_dagster.floor.config import LumosConfig
+    from lumos_dagster.floor.dataset_specs import Catalogue
+    from lumos_dagster.floor.model import Acceptance
+    from lumos_dagster.schema.inputs import Side
+    from lumos_dagster.store.roles import HistoryStore
 
 
 @dataclass(frozen=True)
@@ -169,7 +177,15 @@ def render(reports: Sequence[ChangeReport], fmt: str) -> str:
 # what `lumos diff` and `lumos gate` judge, without the printing: the API answers from these too
 
 
-def diff_report(a, b, policy: str, config=None, catalogue=None, proposed: bool = False, acceptances=()) -> ChangeReport:
+def diff_report(
+    a: Side,
+    b: Side,
+    policy: str,
+    config: LumosConfig | None = None,
+    catalogue: Callable[[], Catalogue] | None = None,
+    proposed: bool = False,
+    acceptances: Sequence[Acceptance] = (),
+) -> ChangeReport:
     """`lumos diff` of two sides (schema.inputs.Side) under `policy`. With `config` and a dataset name,
     the changes lumos.yaml (or `acceptances`) accepts are marked, and a breaking change lists the
     datasets downstream (`catalogue()` gives the lineage, read only then). `proposed`: `b` is a
@@ -202,7 +218,15 @@ def diff_report(a, b, policy: str, config=None, catalogue=None, proposed: bool =
     )
 
 
-def gate_reports(config, store, catalogue, names, cutoff=None, partition=None, acceptances=()) -> list[ChangeReport]:
+def gate_reports(
+    config: LumosConfig,
+    store: HistoryStore,
+    catalogue: Catalogue,
+    names: Iterable[str],
+    cutoff: datetime | None = None,
+    partition: str | None = None,
+    acceptances: Sequence[Acceptance] = (),
+) -> list[ChangeReport]:
     """`lumos gate`: each named dataset's latest version judged under its policy (only versions first
     seen after `cutoff`, when given); `acceptances` (schema.acceptances) accept changes besides lumos.yaml."""
     from lumos_dagster.lineage.impact import downstream

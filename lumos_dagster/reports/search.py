@@ -30,9 +30,13 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
 from itertools import chain
-from typing import Callable, Iterable
+from typing import TYPE_CHECKING, Callable, Iterable
 
 import numpy as np
+
+if TYPE_CHECKING:  # for the annotations only
+    from lumos_dagster.floor.dataset_specs import Catalogue, DatasetSpec
+    from lumos_dagster.floor.model import Snapshot
 
 K1 = 1.2
 B = 0.75
@@ -354,7 +358,7 @@ def _matched(doc: Document, is_match: Callable[[str], bool], exact_name: bool) -
     return tuple(labels)
 
 
-def documents(catalogue, latest) -> list[Document]:
+def documents(catalogue: Catalogue, latest: Callable[[DatasetSpec], Snapshot | None]) -> list[Document]:
     """Everything Lumos knows, one document per dataset of `catalogue` (a scan.catalogue.Catalogue):
     the latest snapshot's names, fields, descriptions, tags, owners and quality (`latest(spec)` gives
     it); what lumos.yaml and code say for datasets not taken yet. Removed datasets are left out."""
