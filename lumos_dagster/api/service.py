@@ -37,7 +37,7 @@ from lumos_dagster.floor.config import LumosConfig, load_config
 from lumos_dagster.floor.datatypes import Schema, type_str
 from lumos_dagster.floor.errors import LumosError
 from lumos_dagster.floor.masking import shown_url
-from lumos_dagster.floor.model import BREAKING
+from lumos_dagster.floor.model import BREAKING, SchemaChange
 from lumos_dagster.floor.snapshot_json import change_to_json, snapshot_loads
 
 if TYPE_CHECKING:
@@ -174,11 +174,11 @@ def _unechoed(message: str, sent: str | dict | list) -> str:
     return "".join(c if c.isprintable() else " " for c in message)[:300]
 
 
-def _change(c, accepted: str | None = None) -> m.Change:
+def _change(c: SchemaChange, accepted: str | None = None) -> m.Change:
     return m.Change(**change_to_json(c), accepted=accepted)
 
 
-def _changeset(reports) -> m.ChangeSet:
+def _changeset(reports: Sequence[ChangeReport]) -> m.ChangeSet:
     from lumos_dagster.reports.changes import exit_code, to_json
 
     return m.ChangeSet(passed=exit_code(reports) == 0, **to_json(reports))

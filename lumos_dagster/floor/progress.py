@@ -18,8 +18,8 @@ def _recorded(count: int, total: int) -> str:
 class Progress:
     """Counts datasets through a piece of work; `say(count, total)` is its line."""
 
-    def __init__(self, log: Callable[[str], None], total: int, every: float = EVERY, clock=time.monotonic,
-                 say: Callable[[int, int], str] = _recorded):  # fmt: skip
+    def __init__(self, log: Callable[[str], None], total: int, every: float = EVERY,
+                 clock: Callable[[], float] = time.monotonic, say: Callable[[int, int], str] = _recorded):  # fmt: skip
         self.log, self.total, self.every, self.clock, self.say = log, total, every, clock, say
         self.count, self.last = 0, clock()
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import io
 import json
 from collections import defaultdict
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 
 from lumos_dagster.cost.attribution import Node, Savings, switch_off
@@ -45,7 +46,7 @@ class CostReport:
     # switching off each of the costliest unconsumed datasets (`lumos savings` for one dataset)
     savings: list[tuple[Savings, tuple[str, ...]]] = field(default_factory=list)  # (savings, owners to ask)
 
-    def _group(self, key) -> dict[str, float]:
+    def _group(self, key: Callable[[Row], Sequence[str]]) -> dict[str, float]:
         out: dict[str, float] = defaultdict(float)
         for r in self.rows:
             names = key(r) or ("(none)",)

@@ -108,8 +108,8 @@ class _Differ:
     def __init__(self) -> None:
         self.out: list[SchemaChange] = []
 
-    def add(self, *args) -> None:
-        self.out.append(_change(*args))
+    def add(self, path: str, kind: str, old: Any, new: Any, backward: bool, forward: bool) -> None:
+        self.out.append(_change(path, kind, old, new, backward, forward))
 
     # ------------------------------------------------------------ fields
 

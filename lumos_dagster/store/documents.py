@@ -68,7 +68,12 @@ def split(doc: dict, captured_at: datetime) -> tuple[str, str, str | None]:
     return text, hashlib.sha256(text.encode()).hexdigest(), kept
 
 
-def packed(partition_key, captured_text, capture, body) -> sa.ColumnElement:
+def packed(
+    partition_key: sa.ColumnElement[str],
+    captured_text: sa.ColumnElement[str],
+    capture: sa.ColumnElement[str | None],
+    body: sa.ColumnElement[str],
+) -> sa.ColumnElement[str]:
     """A row's parts as one text (SQL): MARK, then partition key, capture time (UTC text), own
     fields, body, split by SEP."""
     sep = sa.literal(SEP, sa.Text)

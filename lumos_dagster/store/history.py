@@ -52,7 +52,7 @@ class History(StoreConnection):
                     out.setdefault(urn, []).append((sid, snapshot_from_json(document)))
         return out
 
-    def _one(self, query) -> Snapshot | None:
+    def _one(self, query: sa.Select) -> Snapshot | None:
         with self._tx() as conn:
             row = conn.execute(query.limit(1)).first()
         return snapshot_from_json(row[0]) if row else None

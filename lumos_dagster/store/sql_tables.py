@@ -195,7 +195,7 @@ def with_bodies() -> sa.FromClause:
     return snapshots_table.outerjoin(documents_table, documents_table.c.id == snapshots_table.c.body)
 
 
-def latest_captures(*conditions, mode: str = "text") -> sa.Select:
+def latest_captures(*conditions: sa.ColumnElement[bool], mode: str = "text") -> sa.Select:
     """(urn, document) of each dataset's latest capture (newest partition, then capture) among the
     rows matching `conditions`; the datasets are the expanding parameter `urns`. The document as
     `stored_document(mode)`: by default its JSON text, as the store kept it before schema version 3."""
