@@ -105,7 +105,8 @@ check-dagster-latest:
 	@echo "Dagster under test:"; $(LATEST)/bin/python -m pip list --format=freeze 2>/dev/null | grep -i '^dagster'
 	$(LATEST)/bin/python -m pytest -p no:cacheprovider tests/test_event_log.py $(PYTEST_ARGS)
 
-## Lumos beside DataHub's own s3 source and the physical floor, and the micro benchmarks; writes
+## Lumos beside DataHub's own s3 source and the physical floor, the engines (the process pool, Spark local,
+## a standalone cluster, Spark Connect: benchmarks/engines.py) and the micro benchmarks; writes
 ## docs/benchmarks.md. ARGS=--large for the issue's target sizes. DataHub's s3 extra pins an older
 ## pyarrow, so it gets its own environment (same acryl-datahub version as Lumos).
 bench: $(STAMP) $(DATAHUB_VENV)

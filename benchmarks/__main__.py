@@ -6,7 +6,8 @@ By default: the 1,000-dataset lake beside DataHub's source and the floor, runs o
 datasets, code locations of 1,000 and 5,000 datasets, Dagster's instance storages (stock and tuned),
 Lumos on Dagster's stock SQLite and PostgreSQL instances and the tuned one beside DataHub's source
 and Dagster's floor, with ms per dataset-partition at 1,000 (benchmarks/tenancy.py), the store's
-growth, a short soak of the deployment, the schema readers, a lake of 100 Delta tables × 20
+growth, a short soak of the deployment, the schema readers, the engines (the process pool, Spark local, a
+standalone cluster and Spark Connect on 1,000 and 10,000 local and S3 files), a lake of 100 Delta tables × 20
 versions and the micro benchmarks (about an hour on 2 cores: the runs on the shipped instance,
 Dagster's stock one, take ~100 ms a dataset-partition). `--large` adds runs and code
 locations of 10,000 datasets (ms per dataset-partition on each instance too) and larger micro
@@ -156,6 +157,14 @@ def readers(large: bool = False) -> list[str]:
     return readers_bench.readers_report(readers_bench.SIZES[large])
 
 
+def engines() -> list[str]:
+    """The pool and Spark's engines side by side, schemas and profiles, local files and S3
+    (benchmarks/engines.py): where a cluster pays; `python -m benchmarks.engines` runs it alone."""
+    from benchmarks import engines as engines_bench
+
+    return engines_bench.engines_report()
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__.split("\n\n")[0])
     parser.add_argument("--large", action="store_true", help="the issue's target sizes (takes much longer)")
@@ -185,6 +194,8 @@ def main(argv: list[str] | None = None) -> None:
     definitions = _definitions([1_000, 5_000, 10_000] if args.large else [1_000, 5_000])
     _log("schema readers…")
     reading = readers(args.large)
+    _log("engines…")
+    engined = engines()
     _log("delta lake…")
     tables = delta.render(delta.measure(*DELTA_LAKE))
     _log("micro benchmarks…")
@@ -199,6 +210,7 @@ def main(argv: list[str] | None = None) -> None:
         soaked,
         definitions,
         reading,
+        engined,
         tables,
         ["### Micro benchmarks", "", micro.render(rows)],
     ]

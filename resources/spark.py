@@ -83,8 +83,7 @@ def schema_reader(spark: LumosSparkResource, config: SparkConfig):
 
     thresholds = THRESHOLDS
     if config.read_from_files is not None:
-        thresholds = replace(
-            thresholds, spark_from_local=config.read_from_files, spark_from_cluster=config.read_from_files
-        )
+        n = config.read_from_files
+        thresholds = replace(thresholds, spark_from_local=n, spark_from_cluster=n, spark_from_cluster_remote=n)
     return spark_auto_reader(lambda: spark.spark_session, master=config.remote or config.master,
                              thresholds=thresholds, name=spark.engine)  # fmt: skip

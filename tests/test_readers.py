@@ -19,6 +19,7 @@ from lumos_dagster.formats.readers import (
     PoolReader,
     ReaderCrashed,
     Thresholds,
+    auto_reader,
     choose,
     engine_for,
     isolate_crashes,
@@ -232,12 +233,31 @@ def test_never_means_never():
 
 
 def test_the_measured_defaults():
-    """benchmarks/readers.py: Spark local[*] is never faster than the pool on the same cores."""
+    """benchmarks/readers.py: Spark local[*] is never faster than the pool on the same cores;
+    benchmarks/engines.py: a cluster pays sooner on an object store than on local files."""
     assert engine_for(readers.POOL_FROM - 1, True, "local[*]") == "in_process"
     assert engine_for(readers.POOL_FROM, True, "local[*]") == "pool"
     assert engine_for(10**7, True, "local[*]") == "pool"
+    assert engine_for(10**7, True, "local[*]", remote=True) == "pool"
     assert engine_for(readers.SPARK_FROM_CLUSTER - 1, True, "yarn") == "pool"
     assert engine_for(readers.SPARK_FROM_CLUSTER, True, "yarn") == "spark"
+    assert engine_for(readers.SPARK_FROM_CLUSTER_REMOTE - 1, True, "yarn", remote=True) == "pool"
+    assert engine_for(readers.SPARK_FROM_CLUSTER_REMOTE, True, "yarn", remote=True) == "spark"
+    assert readers.SPARK_FROM_CLUSTER_REMOTE < readers.SPARK_FROM_CLUSTER
+
+
+def test_a_run_reader_takes_the_object_store_threshold_for_remote_files_and_names_what_read(lake_items):
+    def spark_reader(items):
+        return {p: FileResult(p, error="read on spark") for p, *_ in items}
+
+    spark_reader.name = "Spark (master yarn)"  # type: ignore[attr-defined]
+    limits = Thresholds(pool_from=None, spark_from_local=None, spark_from_cluster=100, spark_from_cluster_remote=2)
+    read = auto_reader(spark_reader, master="yarn", thresholds=limits)
+    remote = [(f"bucket/k{i}.parquet", "parquet", ("s3", "127.0.0.1:9", "us-east-1", "http")) for i in range(3)]
+    assert {r.error for r in read(remote).values()} == {"read on spark"}
+    assert read.engine(3) == "Spark (master yarn)"
+    assert read(lake_items[:3]) == read_in_process(lake_items[:3])  # local files: below the cluster's 100
+    assert read.engine(3) == "this process"
 
 
 def test_the_chooser_never_touches_spark_below_the_threshold(lake_items):

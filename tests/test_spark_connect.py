@@ -14,7 +14,6 @@ from __future__ import annotations
 import io
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -28,6 +27,7 @@ import pytest
 import yaml
 from dagster import DagsterInstance
 
+from benchmarks import spark_servers
 from lumos_dagster.floor.config import load_config, parse_config
 from lumos_dagster.floor.errors import ConfigError, SparkUnavailable
 from lumos_dagster.formats import read_file_result, sniff_format
@@ -182,33 +182,12 @@ def test_a_run_whose_spark_is_down_fails_once_naming_it(tmp_path, key, address, 
 
 @pytest.fixture(scope="module")
 def connect_server(tmp_path_factory):
-    """A Spark Connect server on a free port (local[2]), its Python workers this interpreter with Lumos on
-    their path; stopped at the end."""
-    import pyspark
-
-    home = os.path.dirname(pyspark.__file__)
-    port = free_port()
-    logs = tmp_path_factory.mktemp("connect") / "server.log"
-    # the S3 credentials moto takes, in the server's environment as an instance role's would be
-    env = {**os.environ, **S3_TEST_CREDENTIALS, "SPARK_HOME": home, "PYSPARK_PYTHON": sys.executable,
-           "PYTHONPATH": str(ROOT)}  # fmt: skip
-    command = [
-        f"{home}/bin/spark-submit", "--class", "org.apache.spark.sql.connect.service.SparkConnectServer",
-        "--name", "lumos-tests-connect", "--master", "local[2]",
-        "--conf", f"spark.connect.grpc.binding.port={port}", "--conf", "spark.ui.enabled=false",
-        "--conf", f"spark.pyspark.python={sys.executable}", "--conf", "spark.sql.session.timeZone=UTC",
-    ]  # fmt: skip
-    with open(logs, "w") as log:
-        server = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env)
-    try:
-        _wait_for_port(port, server, logs, "the Spark Connect server")
-        yield f"sc://127.0.0.1:{port}"
-    finally:
-        server.terminate()
-        try:
-            server.wait(30)
-        except subprocess.TimeoutExpired:
-            server.kill()
+    """A Spark Connect server on a free port (local[2]), the S3 credentials moto takes in its environment as
+    an instance role's would be; stopped at the end."""
+    with spark_servers.connect_server(
+        tmp_path_factory.mktemp("connect") / "server.log", env=S3_TEST_CREDENTIALS
+    ) as address:
+        yield address
 
 
 #: a process of its own for each Spark Connect client: pyspark refuses a Connect session in a process that
@@ -332,57 +311,11 @@ def test_a_run_on_spark_connect_reads_profiles_and_says_which_engine_read(connec
 # ------------------------------------------------------------------ a real standalone cluster
 
 
-def _wait_for_port(port: int, process: subprocess.Popen, logs: Path, what: str) -> None:
-    deadline = time.monotonic() + 120
-    while True:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            return
-        except OSError:
-            if process.poll() is not None or time.monotonic() > deadline:
-                pytest.fail(f"{what} did not start: {logs.read_text()[-3000:]}")
-            time.sleep(0.5)
-
-
 @pytest.fixture(scope="module")
 def standalone_cluster(tmp_path_factory):
-    """A Spark standalone master and two workers (a core and 512 MB each) started from the jars pyspark
-    ships, as a team's cluster runs them; stopped at the end."""
-    import pyspark
-
-    home = os.path.dirname(pyspark.__file__)
-    folder = tmp_path_factory.mktemp("standalone")
-    env = {**os.environ, "SPARK_HOME": home, "PYSPARK_PYTHON": sys.executable, "PYTHONPATH": str(ROOT),
-           "SPARK_WORKER_DIR": str(folder / "work")}  # fmt: skip
-    port = free_port()
-    master = f"spark://127.0.0.1:{port}"
-    started: list[subprocess.Popen] = []
-    try:
-        for i, args in enumerate([
-            ["org.apache.spark.deploy.master.Master", "--host", "127.0.0.1", "--port", str(port), "--webui-port", "0"],
-            *[["org.apache.spark.deploy.worker.Worker", master, "--host", "127.0.0.1", "--cores", "1",
-               "--memory", "512m", "--webui-port", "0"]] * 2,
-        ]):  # fmt: skip
-            logs = folder / f"{i}.log"
-            with open(logs, "w") as log:
-                started.append(subprocess.Popen([f"{home}/bin/spark-class", *args], stdout=log,
-                                                stderr=subprocess.STDOUT, env=env))  # fmt: skip
-            if i == 0:
-                _wait_for_port(port, started[0], logs, "the Spark master")
-        deadline = time.monotonic() + 120
-        while sum("Successfully registered with master" in (folder / f"{i}.log").read_text() for i in (1, 2)) < 2:
-            if time.monotonic() > deadline:
-                pytest.fail(f"the workers did not register: {(folder / '1.log').read_text()[-2000:]}")
-            time.sleep(0.5)
-        yield master, folder / "0.log"
-    finally:
-        for process in reversed(started):
-            process.terminate()
-        for process in started:
-            try:
-                process.wait(30)
-            except subprocess.TimeoutExpired:
-                process.kill()
+    """A Spark standalone master and two workers (a core and 512 MB each); stopped at the end."""
+    with spark_servers.standalone_cluster(tmp_path_factory.mktemp("standalone")) as started:
+        yield started
 
 
 @pytest.mark.slow

@@ -481,7 +481,8 @@ class SparkConfig(ConfigModel):
         None,
         ge=1,
         description="A run reads file schemas on Spark from this many files on (default: never on a local master, "
-        "whose cores the process pool uses as well; 80,000 on a cluster). Below it, a process pool reads them.",
+        "whose cores the process pool uses as well; on a cluster 500,000 local files, 5,000 on an object store or "
+        "HDFS). Below it, a process pool reads them.",
     )
 
     @field_validator("master")

@@ -114,8 +114,12 @@ def start_method(items: Sequence[Item]) -> str:
     is not fork-safe once the parent has used it (a forked child can hang or crash), and
     a remote read waits on the network, so a second of start-up is small beside it.
     """
-    remote = any(len(item) > 2 and item[2] for item in items)
-    return "fork" if not remote and "fork" in multiprocessing.get_all_start_methods() else "spawn"
+    return "fork" if not is_remote(items) and "fork" in multiprocessing.get_all_start_methods() else "spawn"
+
+
+def is_remote(items: Sequence[Item]) -> bool:
+    """Whether any item is on a remote file system (an object store, HDFS): one with a file system spec."""
+    return any(len(item) > 2 and item[2] for item in items)
 
 
 _worker_reader: FileReader = read_file_result
@@ -200,28 +204,43 @@ class PoolReader:
 #   0.16-0.17 ms/file -> the pool beats the loop from 236, 299, 379 files: POOL_FROM 300.
 #   Spark local[*]: session start 11-21 s, a job 0.1-0.4 s, then 0.20-0.26 ms/file: never
 #   faster per file than the pool on the same cores, so never worth its start (None).
-# On a cluster the executors bring cores of their own: Spark pays once the pool's time
-# exceeds the session start, 13.2 s / 0.164 ms ~ 81,000 files (81k-122k over the runs).
-# That is a lower bound (cluster start and per-file time are not zero), for local files:
-# on object stores a read waits on the network and Spark on a cluster pays much sooner;
-# pass `Thresholds` per deployment.
+# On a cluster, measured by `python -m benchmarks.engines` (docs/benchmarks.md, "Engines"): the pool,
+# Spark local[2], a standalone cluster (a master and two one-core workers) and Spark Connect read the
+# schemas of 1,000 and 10,000 small Parquet files, local and on moto's S3, on this 2-core machine
+# (load average 2.5-5). The line through the two sizes gives each engine's fixed seconds and s/file:
+#   local files: pool 0.06 s + 0.085 ms/file; standalone 29.3 s start, 1.3 s first read, 0.93 s + 0.091 ms/file.
+#   S3 (moto, whose own service time bounds every engine alike): pool 10.0 ms/file; standalone 31 s
+#   (start, first read, fixed) + 12.2 ms/file.
+# Sharing these 2 cores, the cluster never beats the pool. Its executors bring C cores of their own:
+# its s/file becomes the measured one x 2 / C, its fixed cost stays, and it pays from
+#   (start + first read + fixed - pool's fixed) / (pool's s/file - its s/file x 2 / C) files:
+# with C = 8, 506,000 local files and 4,700 on an object store (C = infinity: 371,000 and 3,300).
+# A read on an object store waits on the network, which a cluster's many tasks overlap: it pays
+# a hundred times sooner. Connect to a running server starts faster (11 s): 207,000 and 2,000.
+# Pass `Thresholds` (or spark.read_from_files) per deployment.
 # The pool is nonetheless the default from the first file: a reader that crashes on a corrupt
 # file then costs that file, not the run (the loop saves ~30 ms below 300 files).
 POOL_FROM = 1
 SPARK_FROM_LOCAL: int | None = None
-SPARK_FROM_CLUSTER = 80_000
+SPARK_FROM_CLUSTER = 500_000
+SPARK_FROM_CLUSTER_REMOTE = 5_000
 
 
 @dataclass(frozen=True)
 class Thresholds:
-    """File counts from which the pool, and Spark, are used (None: never)."""
+    """File counts from which the pool, and Spark, are used (None: never); on a cluster, for local
+    files and for files on a remote file system (an object store, HDFS)."""
 
     pool_from: int | None = POOL_FROM
     spark_from_local: int | None = SPARK_FROM_LOCAL
     spark_from_cluster: int | None = SPARK_FROM_CLUSTER
+    spark_from_cluster_remote: int | None = SPARK_FROM_CLUSTER_REMOTE
 
-    def spark_from(self, master: str | None) -> int | None:
-        return self.spark_from_local if is_local(master) else self.spark_from_cluster
+    def spark_from(self, master: str | None, remote: bool = False) -> int | None:
+        """The threshold for `master` (None: local), for files on a remote file system or local ones."""
+        if is_local(master):
+            return self.spark_from_local
+        return self.spark_from_cluster_remote if remote else self.spark_from_cluster
 
 
 THRESHOLDS = Thresholds()
@@ -232,10 +251,11 @@ def is_local(master: str | None) -> bool:
     return master is None or master.strip().startswith("local")
 
 
-def engine_for(count: int, spark: bool, master: str | None = None, thresholds: Thresholds = THRESHOLDS) -> str:
-    """The engine for a scan of `count` files: "in_process", "pool" or "spark" (`spark`:
-    whether a Spark session can be had at all)."""
-    spark_from = thresholds.spark_from(master)
+def engine_for(count: int, spark: bool, master: str | None = None, thresholds: Thresholds = THRESHOLDS,
+               remote: bool = False) -> str:  # fmt: skip
+    """The engine for a scan of `count` files (`remote`: on an object store or HDFS): "in_process", "pool" or
+    "spark" (`spark`: whether a Spark session can be had at all)."""
+    spark_from = thresholds.spark_from(master, remote)
     if spark and spark_from is not None and count >= spark_from:
         return "spark"
     if thresholds.pool_from is not None and count >= thresholds.pool_from:
@@ -251,8 +271,9 @@ def choose(
     reader: FileReader = read_file_result,
     workers: int | None = None,
     thresholds: Thresholds = THRESHOLDS,
+    remote: bool = False,
 ) -> SchemaReader:
-    """The schema reader for a scan of `count` files.
+    """The schema reader for a scan of `count` files (`remote`: on an object store or HDFS).
 
     `spark` is a schema reader that starts its session on first call
     (`lumos_dagster.spark.schemas.SparkReader`); it is returned, never called, and only above the Spark
@@ -260,7 +281,7 @@ def choose(
     shares this machine's cores with the pool, a cluster brings its own). `reader` is the
     per-file reader for the other engines; Spark's reader is the one it was made with.
     """
-    engine = engine_for(count, spark is not None, master, thresholds)
+    engine = engine_for(count, spark is not None, master, thresholds, remote)
     if engine == "spark" and spark is not None:
         return spark
     if engine == "pool":
@@ -274,24 +295,28 @@ def engine_name(engine: SchemaReader) -> str:
 
 
 class AutoReader:
-    """A schema reader that `choose`s its engine on each call, by the number of distinct items: what a
-    run holds when it does not know yet how many files it will read. `engine(count)` names the engine a
-    call of `count` distinct items reads with, for the run's log."""
+    """A schema reader that `choose`s its engine on each call, by the number of distinct items and whether
+    they are remote: what a run holds when it does not know yet how many files it will read.
+    `engine(count)` names the engine the last call of `count` distinct items read with (local files if none
+    did), for the run's log."""
 
     def __init__(self, spark: SchemaReader | None, master: str | None, reader: FileReader, workers: int | None,
                  thresholds: Thresholds):  # fmt: skip
         self.spark, self.master, self.reader, self.workers, self.thresholds = spark, master, reader, workers, thresholds
+        self._named: dict[int, str] = {}
 
-    def _choose(self, count: int) -> SchemaReader:
+    def _choose(self, count: int, remote: bool) -> SchemaReader:
         return choose(count, self.spark, master=self.master, reader=self.reader, workers=self.workers,
-                      thresholds=self.thresholds)  # fmt: skip
+                      thresholds=self.thresholds, remote=remote)  # fmt: skip
 
     def __call__(self, items: Sequence[Item]) -> dict[str, FileResult]:
         unique = unique_items(items)
-        return self._choose(len(unique))(unique)
+        engine = self._choose(len(unique), is_remote(unique))
+        self._named[len(unique)] = engine_name(engine)
+        return engine(unique)
 
     def engine(self, count: int) -> str:
-        return engine_name(self._choose(count))
+        return self._named.get(count) or engine_name(self._choose(count, False))
 
 
 def auto_reader(
