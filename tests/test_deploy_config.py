@@ -188,6 +188,7 @@ def test_helm_values_keep_to_the_dagster_charts_schema(layout):
         jsonschema.validate(values, CHART)
 
 
+@pytest.mark.slow  # seconds of its own (a budget reached, a build, a process): make test
 def test_wait_ports_starts_the_command_once_the_port_listens():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

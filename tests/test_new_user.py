@@ -126,6 +126,7 @@ ROOT = Path(__file__).resolve().parents[1]
 PAGE = re.compile(r"\bdocs/([a-z_]+)\.md\b|`lumos docs ([a-z_]+)`")
 
 
+@pytest.mark.slow  # seconds of its own (a budget reached, a build, a process): make test
 def test_every_docs_page_the_package_names_is_installed_with_it(tmp_path):
     """lumos.yaml's comments and the error messages named docs/*.md, which a pip install did not hold: the
     docs are package data now, each page the package names is in the wheel, and `lumos docs TOPIC` prints it."""

@@ -74,6 +74,7 @@ def fields_built(monkeypatch):
 # ------------------------------------------------------------------ 1. named types that expand without limit
 
 
+@pytest.mark.slow  # seconds of its own (a budget reached, a build, a process): make test
 def test_an_avro_file_whose_named_types_expand_past_the_budget_is_refused_having_built_few_fields(
     tmp_path, fields_built
 ):
@@ -88,6 +89,7 @@ def test_an_avro_file_whose_named_types_expand_past_the_budget_is_refused_having
     assert fields_built() <= MAX_FIELDS  # 2,111,111 before: 55 s and 1.4 GB
 
 
+@pytest.mark.slow  # seconds of its own (a budget reached, a build, a process): make test
 def test_lumos_schema_on_the_avro_bomb_is_one_line_naming_the_file_and_the_budget(tmp_path):
     path = write_avro(tmp_path / "bomb.avro", avro_bomb(6))
     out = subprocess.run([LUMOS, "schema", path], capture_output=True, text=True, timeout=120)
@@ -96,6 +98,7 @@ def test_lumos_schema_on_the_avro_bomb_is_one_line_naming_the_file_and_the_budge
     assert str(path) in line and f"more than {BUDGET} fields" in line
 
 
+@pytest.mark.slow  # seconds of its own (a budget reached, a build, a process): make test
 def test_a_proposed_avro_schema_that_expands_past_the_budget_is_refused_having_built_few_fields(fields_built):
     with pytest.raises(ProposalError) as err:
         parse_proposal("avro", avro_bomb(6))
@@ -108,6 +111,7 @@ def test_named_types_reused_within_the_budget_are_expanded(tmp_path):
     assert len(schema.flatten()) == 11 + 10 * 11 + 100 * 11 + 1000  # every use of L1, L2, L3 expanded
 
 
+@pytest.mark.slow  # seconds of its own (a budget reached, a build, a process): make test
 def test_json_schema_refs_that_expand_past_the_budget_are_refused(fields_built):
     """A schema registry's JSON Schema subject: `$ref`s are expanded at each use, as Avro's named types are."""
     defs = {"d0": {"type": "object", "properties": {"x": {"type": "integer"}}}}
@@ -122,6 +126,7 @@ def test_json_schema_refs_that_expand_past_the_budget_are_refused(fields_built):
 # ------------------------------------------------------------------ 2. the proposed-schema parsers: linear, bounded
 
 
+@pytest.mark.slow  # seconds of its own (a budget reached, a build, a process): make test
 def test_a_wide_spark_ddl_parses_in_linear_time():
     ddl = ", ".join(f"c{i} BIGINT NOT NULL COMMENT 'x'" for i in range(80_000))  # 2.9 MB
     started = time.monotonic()
@@ -278,6 +283,7 @@ def _limited_memory() -> None:
     resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))  # the unbounded read got to 23 GB
 
 
+@pytest.mark.slow  # seconds of its own (a budget reached, a build, a process): make test
 def test_validate_reads_at_most_max_bytes_of_an_endless_device():
     out = subprocess.run([LUMOS, "validate", "/dev/zero", "--max-bytes", "1000"], capture_output=True, text=True,
                          timeout=120, preexec_fn=_limited_memory)  # fmt: skip
