@@ -69,7 +69,7 @@ not_a_plugin = object()
 # a format: `.kv` files of `column=type` lines
 KV_FORMAT = """
 from lumos_dagster.formats import FileSchema, Format
-from lumos_dagster.floor.model import Field, Primitive, Schema
+from lumos_dagster.floor.datatypes import Field, Primitive, Schema
 
 
 def read_kv(path, fs=None):
