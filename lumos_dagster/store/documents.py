@@ -1,7 +1,7 @@
 """A capture's document kept in two parts: its body, kept once however many captures share it, and
 the capture's own fields, kept in its row.
 
-The body is the document (`model.snapshot_to_json`) without what differs between captures of the
+The body is the document (`snapshot_json.snapshot_to_json`) without what differs between captures of the
 same content: the partition (`partition_key`), the capture time (`captured_at`) and the data's age
 then (`quality.age_hours`). A daily re-snapshot of an undated dataset, or a sensor re-running a
 partition, captures the same body again: its row holds only its partition and capture time (in
